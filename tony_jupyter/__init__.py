@@ -1,0 +1,30 @@
+"""tony-jupyter: distributed TensorFlow on YARN, from a ``%%tony`` cell."""
+
+__version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython):  # noqa: ANN001 - IPython's hook signature
+    from .magics import TonyMagics
+
+    ipython.register_magics(TonyMagics(ipython))
+
+
+def progress(**kwargs):
+    """A Keras callback that reports epoch/step/loss/metrics to the job's widget."""
+    from .runtime import progress as _progress
+
+    return _progress(**kwargs)
+
+
+def checkpoint_dir() -> str:
+    """A directory that survives the job's attempts (for BackupAndRestore or checkpoints)."""
+    from .runtime import checkpoint_dir as _checkpoint_dir
+
+    return _checkpoint_dir()
+
+
+def tensorboard_dir() -> str:
+    """The job's TensorBoard log directory."""
+    from .runtime import tensorboard_dir as _tensorboard_dir
+
+    return _tensorboard_dir()
