@@ -1,0 +1,92 @@
+"""What ships with a cell: its source, the notebook names it reads (cloudpickled), and which
+names to bring back. Everything here is checked before anything is submitted."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import symtable
+from dataclasses import dataclass
+
+import cloudpickle
+
+from .errors import BundleError
+
+CELL_FILENAME = "<tony-cell>"
+
+
+@dataclass(frozen=True)
+class Bundle:
+    source: str
+    names: bytes  # cloudpickle of {name: value}
+    pushed: tuple[str, ...]
+    filename: str = CELL_FILENAME
+
+
+def check_syntax(source: str, filename: str = CELL_FILENAME) -> ast.Module:
+    try:
+        return ast.parse(source, filename=filename)
+    except SyntaxError as e:
+        where = f"line {e.lineno}" + (f", column {e.offset}" if e.offset else "")
+        text = f": {e.text.strip()}" if e.text else ""
+        raise BundleError(
+            f"syntax error in the cell at {where}: {e.msg}{text} (nothing was submitted; fix the "
+            "cell and run it again)"
+        ) from None
+
+
+def free_names(source: str) -> list[str]:
+    """Names the cell reads that it does not bind at top level (so they must come from the
+    notebook), in first-use order; builtins excluded."""
+    table = symtable.symtable(source, CELL_FILENAME, "exec")
+    bound = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
+    found: dict[str, None] = {}
+
+    def visit(t: symtable.SymbolTable, top: bool) -> None:
+        for s in t.get_symbols():
+            name = s.get_name()
+            reads_global = s.is_referenced() and (top or s.is_global())
+            if top and s.is_referenced() and not (s.is_assigned() or s.is_imported()):
+                found.setdefault(name)
+            elif not top and reads_global and name not in bound:
+                found.setdefault(name)
+        for child in t.get_children():
+            visit(child, False)
+
+    visit(table, True)
+    return [n for n in found if not hasattr(builtins, n) and not n.startswith("__")]
+
+
+def make_bundle(source: str, namespace: dict, extra: tuple[str, ...] = ()) -> Bundle:
+    """Check the cell and pickle the names it needs from ``namespace`` (the notebook's)."""
+    check_syntax(source)
+    wanted = list(dict.fromkeys([*free_names(source), *extra]))
+    missing = [n for n in wanted if n not in namespace]
+    if missing:
+        listed = ", ".join(repr(n) for n in missing)
+        raise BundleError(
+            f"the cell uses {listed}, not defined in the notebook; define "
+            f"{'it' if len(missing) == 1 else 'them'} in an earlier cell or inside this cell "
+            "(nothing was submitted)"
+        )
+    payload = {}
+    for name in wanted:
+        try:
+            cloudpickle.dumps(namespace[name])
+        except Exception as e:  # pickling raises anything: TypeError, PicklingError, ...
+            raise BundleError(
+                f"cannot ship {name!r} to the tasks: {type(e).__name__}: {e}. Create it inside "
+                "the cell instead, or delete it from the notebook if the cell does not need it "
+                "(nothing was submitted)"
+            ) from None
+        payload[name] = namespace[name]
+    return Bundle(source=source, names=cloudpickle.dumps(payload), pushed=tuple(wanted))
+
+
+def split_last_expression(source: str) -> tuple[ast.Module, ast.Expression | None]:
+    """The cell body to exec, and its last expression (the cell's value) to eval, if any."""
+    tree = ast.parse(source, filename=CELL_FILENAME)
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body.pop()
+        return tree, ast.Expression(body=last.value)  # type: ignore[attr-defined]
+    return tree, None

@@ -1,0 +1,303 @@
+"""The devcluster's directory layout, fixed ports, and the Hadoop configuration it writes.
+
+One shared conf dir (``DIR/conf``, the ``HADOOP_CONF_DIR`` clients use) plus a conf dir per
+NodeManager holding only its ``yarn-site.xml``: the NM's classpath puts its own dir first, and
+Hadoop's ``Configuration`` loads the first ``yarn-site.xml`` the class loader finds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+HOST = "127.0.0.1"
+GPU_LABEL = "gpu"
+GPU_RESOURCE = "yarn.io/gpu"
+NM_MEMORY_MB = 6144
+NM_VCORES = 4
+NM2_GPUS = 2
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    name: str
+    main_class: str
+    heap_mb: int
+    ports: dict[str, int]
+
+
+_RM_CLASS = "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"
+_NM_CLASS = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
+
+# Fixed ports, so that the addresses printed by `up` stay valid across restarts. HDFS and RM use
+# Hadoop's defaults; the two NMs get 804x and 814x so that they cannot collide.
+SERVICES: tuple[ServiceSpec, ...] = (
+    ServiceSpec(
+        "namenode",
+        "org.apache.hadoop.hdfs.server.namenode.NameNode",
+        384,
+        {"rpc": 8020, "http": 9870},
+    ),
+    ServiceSpec(
+        "datanode",
+        "org.apache.hadoop.hdfs.server.datanode.DataNode",
+        256,
+        {"data": 9866, "http": 9864, "ipc": 9867},
+    ),
+    ServiceSpec(
+        "resourcemanager",
+        _RM_CLASS,
+        512,
+        {"client": 8032, "scheduler": 8030, "tracker": 8031, "admin": 8033, "http": 8088},
+    ),
+    ServiceSpec("nm1", _NM_CLASS, 384, {"rpc": 8041, "localizer": 8040, "http": 8042}),
+    ServiceSpec("nm2", _NM_CLASS, 384, {"rpc": 8141, "localizer": 8140, "http": 8142}),
+)
+SERVICE_NAMES = tuple(s.name for s in SERVICES)
+NODEMANAGERS = ("nm1", "nm2")
+
+
+def service(name: str) -> ServiceSpec:
+    for spec in SERVICES:
+        if spec.name == name:
+            return spec
+    raise KeyError(name)
+
+
+def all_ports() -> dict[int, str]:
+    return {port: f"{s.name} {what}" for s in SERVICES for what, port in s.ports.items()}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where everything lives under the cluster's root dir."""
+
+    root: Path
+
+    @property
+    def lib(self) -> Path:
+        return self.root / "lib"
+
+    @property
+    def conf(self) -> Path:
+        return self.root / "conf"
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def run(self) -> Path:
+        return self.root / "run"
+
+    @property
+    def state_file(self) -> Path:
+        return self.root / "cluster.json"
+
+    def nm_conf(self, nm: str) -> Path:
+        return self.root / f"conf-{nm}"
+
+    def nm_log_dir(self, nm: str) -> Path:
+        """Where ``nm`` keeps container logs: ``<appId>/<containerId>/{stdout,stderr,...}``."""
+        return self.data / nm / "log"
+
+    def log_file(self, name: str) -> Path:
+        return self.logs / f"{name}.log"
+
+    def pid_file(self, name: str) -> Path:
+        return self.run / f"{name}.pid"
+
+    def classpath(self, name: str | None = None) -> list[str]:
+        """Classpath of daemon ``name`` (its own conf dir first), or the client classpath."""
+        entries = [str(self.conf), f"{self.lib}/*"]
+        if name in NODEMANAGERS:
+            entries.insert(0, str(self.nm_conf(name)))
+        return entries
+
+
+def _xml(props: dict[str, object]) -> str:
+    rows = "".join(
+        f"  <property><name>{escape(k)}</name><value>{escape(str(v))}</value></property>\n"
+        for k, v in props.items()
+    )
+    return f'<?xml version="1.0"?>\n<configuration>\n{rows}</configuration>\n'
+
+
+def _core_site(layout: Layout, user: str) -> dict[str, object]:
+    port = service("namenode").ports["rpc"]
+    return {
+        "fs.defaultFS": f"hdfs://{HOST}:{port}",
+        "hadoop.tmp.dir": layout.data / "tmp",
+        # Unauthenticated web UIs and WebHDFS act as this user.
+        "hadoop.http.staticuser.user": user,
+        # Lets later work submit on behalf of other users (doAs) without Kerberos.
+        f"hadoop.proxyuser.{user}.hosts": "*",
+        f"hadoop.proxyuser.{user}.groups": "*",
+        # Daemons start together; retry the first connects quickly rather than back off.
+        "ipc.client.connect.retry.interval": 250,
+    }
+
+
+def _hdfs_site(layout: Layout) -> dict[str, object]:
+    nn, dn = service("namenode").ports, service("datanode").ports
+    return {
+        "dfs.replication": 1,
+        "dfs.permissions.enabled": "false",
+        "dfs.namenode.name.dir": f"file://{layout.data / 'nn'}",
+        "dfs.datanode.data.dir": f"file://{layout.data / 'dn'}",
+        "dfs.namenode.rpc-address": f"{HOST}:{nn['rpc']}",
+        "dfs.namenode.http-address": f"{HOST}:{nn['http']}",
+        "dfs.namenode.secondary.http-address": f"{HOST}:0",
+        "dfs.datanode.address": f"{HOST}:{dn['data']}",
+        "dfs.datanode.http.address": f"{HOST}:{dn['http']}",
+        "dfs.datanode.ipc.address": f"{HOST}:{dn['ipc']}",
+        # WebHDFS redirects name the DataNode by this, so they stay on loopback.
+        "dfs.datanode.hostname": HOST,
+        # Default 30 s: a restarted NN would sit in safe mode long after its one DN reported.
+        "dfs.namenode.safemode.extension": 0,
+    }
+
+
+def _yarn_site_shared(layout: Layout) -> dict[str, object]:
+    rm = service("resourcemanager").ports
+    return {
+        "yarn.resourcemanager.hostname": HOST,
+        "yarn.resourcemanager.address": f"{HOST}:{rm['client']}",
+        "yarn.resourcemanager.scheduler.address": f"{HOST}:{rm['scheduler']}",
+        "yarn.resourcemanager.resource-tracker.address": f"{HOST}:{rm['tracker']}",
+        "yarn.resourcemanager.admin.address": f"{HOST}:{rm['admin']}",
+        "yarn.resourcemanager.webapp.address": f"{HOST}:{rm['http']}",
+        # Default 1000 ms; every allocation waits for an NM heartbeat, so this is the latency floor.
+        "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms": 100,
+        # Default 30 s between NM->RM connect retries, which stalls an NM started before the RM.
+        "yarn.resourcemanager.connect.retry-interval.ms": 500,
+        # Later work restarts the AM; an app asks for at most this many attempts.
+        "yarn.resourcemanager.am.max-attempts": 3,
+        "yarn.resource-types": GPU_RESOURCE,
+        "yarn.node-labels.enabled": "true",
+        "yarn.node-labels.fs-store.root-dir": f"file://{layout.data / 'node-labels'}",
+        # Each NM declares its own partition in its yarn-site (nm2: gpu).
+        "yarn.node-labels.configuration-type": "distributed",
+        "yarn.scheduler.minimum-allocation-mb": 128,
+        "yarn.scheduler.maximum-allocation-mb": NM_MEMORY_MB,
+        "yarn.scheduler.maximum-allocation-vcores": NM_VCORES,
+        # JVM and TensorFlow processes reserve far more virtual memory than they use.
+        "yarn.nodemanager.vmem-check-enabled": "false",
+        "yarn.nodemanager.pmem-check-enabled": "false",
+        # At the default 90 % a full disk turns the NM UNHEALTHY silently; `up` checks instead.
+        "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": 100.0,
+        "yarn.nodemanager.disk-health-checker.min-free-space-per-disk-mb": 0,
+        # Keep finished containers' dirs and logs for an hour for post-mortems.
+        "yarn.nodemanager.delete.debug-delay-sec": 3600,
+        "yarn.log-aggregation-enable": "false",
+        "yarn.application.classpath": ",".join(layout.classpath()),
+        # Containers inherit these from the NM's environment (see cluster.daemon_env).
+        "yarn.nodemanager.env-whitelist": ",".join(
+            [
+                "JAVA_HOME",
+                "HADOOP_CONF_DIR",
+                "HADOOP_COMMON_HOME",
+                "HADOOP_HDFS_HOME",
+                "HADOOP_YARN_HOME",
+                "HADOOP_HOME",
+                "CLASSPATH_PREPEND_DISTCACHE",
+                "PATH",
+                "LANG",
+                "TZ",
+                "TONY_DEVCLUSTER_CLASSPATH",
+                "TONY_DEVCLUSTER_JVM_FLAGS",
+                "TONY_DEVCLUSTER_PYTHON",
+            ]
+        ),
+    }
+
+
+def _yarn_site_nm(layout: Layout, nm: str) -> dict[str, object]:
+    ports = service(nm).ports
+    props: dict[str, object] = {
+        # NodeId becomes 127.0.0.1:<rpc>, distinct per NM, instead of <hostname>:<ephemeral>.
+        "yarn.nodemanager.hostname": HOST,
+        "yarn.nodemanager.address": f"{HOST}:{ports['rpc']}",
+        "yarn.nodemanager.localizer.address": f"{HOST}:{ports['localizer']}",
+        "yarn.nodemanager.webapp.address": f"{HOST}:{ports['http']}",
+        "yarn.nodemanager.local-dirs": layout.data / nm / "local",
+        "yarn.nodemanager.log-dirs": layout.nm_log_dir(nm),
+        "yarn.nodemanager.resource.memory-mb": NM_MEMORY_MB,
+        "yarn.nodemanager.resource.cpu-vcores": NM_VCORES,
+    }
+    if nm == "nm2":
+        # Counted only: no yarn.nodemanager.resource-plugins, which would run nvidia-smi.
+        props[f"yarn.nodemanager.resource-type.{GPU_RESOURCE}"] = NM2_GPUS
+        props["yarn.nodemanager.node-labels.provider"] = "config"
+        props["yarn.nodemanager.node-labels.provider.configured-node-partition"] = GPU_LABEL
+        # The RM rejects the label until `up` has added it to the cluster; resend it promptly
+        # instead of after the default 2 minutes.
+        props["yarn.nodemanager.node-labels.resync-interval-ms"] = 1000
+    return props
+
+
+def _capacity_scheduler() -> dict[str, object]:
+    q = "yarn.scheduler.capacity.root"
+    return {
+        # The default calculator counts memory only and would ignore vcores and GPUs.
+        "yarn.scheduler.capacity.resource-calculator": (
+            "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"
+        ),
+        # Default 0.1: with one AM per job a second job would sit in ACCEPTED.
+        "yarn.scheduler.capacity.maximum-am-resource-percent": 0.5,
+        "yarn.scheduler.capacity.node-locality-delay": -1,
+        f"{q}.queues": "default,gpu",
+        f"{q}.accessible-node-labels": "*",
+        f"{q}.accessible-node-labels.{GPU_LABEL}.capacity": 100,
+        f"{q}.default.capacity": 50,
+        f"{q}.default.maximum-capacity": 100,
+        # One user (the usual case here) may fill the queue's maximum, not just its share.
+        f"{q}.default.user-limit-factor": 100,
+        # A single space: no labels, so `default` never sees nm2's partition.
+        f"{q}.default.accessible-node-labels": " ",
+        f"{q}.gpu.capacity": 50,
+        f"{q}.gpu.maximum-capacity": 100,
+        f"{q}.gpu.user-limit-factor": 100,
+        f"{q}.gpu.accessible-node-labels": GPU_LABEL,
+        f"{q}.gpu.accessible-node-labels.{GPU_LABEL}.capacity": 100,
+        f"{q}.gpu.accessible-node-labels.{GPU_LABEL}.maximum-capacity": 100,
+        f"{q}.gpu.default-node-label-expression": GPU_LABEL,
+    }
+
+
+_LOG4J = """\
+# Daemons log to stderr, which `up` sends to DIR/logs/<service>.log; containers' log4j output
+# lands in their own stderr file under the NM log dir.
+log4j.rootLogger=INFO,console
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.err
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
+# There is no libhadoop.so outside a tarball; Hadoop falls back to Java code.
+log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
+log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=WARN
+"""
+
+
+def write_config(layout: Layout, user: str) -> None:
+    """(Re)write every config file; cheap, and keeps an existing DIR in step with this code."""
+    layout.conf.mkdir(parents=True, exist_ok=True)
+    files = {
+        "core-site.xml": _xml(_core_site(layout, user)),
+        "hdfs-site.xml": _xml(_hdfs_site(layout)),
+        "yarn-site.xml": _xml(_yarn_site_shared(layout)),
+        "capacity-scheduler.xml": _xml(_capacity_scheduler()),
+        "log4j.properties": _LOG4J,
+    }
+    for name, text in files.items():
+        (layout.conf / name).write_text(text, encoding="utf-8")
+    for nm in NODEMANAGERS:
+        nm_dir = layout.nm_conf(nm)
+        nm_dir.mkdir(parents=True, exist_ok=True)
+        props = {**_yarn_site_shared(layout), **_yarn_site_nm(layout, nm)}
+        (nm_dir / "yarn-site.xml").write_text(_xml(props), encoding="utf-8")

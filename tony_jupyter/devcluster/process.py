@@ -1,0 +1,112 @@
+"""Start daemons detached and stop them again, tracked only through their pid files.
+
+A pid file holds ``<pid> <create_time>``: a pid alone may have been reused by an unrelated
+process after a crash or reboot, and `down` must never signal anything it did not start.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+
+
+def read_pid(pid_file: Path) -> tuple[int, float] | None:
+    try:
+        pid_text, created = pid_file.read_text().split()
+        return int(pid_text), float(created)
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def live_process(pid_file: Path) -> psutil.Process | None:
+    """The process the pid file names, if it is still that same process and not a zombie."""
+    entry = read_pid(pid_file)
+    if entry is None:
+        return None
+    pid, created = entry
+    try:
+        proc = psutil.Process(pid)
+        # create_time is rounded differently across reads; a reused pid differs by far more.
+        if abs(proc.create_time() - created) > 1.0 or proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+    except psutil.Error:
+        return None
+    return proc
+
+
+def is_stale(pid_file: Path) -> bool:
+    return pid_file.exists() and live_process(pid_file) is None
+
+
+def start(cmd: list[str], env: dict[str, str], log_file: Path, pid_file: Path) -> int:
+    """Launch ``cmd`` in its own session (so a Ctrl-C at the terminal does not reach it)."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    pid_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as log:
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    created = psutil.Process(proc.pid).create_time()
+    pid_file.write_text(f"{proc.pid} {created}\n")
+    return proc.pid
+
+
+def stop(pid_file: Path, timeout: float = 15.0) -> bool:
+    """SIGTERM the pid file's process and its descendants, SIGKILL what is left after
+    ``timeout``; remove the pid file. Returns whether a live process was found.
+
+    Descendants matter for NodeManagers: containers run as their children (in new sessions), and
+    an NM that is killed rather than shut down leaves them behind.
+    """
+    proc = live_process(pid_file)
+    if proc is None:
+        pid_file.unlink(missing_ok=True)
+        return False
+    try:
+        family = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        family = [proc]
+    _signal_all([proc], signal.SIGTERM)
+    _, alive = psutil.wait_procs([proc], timeout=timeout)
+    # Give the NM's own container cleanup a moment before killing what it left.
+    _, alive = psutil.wait_procs(family, timeout=0 if alive else 2.0)
+    _signal_all(alive, signal.SIGKILL)
+    psutil.wait_procs(alive, timeout=5.0)
+    _reap(proc.pid)
+    pid_file.unlink(missing_ok=True)
+    return True
+
+
+def _signal_all(procs: list[psutil.Process], sig: int) -> None:
+    for proc in procs:
+        try:
+            proc.send_signal(sig)
+        except psutil.NoSuchProcess:
+            pass
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status if the daemon is our own child (started by this Python process)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def wait_gone(pids: list[int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if psutil.pid_exists(p)]
+        time.sleep(0.1)
+    return alive

@@ -1,0 +1,120 @@
+"""The Application Master: ``python -m tony_jupyter.launcher.am JOB_DIR``.
+
+One program for every backend: a Coordinator plus a Provider, serving the job's HTTP API.
+It outlives the kernel that started it; after the job ends it lingers until a client has
+released it (or ``tony.am.linger-sec`` passes), so results and logs can still be fetched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+from tornado import httpserver, netutil
+from tornado.ioloop import IOLoop, PeriodicCallback
+
+from ..spec import JobSpec
+from .api import AMState, make_app
+from .coordinator import TERMINAL, Coordinator
+from .local import LocalProvider
+from .provider import Provider
+
+TICK_MS = 200
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def executor_env(job_id: str, spec: JobSpec, url: str, token: str, job_dir: Path) -> dict:
+    env = {
+        "TONY_JOB_ID": job_id,
+        "TONY_AM_URL": url,
+        "TONY_TOKEN": token,
+        "TONY_HEARTBEAT_MS": str(spec.heartbeat_interval_ms),
+        "TONY_MAX_MISSED": str(spec.max_missed_heartbeats),
+        "TONY_CHIEF": spec.chief_id,
+        "TONY_CHECKPOINT_DIR": str(job_dir / "checkpoints"),
+        "TONY_TENSORBOARD_DIR": str(job_dir / "tensorboard"),
+        "PYTHONUNBUFFERED": "1",
+    }
+    if spec.legacy_keras:
+        # tf.keras code from TensorFlow's multi-worker tutorials needs Keras 2 (tf-keras):
+        # Keras 3 fails under MultiWorkerMirroredStrategy (see README, "Keras versions").
+        env["TF_USE_LEGACY_KERAS"] = "1"
+    env.update(dict(spec.env))
+    return env
+
+
+class AM:
+    def __init__(self, job_dir: Path, provider: Provider, host: str = "127.0.0.1",
+                 advertise: str | None = None):
+        self.job_dir = job_dir
+        self.spec = JobSpec.from_json((job_dir / "spec.json").read_text())
+        self.token = os.environ.get("TONY_TOKEN") or (job_dir / "token").read_text().strip()
+        self.job_id = os.environ.get("TONY_JOB_ID") or job_dir.name
+        self.provider = provider
+        sockets = netutil.bind_sockets(0, address=host, family=socket.AF_INET)
+        self.port = sockets[0].getsockname()[1]
+        self.url = f"http://{advertise or host}:{self.port}"
+        env = executor_env(self.job_id, self.spec, self.url, self.token, job_dir)
+        self.coordinator = Coordinator(self.job_id, self.spec, job_dir, provider, env)
+        self.state = AMState(self.coordinator, self.token)
+        self.server = httpserver.HTTPServer(make_app(self.state))
+        self.server.add_sockets(sockets)
+
+    async def run(self) -> int:
+        loop = IOLoop.current()
+        self.provider.bind(lambda *a: loop.add_callback(self.coordinator.on_exit, *a))
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, lambda *_: loop.add_callback_from_signal(
+                self.coordinator.kill, "the AM was sent a signal"))
+        write_json_atomic(self.job_dir / "am.json", {
+            "url": self.url, "pid": os.getpid(), "port": self.port, "started": time.time(),
+            "job_id": self.job_id, "backend": self.spec.backend,
+        })
+        self.coordinator.start()
+        ticker = PeriodicCallback(self.coordinator.tick, TICK_MS)
+        ticker.start()
+        try:
+            while self.coordinator.state not in TERMINAL:
+                await self.state.changed.wait()
+        finally:
+            ticker.stop()
+            await loop.run_in_executor(None, self.provider.shutdown)
+            self.coordinator.tick()  # record the exits the shutdown caused
+        deadline = time.monotonic() + self.spec.am_linger_s
+        while not self.state.released and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        self.server.stop()
+        self.coordinator.close()
+        (self.job_dir / "am.json").unlink(missing_ok=True)
+        return 0 if self.coordinator.state == "SUCCEEDED" else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="tony_jupyter.launcher.am")
+    p.add_argument("job_dir", type=Path)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--advertise", default=None)
+    args = p.parse_args(argv)
+
+    async def amain() -> int:
+        # Built inside the running loop: tornado's server and conditions bind to it.
+        am = AM(args.job_dir, LocalProvider(args.job_dir), host=args.host, advertise=args.advertise)
+        return await am.run()
+
+    return asyncio.run(amain())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""The local backend: stage the bundle into the job dir and start the AM as a detached process."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from ..bundle import Bundle
+from ..errors import BackendError
+from ..spec import JobSpec
+from .jobs import JobRecord, jobs_dir, new_job_id
+
+AM_START_TIMEOUT_S = 30.0
+
+
+def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:
+    job_id = new_job_id()
+    d = jobs_dir() / job_id
+    d.mkdir(mode=0o700)
+    try:
+        token = d / "token"
+        token.touch(mode=0o600)
+        token.write_text(secrets.token_urlsafe(32))
+        (d / "cell.py").write_text(bundle.source)
+        (d / "names.pkl").write_bytes(bundle.names)
+        meta = {"filename": bundle.filename, "pull": list(spec.pull), "pushed": list(bundle.pushed)}
+        if argv:
+            meta["argv"] = argv
+        (d / "bundle.json").write_text(json.dumps(meta))
+        # spec.json last: its presence is what makes the directory a job (see list_jobs).
+        (d / "spec.json").write_text(spec.to_json())
+    except BaseException:
+        shutil.rmtree(d, ignore_errors=True)
+        raise
+    return JobRecord(job_id, d)
+
+
+def start_am(record: JobRecord) -> None:
+    """Start the AM and wait until it serves; on any failure leave nothing behind."""
+    d = record.dir
+    with open(d / "am.log", "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tony_jupyter.launcher.am", str(d)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=d,
+            # Its own session: the AM survives the kernel (and Ctrl-C in it).
+            start_new_session=True,
+        )
+    (d / "am.pid").write_text(str(proc.pid))
+    deadline = time.monotonic() + AM_START_TIMEOUT_S
+    try:
+        while not (d / "am.json").exists():
+            if proc.poll() is not None:
+                tail = (d / "am.log").read_text(errors="replace")[-2000:]
+                raise BackendError(f"the job's AM exited with code {proc.returncode} before "
+                                   f"it started serving:\n{tail}")
+            if time.monotonic() > deadline:
+                raise BackendError(f"the job's AM did not start within {AM_START_TIMEOUT_S:g} s; "
+                                   f"see {d / 'am.log'}")
+            time.sleep(0.02)
+    except BaseException:  # includes KeyboardInterrupt: leave no AM and no job dir
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        shutil.rmtree(d, ignore_errors=True)
+        raise
+
+
+def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:
+    record = stage(spec, bundle, argv)
+    start_am(record)
+    return record

@@ -1,0 +1,283 @@
+"""The AM's Coordinator: task table, rendezvous, heartbeats and failure detection, attempts,
+event log. Runs on one event loop (the AM's); providers report exits through ``on_exit``."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..spec import JobSpec
+from .provider import Provider
+
+TERMINAL = ("SUCCEEDED", "FAILED", "KILLED")
+TASK_DONE = ("SUCCEEDED", "FAILED", "KILLED", "STOPPED")
+
+
+class StaleAttempt(Exception):
+    """A request from a task of an attempt that has ended: the executor should exit."""
+
+
+@dataclass
+class Task:
+    id: str
+    type: str
+    index: int
+    tracked: bool
+    state: str = "NEW"
+    host: str | None = None
+    port: int | None = None
+    pid: int | None = None
+    exit_code: int | None = None
+    launched_at: float | None = None
+    registered_at: float | None = None
+    finished_at: float | None = None
+    last_heartbeat: float | None = None
+    progress: dict = field(default_factory=dict)
+    traceback: str | None = None
+    diagnostics: str = ""
+
+
+class Coordinator:
+    def __init__(self, job_id: str, spec: JobSpec, job_dir: Path, provider: Provider,
+                 base_env: dict[str, str], clock=time.time):
+        self.job_id, self.spec, self.job_dir, self.provider = job_id, spec, job_dir, provider
+        self.base_env = base_env
+        self.clock = clock
+        self.state = "NEW"
+        self.reason = ""
+        self.failed_task: str | None = None
+        self.attempt = 0
+        self.tasks: dict[str, Task] = {}
+        self.attempt_history: list[dict] = []
+        self.events: list[dict] = []
+        self.endpoints: dict[str, str] = {}
+        self.result: dict | None = None
+        self.started_at = clock()
+        self.finished_at: float | None = None
+        self.cluster_spec: dict[str, list[str]] | None = None
+        self._attempt_started = 0.0
+        self._chief_done_at: float | None = None
+        self._listeners: list = []  # callables notified on every change (the AM's long-polls)
+        (job_dir / "logs").mkdir(parents=True, exist_ok=True)
+        self._event_file = open(job_dir / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+
+    # --- events ---------------------------------------------------------------------------
+
+    def emit(self, kind: str, **data) -> None:
+        event = {"seq": len(self.events), "time": self.clock(), "kind": kind, **data}
+        self.events.append(event)
+        self._event_file.write(json.dumps(event) + "\n")
+        self._event_file.flush()
+        self.changed()
+
+    def changed(self) -> None:
+        for notify in list(self._listeners):
+            notify()
+
+    def _set_task_state(self, task: Task, state: str, **extra) -> None:
+        task.state = state
+        self.emit("task", task=task.id, state=state, attempt=self.attempt, **extra)
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._set_state("STARTING")
+        self._start_attempt()
+
+    def _set_state(self, state: str, reason: str = "") -> None:
+        self.state = state
+        if reason:
+            self.reason = reason
+        self.emit("job", state=state, reason=reason)
+
+    def _start_attempt(self) -> None:
+        self.attempt += 1
+        self._attempt_started = self.clock()
+        self._chief_done_at = None
+        self.cluster_spec = None
+        self.tasks = {}
+        for t in self.spec.tasks:
+            for i in range(t.instances):
+                tid = f"{t.type}:{i}"
+                self.tasks[tid] = Task(tid, t.type, i, self.spec.is_tracked(t.type))
+        self.emit("attempt", attempt=self.attempt, state="STARTED")
+        (self.job_dir / "logs" / f"attempt-{self.attempt}").mkdir(parents=True, exist_ok=True)
+        for t in self.spec.tasks:
+            for i in range(t.instances):
+                task = self.tasks[f"{t.type}:{i}"]
+                env = dict(self.base_env, TONY_TASK_ID=task.id, TONY_ATTEMPT=str(self.attempt))
+                task.launched_at = self.clock()
+                self._set_task_state(task, "LAUNCHED")
+                self.provider.launch(t, task.id, self.attempt, env)
+
+    def _task(self, task_id: str, attempt: int) -> Task:
+        if attempt != self.attempt or self.state in TERMINAL or task_id not in self.tasks:
+            raise StaleAttempt(f"{task_id} attempt {attempt} is over")
+        return self.tasks[task_id]
+
+    # --- executor calls ---------------------------------------------------------------------
+
+    def register(self, task_id: str, attempt: int, host: str, port: int, pid: int) -> None:
+        task = self._task(task_id, attempt)
+        task.host, task.port, task.pid = host, port, pid
+        task.registered_at = task.last_heartbeat = self.clock()
+        self._set_task_state(task, "REGISTERED", host=f"{host}:{port}")
+        if all(t.registered_at for t in self.tasks.values()):
+            self.cluster_spec = self._build_cluster_spec()
+            for t in self.tasks.values():
+                if t.state == "REGISTERED":
+                    self._set_task_state(t, "RUNNING")
+            self._set_state("RUNNING")
+
+    def _build_cluster_spec(self) -> dict[str, list[str]]:
+        spec: dict[str, list[str]] = {}
+        for t in sorted(self.tasks.values(), key=lambda t: (t.type, t.index)):
+            spec.setdefault(t.type, []).append(f"{t.host}:{t.port}")
+        return spec
+
+    def heartbeat(self, task_id: str, attempt: int, progress: dict | None) -> None:
+        task = self._task(task_id, attempt)
+        task.last_heartbeat = self.clock()
+        if progress:
+            task.progress = progress
+        self.changed()
+
+    def log_path(self, task_id: str, attempt: int | None = None) -> Path:
+        name = task_id.replace(":", "-") + ".log"
+        return self.job_dir / "logs" / f"attempt-{attempt or self.attempt}" / name
+
+    def add_logs(self, task_id: str, attempt: int, text: str) -> None:
+        if attempt > self.attempt or task_id not in self.tasks:
+            raise StaleAttempt(task_id)
+        with open(self.log_path(task_id, attempt), "a", encoding="utf-8") as f:
+            f.write(text)
+        self.changed()
+
+    def set_result(self, task_id: str, attempt: int, payload: dict) -> None:
+        task = self._task(task_id, attempt)
+        if payload.get("traceback"):
+            task.traceback = payload["traceback"]
+        if task_id == self.spec.chief_id and payload.get("status") == "ok":
+            self.result = payload
+            (self.job_dir / "result.json").write_text(json.dumps(payload))
+        self.changed()
+
+    # --- provider callbacks and timers ------------------------------------------------------
+
+    def on_exit(self, task_id: str, attempt: int, code: int, diagnostics: str = "") -> None:
+        if attempt != self.attempt or task_id not in self.tasks:
+            return
+        task = self.tasks[task_id]
+        if task.state in TASK_DONE:
+            return
+        task.exit_code, task.finished_at = code, self.clock()
+        task.diagnostics = diagnostics
+        if self.state in TERMINAL or task.state == "STOPPING":
+            self._set_task_state(task, "STOPPED", exit_code=code)
+            return
+        if code == 0:
+            self._set_task_state(task, "SUCCEEDED", exit_code=0)
+            if task.id == self.spec.chief_id:
+                self._chief_done_at = self.clock()
+            self._check_done()
+            return
+        self._set_task_state(task, "FAILED", exit_code=code)
+        why = f"{task.id} exited with code {code}"
+        if diagnostics:
+            why += f" ({diagnostics})"
+        self._fail_attempt(task, why)
+
+    def _check_done(self) -> None:
+        tracked = [t for t in self.tasks.values() if t.tracked]
+        if all(t.state == "SUCCEEDED" for t in tracked):
+            self._finish("SUCCEEDED", "all tracked tasks succeeded")
+
+    def tick(self) -> None:
+        """Periodic checks: registration timeout, missed heartbeats, job timeout, grace."""
+        if self.state in TERMINAL:
+            return
+        now = self.clock()
+        self.provider.poll()
+        if self.state in TERMINAL:
+            return
+        if self.spec.timeout_s and now - self.started_at > self.spec.timeout_s:
+            self._finish("FAILED", f"timed out after {self.spec.timeout_s:g} s "
+                                   "(tony.application.timeout / --timeout)")
+            return
+        if self.cluster_spec is None:
+            waiting = [t.id for t in self.tasks.values() if not t.registered_at]
+            if waiting and now - self._attempt_started > self.spec.registration_timeout_s:
+                self._fail_attempt(
+                    self.tasks[waiting[0]],
+                    f"{', '.join(waiting)} did not register within "
+                    f"{self.spec.registration_timeout_s:g} s (tony.task.registration-timeout-sec)",
+                )
+                return
+        limit = self.spec.heartbeat_interval_ms / 1000.0 * self.spec.max_missed_heartbeats
+        for t in self.tasks.values():
+            if t.state in ("REGISTERED", "RUNNING") and t.last_heartbeat is not None:
+                silent = now - t.last_heartbeat
+                if silent > limit:
+                    self._set_task_state(t, "FAILED", reason="missed heartbeats")
+                    self._fail_attempt(t, f"{t.id} missed {self.spec.max_missed_heartbeats} "
+                                          f"heartbeats (silent for {silent:.1f} s)")
+                    return
+        if self._chief_done_at and now - self._chief_done_at > self.spec.completion_grace_s:
+            left = [t.id for t in self.tasks.values() if t.tracked and t.state not in TASK_DONE]
+            self._finish("FAILED", f"{', '.join(left)} still running "
+                                   f"{self.spec.completion_grace_s:g} s after "
+                                   f"{self.spec.chief_id} finished; stopped them "
+                                   "(tony.task.completion-grace-sec)")
+
+    def _fail_attempt(self, task: Task, why: str) -> None:
+        self.failed_task = task.id
+        self.attempt_history.append({"attempt": self.attempt, "reason": why, "task": task.id})
+        self.emit("attempt", attempt=self.attempt, state="FAILED", reason=why, task=task.id)
+        if self.attempt < self.spec.max_attempts:
+            self._stop_tasks()
+            self.reason = f"attempt {self.attempt} failed: {why}"
+            self._start_attempt()
+        else:
+            self._finish("FAILED", why)
+
+    def _stop_tasks(self) -> None:
+        for t in self.tasks.values():
+            if t.state not in TASK_DONE:
+                t.state = "STOPPING"
+                self.provider.stop_task(t.id, self.attempt)
+
+    def kill(self, reason: str = "killed on request") -> None:
+        if self.state not in TERMINAL:
+            self._finish("KILLED", reason)
+
+    def _finish(self, state: str, reason: str) -> None:
+        self._stop_tasks()
+        self.finished_at = self.clock()
+        self._set_state(state, reason)
+        (self.job_dir / "status.json").write_text(json.dumps(self.snapshot(), indent=1))
+
+    # --- views ------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict:
+        return {
+            "job_id": self.job_id,
+            "name": self.spec.name,
+            "backend": self.spec.backend,
+            "state": self.state,
+            "reason": self.reason,
+            "failed_task": self.failed_task,
+            "attempt": self.attempt,
+            "max_attempts": self.spec.max_attempts,
+            "attempts": self.attempt_history,
+            "started": self.started_at,
+            "finished": self.finished_at,
+            "now": self.clock(),
+            "endpoints": self.endpoints,
+            "chief": self.spec.chief_id,
+            "tasks": [asdict(t) for t in self.tasks.values()],
+        }
+
+    def close(self) -> None:
+        self._event_file.close()

@@ -1,0 +1,208 @@
+"""The executor: runs in every task's process (local process or YARN container).
+
+Registers with the AM, waits for the cluster spec, sets ``TF_CONFIG`` and TonY's env contract,
+runs the cell, heartbeats with progress, ships its stdout/stderr in batches (and still writes
+them to its own stdout, which is the container log), sends the result, exits.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import linecache
+import os
+import socket
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+import cloudpickle
+import requests
+
+from .. import runtime
+from ..bundle import split_last_expression
+
+LOG_FLUSH_S = 0.25
+
+
+class Stale(Exception):
+    """The AM says this attempt is over."""
+
+
+class AMLink:
+    def __init__(self, url: str, token: str, task: str, attempt: int):
+        self.url, self.task, self.attempt = url.rstrip("/"), task, attempt
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {token}"
+
+    def call(self, method: str, path: str, timeout: float = 10, **kw) -> dict:
+        r = self.session.request(method, f"{self.url}/api/v1/{path}", timeout=timeout, **kw)
+        if r.status_code == 410:
+            raise Stale(r.json().get("error", "attempt over"))
+        r.raise_for_status()
+        return r.json()
+
+    def post(self, path: str, **body) -> dict:
+        return self.call("POST", path, json={"task": self.task, "attempt": self.attempt, **body})
+
+
+class LogCapture:
+    """Points fds 1 and 2 at a pipe; a thread copies it to the original stdout and a buffer."""
+
+    def __init__(self) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.orig = os.dup(1)
+        r, w = os.pipe()
+        os.dup2(w, 1)
+        os.dup2(w, 2)
+        os.close(w)
+        self.read_fd = r
+        self.buf: list[str] = []
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+
+    def _read(self) -> None:
+        while chunk := os.read(self.read_fd, 65536):
+            os.write(self.orig, chunk)
+            with self.lock:
+                self.buf.append(chunk.decode("utf-8", errors="replace"))
+
+    def take(self) -> str:
+        with self.lock:
+            text, self.buf = "".join(self.buf), []
+        return text
+
+    def close(self) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self.orig, 1)
+        os.dup2(self.orig, 2)  # closes the pipe's last write ends, so the reader sees EOF
+        self.reader.join(5)
+
+
+class Background(threading.Thread):
+    """Heartbeats and log shipping; exits the process if the AM is gone or says stop."""
+
+    def __init__(self, am: AMLink, logs: LogCapture, interval: float, max_missed: int):
+        super().__init__(daemon=True)
+        self.am, self.logs, self.interval, self.max_missed = am, logs, interval, max_missed
+        self.stop = threading.Event()
+
+    def ship_logs(self) -> None:
+        text = self.logs.take()
+        if text:
+            self.am.post("executor/logs", text=text)
+
+    def run(self) -> None:
+        last_beat, last_ok = 0.0, time.monotonic()
+        while not self.stop.wait(LOG_FLUSH_S):
+            try:
+                self.ship_logs()
+                if time.monotonic() - last_beat >= self.interval:
+                    self.am.post("executor/heartbeat", progress=runtime.current_progress())
+                    last_beat = time.monotonic()
+                last_ok = time.monotonic()
+            except Stale:
+                os._exit(143)
+            except requests.RequestException:
+                if time.monotonic() - last_ok > self.interval * self.max_missed * 2:
+                    # The AM is gone (killed, or its host lost): don't live on as an orphan.
+                    os.write(self.logs.orig, b"[tony] AM unreachable; exiting\n")
+                    os._exit(1)
+
+
+def reserve_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def tony_env(task_id: str, cluster_spec: dict[str, list[str]]) -> dict[str, str]:
+    type_, _, index = task_id.partition(":")
+    # TensorFlow wants the evaluator outside the cluster it trains with; TonY's CLUSTER_SPEC
+    # lists every task.
+    tf_cluster = {k: v for k, v in cluster_spec.items() if k != "evaluator"}
+    return {
+        "TF_CONFIG": json.dumps({"cluster": tf_cluster, "task": {"type": type_, "index": int(index)}}),
+        "CLUSTER_SPEC": json.dumps(cluster_spec),
+        "JOB_NAME": type_,
+        "TASK_INDEX": index,
+        "TASK_NUM": str(len(cluster_spec.get(type_, []))),
+    }
+
+
+def run_user_code(bundle_dir: Path, is_chief: bool) -> dict:
+    meta = json.loads((bundle_dir / "bundle.json").read_text())
+    source = (bundle_dir / "cell.py").read_text()
+    filename = meta.get("filename", "<tony-cell>")
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    namespace.update(cloudpickle.loads((bundle_dir / "names.pkl").read_bytes()))
+    if meta.get("argv"):
+        sys.argv = list(meta["argv"])
+    body, last = split_last_expression(source)
+    exec(compile(body, filename, "exec"), namespace)  # noqa: S102 - running the user's cell is the point
+    value = eval(compile(last, filename, "eval"), namespace) if last else None  # noqa: S307
+    if not is_chief:
+        return {"status": "ok"}
+    pulled = {n: namespace[n] for n in meta.get("pull", []) if n in namespace}
+    missing = [n for n in meta.get("pull", []) if n not in namespace]
+    payload = cloudpickle.dumps({"value": value, "pulled": pulled, "missing": missing})
+    return {"status": "ok", "value": base64.b64encode(payload).decode()}
+
+
+def main() -> int:
+    env = os.environ
+    task_id, attempt = env["TONY_TASK_ID"], int(env["TONY_ATTEMPT"])
+    bundle_dir = Path(env.get("TONY_BUNDLE_DIR", "."))
+    interval = int(env.get("TONY_HEARTBEAT_MS", "1000")) / 1000.0
+    am = AMLink(env["TONY_AM_URL"], env["TONY_TOKEN"], task_id, attempt)
+    logs = LogCapture()
+    bg = Background(am, logs, interval, int(env.get("TONY_MAX_MISSED", "5")))
+    host = env.get("TONY_EXECUTOR_HOST") or socket.getfqdn()
+    try:
+        am.post("executor/register", host=host, port=reserve_port(), pid=os.getpid())
+        bg.start()
+        print(f"[tony] {task_id} attempt {attempt} registered; waiting for the cluster spec",
+              flush=True)
+        spec = None
+        while spec is None:
+            spec = am.call("GET", "executor/cluster-spec", timeout=40,
+                           params={"task": task_id, "attempt": attempt, "timeout": 30})["cluster_spec"]
+    except Stale:
+        return 143
+    os.environ.update(tony_env(task_id, spec))
+    try:
+        outcome = run_user_code(bundle_dir, is_chief=task_id == env.get("TONY_CHIEF"))
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        outcome = {"status": "ok"} if code == 0 else {"status": "error",
+                                                      "traceback": f"SystemExit: {e.code}"}
+    except BaseException:  # noqa: BLE001 - any failure of user code is reported, then we exit 1
+        traceback.print_exc()
+        outcome, code = {"status": "error", "traceback": traceback.format_exc()}, 1
+    try:
+        am.post("executor/result", **outcome)
+    except Exception as e:  # noqa: BLE001 - the exit code still tells the AM
+        print(f"[tony] could not send the result: {e}", file=sys.stderr)
+        code = code or 1
+    bg.stop.set()
+    bg.join(5)
+    logs.close()
+    try:
+        bg.ship_logs()
+    except (Stale, requests.RequestException):
+        pass
+    # TensorFlow's background threads can block interpreter shutdown; everything is sent.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""The Provider contract: how the AM gets a process per task (local processes, YARN containers)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+
+from ..spec import TaskSpec
+
+# on_exit(task_id, attempt, exit_code, diagnostics); may be called from any thread.
+ExitCallback = Callable[[str, int, int, str], None]
+
+
+class Provider(abc.ABC):
+    on_exit: ExitCallback
+
+    def bind(self, on_exit: ExitCallback) -> None:
+        self.on_exit = on_exit
+
+    @abc.abstractmethod
+    def launch(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> None:
+        """Start the executor for ``task_id`` (asynchronously is fine); report its end via on_exit."""
+
+    @abc.abstractmethod
+    def stop_task(self, task_id: str, attempt: int) -> None:
+        """Stop one task's process; its end is still reported through on_exit."""
+
+    def poll(self) -> None:
+        """Called periodically on the AM's loop; providers that must look for exits do it here."""
+
+    @abc.abstractmethod
+    def shutdown(self) -> None:
+        """Stop every process this provider started and wait (bounded) until they are gone."""

@@ -1,0 +1,96 @@
+"""What user code inside a task can call: progress reporting, checkpoint and TensorBoard dirs.
+
+Outside a task (in the notebook itself) these still work, on directories under the temp dir,
+so a cell can be tried locally before it is run with ``%%tony``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+
+_lock = threading.Lock()
+_progress: dict = {}
+
+
+def current_progress() -> dict:
+    with _lock:
+        return dict(_progress)
+
+
+def report(**values) -> None:
+    """Report progress values (epoch, step, loss, any metric) with the next heartbeat."""
+    clean = {}
+    for k, v in values.items():
+        try:
+            clean[k] = v if isinstance(v, (int, str)) or v is None else float(v)
+        except (TypeError, ValueError):
+            clean[k] = str(v)
+    with _lock:
+        _progress.update(clean, time=time.time())
+
+
+def task() -> dict:
+    """This process's task: type, index, attempt, and whether it is the chief."""
+    tid = os.environ.get("TONY_TASK_ID", "worker:0")
+    type_, _, index = tid.partition(":")
+    return {
+        "type": type_,
+        "index": int(index or 0),
+        "attempt": int(os.environ.get("TONY_ATTEMPT", "1")),
+        "is_chief": tid == os.environ.get("TONY_CHIEF", "worker:0"),
+    }
+
+
+def _dir(env: str, name: str) -> str:
+    path = os.environ.get(env) or os.path.join(tempfile.gettempdir(), "tony-jupyter", name)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def checkpoint_dir() -> str:
+    return _dir("TONY_CHECKPOINT_DIR", "checkpoints")
+
+
+def tensorboard_dir() -> str:
+    return _dir("TONY_TENSORBOARD_DIR", "tensorboard")
+
+
+def progress(every_n_steps: int = 1):
+    """A Keras callback reporting epoch/step/loss/metrics through the heartbeat."""
+    import tensorflow as tf  # the user's cell has imported it already; resolves tf.keras
+
+    class TonyProgress(tf.keras.callbacks.Callback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.global_step = 0
+            self.epoch = 0
+
+        def on_train_begin(self, logs=None):
+            report(epochs=self.params.get("epochs"), steps=self.params.get("steps"))
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = epoch
+            report(epoch=epoch + 1)
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.global_step += 1
+            if self.global_step % every_n_steps == 0:
+                report(step=self.global_step, batch=batch + 1, **_floats(logs))
+
+        def on_epoch_end(self, epoch, logs=None):
+            report(epoch=epoch + 1, epoch_done=epoch + 1, **_floats(logs))
+
+    return TonyProgress()
+
+
+def _floats(logs) -> dict:
+    out = {}
+    for k, v in (logs or {}).items():
+        try:
+            out[k] = float(v)
+        except (TypeError, ValueError):
+            continue
+    return out

@@ -1,0 +1,291 @@
+"""JobSpec and TaskSpec: the one description of a job shared by magic, launcher, AM and executor.
+
+Crosses process boundaries as JSON with a schema version. TonY's configuration keys
+(``tony.worker.instances``, ``tony.ps.memory``, ...) are accepted through :func:`apply_conf`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import SpecError
+
+SCHEMA_VERSION = 1
+
+# The order tasks are listed and launched in; custom types sort after these.
+KNOWN_TYPES = ("chief", "worker", "ps", "evaluator")
+_TYPE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+_UNIT_MB = {"": 1, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
+
+
+def parse_memory(value: str | int, what: str = "--memory") -> int:
+    """'2g' -> 2048, '512m' -> 512, '1024' -> 1024 (MB, as TonY reads a bare number)."""
+    if isinstance(value, int):
+        mb = value
+    else:
+        m = _SIZE_RE.match(value)
+        if not m:
+            raise SpecError(
+                f"{what}: malformed size {value!r}; write a number with a unit, e.g. 512m or 2g"
+            )
+        mb = int(float(m.group(1)) * _UNIT_MB[m.group(2).lower()])
+    if mb <= 0:
+        raise SpecError(f"{what}: size must be positive, got {value!r}; e.g. 512m or 2g")
+    return mb
+
+
+def _parse_int(value: str | int, what: str, minimum: int = 0) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise SpecError(f"{what}: expected a whole number, got {value!r}") from None
+    if n < minimum:
+        raise SpecError(f"{what}: must be at least {minimum}, got {n}")
+    return n
+
+
+def _parse_bool(value: str | bool, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    v = value.strip().lower()
+    if v in ("true", "1", "yes", "on"):
+        return True
+    if v in ("false", "0", "no", "off"):
+        return False
+    raise SpecError(f"{what}: expected true or false, got {value!r}")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    type: str
+    instances: int
+    memory_mb: int = 2048
+    vcores: int = 1
+    gpus: int = 0
+    node_label: str | None = None
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    tasks: tuple[TaskSpec, ...]
+    backend: str = "local"
+    queue: str = "default"
+    max_attempts: int = 1
+    timeout_s: float = 0.0
+    untracked: tuple[str, ...] = ("ps",)
+    heartbeat_interval_ms: int = 1000
+    max_missed_heartbeats: int = 5
+    registration_timeout_s: float = 120.0
+    completion_grace_s: float = 30.0
+    am_linger_s: float = 30.0
+    am_memory_mb: int = 1024
+    am_vcores: int = 1
+    legacy_keras: bool = True
+    env: tuple[tuple[str, str], ...] = ()
+    pull: tuple[str, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+
+    def task(self, type_: str) -> TaskSpec:
+        for t in self.tasks:
+            if t.type == type_:
+                return t
+        raise KeyError(type_)
+
+    def task_ids(self) -> list[str]:
+        return [f"{t.type}:{i}" for t in self.tasks for i in range(t.instances)]
+
+    @property
+    def chief_id(self) -> str:
+        """The task whose last expression is the cell's result (TensorFlow's chief rule)."""
+        types = {t.type for t in self.tasks if t.instances}
+        return "chief:0" if "chief" in types else "worker:0" if "worker" in types else self.task_ids()[0]
+
+    def is_tracked(self, type_: str) -> bool:
+        return type_ not in self.untracked
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> JobSpec:
+        d = json.loads(text)
+        if d.get("schema_version") != SCHEMA_VERSION:
+            raise SpecError(
+                f"job spec schema {d.get('schema_version')} is not {SCHEMA_VERSION}: "
+                "the AM and the notebook run different tony-jupyter versions; install the same one"
+            )
+        d["tasks"] = tuple(TaskSpec(**t) for t in d["tasks"])
+        for k in ("untracked", "pull"):
+            d[k] = tuple(d[k])
+        d["env"] = tuple(tuple(p) for p in d["env"])
+        return cls(**d)
+
+
+# --- TonY configuration keys -------------------------------------------------------------
+
+_PER_TYPE_KEYS = ("instances", "memory", "vcores", "gpus", "node-label")
+_JOB_KEYS = {
+    "tony.application.name": "name",
+    "tony.application.queue": "queue",
+    "tony.yarn.queue": "queue",
+    "tony.application.num-retries": "num_retries",
+    "tony.application.timeout": "timeout_ms",
+    "tony.application.untracked.jobtypes": "untracked",
+    "tony.application.node-label": "node_label",
+    "tony.task.heartbeat-interval-ms": "heartbeat_interval_ms",
+    "tony.task.max-missed-heartbeats": "max_missed_heartbeats",
+    "tony.task.registration-timeout-sec": "registration_timeout_s",
+    "tony.task.completion-grace-sec": "completion_grace_s",
+    "tony.am.memory": "am_memory",
+    "tony.am.vcores": "am_vcores",
+    "tony.am.linger-sec": "am_linger_s",
+    "tony.containers.envs": "env",
+    "tony.execution.envs": "env",
+    "tony.keras.legacy": "legacy_keras",
+}
+
+
+@dataclass
+class SpecBuilder:
+    """Mutable staging area for flags and conf keys; :meth:`build` validates into a JobSpec."""
+
+    name: str = "tony-job"
+    backend: str = "local"
+    instances: dict[str, int] = field(default_factory=dict)
+    memory: dict[str, int] = field(default_factory=dict)
+    vcores: dict[str, int] = field(default_factory=dict)
+    gpus: dict[str, int] = field(default_factory=dict)
+    node_label: dict[str, str] = field(default_factory=dict)
+    default_memory: int = 2048
+    default_vcores: int = 1
+    default_gpus: int = 0
+    default_node_label: str | None = None
+    job: dict[str, object] = field(default_factory=dict)
+    untracked: tuple[str, ...] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    pull: tuple[str, ...] = ()
+
+    def apply_conf(self, key: str, value: str) -> None:
+        key = key.strip()
+        value = value.strip()
+        if key in _JOB_KEYS:
+            self._apply_job_key(key, _JOB_KEYS[key], value)
+            return
+        parts = key.split(".")
+        if len(parts) == 3 and parts[0] == "tony" and parts[2] in _PER_TYPE_KEYS:
+            type_, what = parts[1], parts[2]
+            if type_ not in KNOWN_TYPES:
+                close = difflib.get_close_matches(type_, KNOWN_TYPES, n=1, cutoff=0.7)
+                if close or not _TYPE_RE.match(type_):
+                    hint = f"; did you mean tony.{close[0]}.{what}?" if close else ""
+                    raise SpecError(f"unknown task type {type_!r} in --conf {key}{hint}")
+            self._apply_type_key(type_, what, value, key)
+            return
+        known = list(_JOB_KEYS) + [f"tony.{t}.{k}" for t in KNOWN_TYPES for k in _PER_TYPE_KEYS]
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else "; see `%tony help` for the keys"
+        raise SpecError(f"unknown configuration key {key!r}{hint}")
+
+    def _apply_type_key(self, type_: str, what: str, value: str, key: str) -> None:
+        if what == "instances":
+            self.instances[type_] = _parse_int(value, key)
+        elif what == "memory":
+            self.memory[type_] = parse_memory(value, key)
+        elif what == "vcores":
+            self.vcores[type_] = _parse_int(value, key, minimum=1)
+        elif what == "gpus":
+            self.gpus[type_] = _parse_int(value, key)
+        else:
+            self.node_label[type_] = value
+
+    def _apply_job_key(self, key: str, what: str, value: str) -> None:
+        if what in ("name", "queue"):
+            self.job[what] = value
+        elif what == "num_retries":
+            self.job["max_attempts"] = _parse_int(value, key) + 1
+        elif what == "timeout_ms":
+            self.job["timeout_s"] = _parse_int(value, key) / 1000.0
+        elif what == "untracked":
+            self.untracked = tuple(t.strip() for t in value.split(",") if t.strip())
+        elif what == "node_label":
+            self.default_node_label = value or None
+        elif what == "am_memory":
+            self.job["am_memory_mb"] = parse_memory(value, key)
+        elif what in ("heartbeat_interval_ms", "max_missed_heartbeats", "am_vcores"):
+            self.job[what] = _parse_int(value, key, minimum=1)
+        elif what in ("registration_timeout_s", "completion_grace_s", "am_linger_s"):
+            self.job[what] = float(_parse_int(value, key))
+        elif what == "env":
+            for pair in filter(None, (p.strip() for p in value.split(","))):
+                k, sep, v = pair.partition("=")
+                if not sep or not k:
+                    raise SpecError(f"{key}: expected NAME=VALUE pairs, got {pair!r}")
+                self.env[k] = v
+        elif what == "legacy_keras":
+            self.job["legacy_keras"] = _parse_bool(value, key)
+
+    def apply_conf_file(self, path: str | Path) -> None:
+        """TonY's XML format: <configuration><property><name/><value/></property>..."""
+        p = Path(path).expanduser()
+        if not p.is_file():
+            raise SpecError(f"--conf-file: no such file {str(p)!r}")
+        try:
+            root = ET.parse(p).getroot()
+        except ET.ParseError as e:
+            raise SpecError(f"--conf-file {p}: not valid XML ({e}); expected TonY's tony.xml format")
+        for prop in root.iter("property"):
+            name, value = prop.findtext("name"), prop.findtext("value")
+            if name is None or value is None:
+                raise SpecError(f"--conf-file {p}: a <property> lacks <name> or <value>")
+            self.apply_conf(name, value)
+
+    def build(self) -> JobSpec:
+        counts = {t: n for t, n in self.instances.items() if n}
+        if not counts.get("worker") and not counts.get("chief"):
+            raise SpecError(
+                "the job has no worker or chief: use --workers N (N >= 1) or --chief"
+            )
+        order = {t: i for i, t in enumerate(KNOWN_TYPES)}
+        tasks = []
+        for type_ in sorted(counts, key=lambda t: (order.get(t, len(order)), t)):
+            training = type_ in ("chief", "worker")
+            tasks.append(
+                TaskSpec(
+                    type=type_,
+                    instances=counts[type_],
+                    memory_mb=self.memory.get(type_, self.default_memory),
+                    vcores=self.vcores.get(type_, self.default_vcores),
+                    gpus=self.gpus.get(type_, self.default_gpus if training else 0),
+                    node_label=self.node_label.get(type_, self.default_node_label),
+                )
+            )
+        untracked = self.untracked
+        if untracked is None:
+            # TF2 ParameterServerStrategy: workers and ps only serve (server.join()) and the
+            # chief drives training, so only the chief's end can end the job.
+            untracked = ("ps", "worker") if counts.get("chief") and counts.get("ps") else ("ps",)
+        if not any(t.type not in untracked for t in tasks):
+            raise SpecError(
+                f"every task type is untracked ({', '.join(untracked)}): the job could never end; "
+                "leave at least the chief or the workers tracked"
+            )
+        job = dict(self.job)
+        job.setdefault("name", self.name)
+        if int(job.get("max_attempts", 1)) < 1:  # type: ignore[call-overload]
+            raise SpecError("--max-attempts must be at least 1")
+        return JobSpec(
+            tasks=tuple(tasks),
+            backend=self.backend,
+            untracked=untracked,
+            env=tuple(sorted(self.env.items())),
+            pull=self.pull,
+            **job,  # type: ignore[arg-type]
+        )
