@@ -78,7 +78,8 @@ def progress(every_n_steps: int = 1):
         def on_train_batch_end(self, batch, logs=None):
             self.global_step += 1
             if self.global_step % every_n_steps == 0:
-                report(step=self.global_step, batch=batch + 1, **_floats(logs))
+                scale = 1.0 / _summed_replicas(self.model)
+                report(step=self.global_step, batch=batch + 1, **_floats(logs, scale))
 
         def on_epoch_end(self, epoch, logs=None):
             report(epoch=epoch + 1, epoch_done=epoch + 1, **_floats(logs))
@@ -86,11 +87,22 @@ def progress(every_n_steps: int = 1):
     return TonyProgress()
 
 
-def _floats(logs) -> dict:
+def _summed_replicas(model) -> int:
+    """tf.keras sums per-replica batch outputs across replicas (reduction 'auto' is 'sum' off
+    TPU), so each batch log is N times the metric under N replicas; epoch logs are not."""
+    strategy = getattr(model, "distribute_strategy", None)
+    method = getattr(model, "distribute_reduction_method", None) or "auto"
+    n = getattr(strategy, "num_replicas_in_sync", 1) or 1
+    if method in ("auto", "sum") and "TPU" not in type(strategy).__name__:
+        return int(n)
+    return 1
+
+
+def _floats(logs, scale: float = 1.0) -> dict:
     out = {}
     for k, v in (logs or {}).items():
         try:
-            out[k] = float(v)
+            out[k] = float(v) * scale
         except (TypeError, ValueError):
             continue
     return out

@@ -6,10 +6,8 @@ process after a crash or reboot, and `down` must never signal anything it did no
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
@@ -82,7 +80,6 @@ def stop(pid_file: Path, timeout: float = 15.0) -> bool:
     _, alive = psutil.wait_procs(family, timeout=0 if alive else 2.0)
     _signal_all(alive, signal.SIGKILL)
     psutil.wait_procs(alive, timeout=5.0)
-    _reap(proc.pid)
     pid_file.unlink(missing_ok=True)
     return True
 
@@ -93,20 +90,3 @@ def _signal_all(procs: list[psutil.Process], sig: int) -> None:
             proc.send_signal(sig)
         except psutil.NoSuchProcess:
             pass
-
-
-def _reap(pid: int) -> None:
-    """Collect the exit status if the daemon is our own child (started by this Python process)."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
-
-
-def wait_gone(pids: list[int], timeout: float) -> list[int]:
-    deadline = time.monotonic() + timeout
-    alive = list(pids)
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in alive if psutil.pid_exists(p)]
-        time.sleep(0.1)
-    return alive

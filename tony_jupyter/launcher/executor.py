@@ -189,6 +189,7 @@ def main() -> int:
         traceback.print_exc()
         outcome, code = {"status": "error", "traceback": traceback.format_exc()}, 1
     try:
+        am.post("executor/heartbeat", progress=runtime.current_progress())  # the final progress
         am.post("executor/result", **outcome)
     except Exception as e:  # noqa: BLE001 - the exit code still tells the AM
         print(f"[tony] could not send the result: {e}", file=sys.stderr)

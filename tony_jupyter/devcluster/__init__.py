@@ -1,0 +1,6 @@
+"""A real pseudo-distributed Hadoop (HDFS + YARN) on this machine, built from Maven Central jars."""
+
+from .cluster import DevCluster
+from .errors import DevClusterError
+
+__all__ = ["DevCluster", "DevClusterError"]

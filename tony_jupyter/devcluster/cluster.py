@@ -1,0 +1,302 @@
+"""`DevCluster`: a pseudo-distributed HDFS + YARN made of separate JVMs on 127.0.0.1."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from . import maven, preflight, process, ready
+from .config import HOST, SERVICE_NAMES, SERVICES, Layout, all_ports, service, write_config
+from .errors import DevClusterError
+
+log = logging.getLogger(__name__)
+
+# What Hadoop's own launcher adds on Java 17+ (hadoop_finalize_jpms_opts in hadoop-functions.sh,
+# HADOOP-19310). Without java.lang the RM dies in Guice/cglib; any JVM that runs Hadoop code
+# (containers, a JPype AM) needs the same list.
+JVM_FLAGS: tuple[str, ...] = (
+    "-XX:+IgnoreUnrecognizedVMOptions",
+    "-Djava.net.preferIPv4Stack=true",
+    "--enable-native-access=ALL-UNNAMED",
+    *(
+        f"--add-opens=java.base/{pkg}=ALL-UNNAMED"
+        for pkg in (
+            "java.io",
+            "java.lang",
+            "java.lang.reflect",
+            "java.math",
+            "java.net",
+            "java.text",
+            "java.util",
+            "java.util.concurrent",
+            "java.util.zip",
+            "sun.security.util",
+            "sun.security.x509",
+        )
+    ),
+)
+
+# Daemons only: small footprint and quick start matter more here than throughput.
+_DAEMON_JVM_OPTS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+
+def default_dir() -> Path:
+    env_dir = os.environ.get("TONY_JUPYTER_DEVCLUSTER_DIR")
+    return Path(env_dir) if env_dir else Path.home() / ".tony-jupyter" / "devcluster"
+
+
+class DevCluster:
+    """One devcluster rooted at ``dir``; every method works from its pid and state files, so
+    separate processes (CLI, pytest, a notebook) can manage the same cluster."""
+
+    def __init__(self, dir: Path | None = None) -> None:  # noqa: A002 - the public API's name
+        self.layout = Layout(Path(dir or default_dir()).expanduser().resolve())
+        self.user = getpass.getuser()
+
+    # -- addresses and classpath ----------------------------------------------------------
+
+    @property
+    def dir(self) -> Path:
+        return self.layout.root
+
+    @property
+    def conf_dir(self) -> Path:
+        return self.layout.conf
+
+    @property
+    def rm_url(self) -> str:
+        return f"http://{HOST}:{service('resourcemanager').ports['http']}"
+
+    @property
+    def webhdfs_url(self) -> str:
+        return f"http://{HOST}:{service('namenode').ports['http']}"
+
+    @property
+    def fs_default_name(self) -> str:
+        return f"hdfs://{HOST}:{service('namenode').ports['rpc']}"
+
+    @property
+    def hadoop_classpath(self) -> list[str]:
+        """For any JVM that talks to the cluster: the conf dir, then every Hadoop jar."""
+        return self.layout.classpath()
+
+    @property
+    def jvm_flags(self) -> list[str]:
+        return list(JVM_FLAGS)
+
+    @property
+    def hadoop_version(self) -> str:
+        return maven.HADOOP_VERSION
+
+    @property
+    def java_home(self) -> Path:
+        """The JDK the running cluster was started with, else the one `up` would use."""
+        state = self._read_state()
+        if "java_home" in state:
+            return Path(state["java_home"])
+        return preflight.find_java_home()
+
+    def env(self) -> dict[str, str]:
+        return {
+            "HADOOP_CONF_DIR": str(self.conf_dir),
+            "JAVA_HOME": str(self.java_home),
+            "TONY_DEVCLUSTER_DIR": str(self.dir),
+            "TONY_DEVCLUSTER_RM_URL": self.rm_url,
+            "TONY_DEVCLUSTER_WEBHDFS_URL": self.webhdfs_url,
+            "TONY_DEVCLUSTER_FS": self.fs_default_name,
+            "TONY_DEVCLUSTER_CLASSPATH": os.pathsep.join(self.hadoop_classpath),
+            "TONY_DEVCLUSTER_JVM_FLAGS": " ".join(self.jvm_flags),
+            "TONY_DEVCLUSTER_HADOOP_VERSION": self.hadoop_version,
+            "TONY_DEVCLUSTER_PYTHON": sys.executable,
+        }
+
+    # -- state ------------------------------------------------------------------------------
+
+    def is_running(self) -> bool:
+        return all(
+            process.live_process(self.layout.pid_file(name)) is not None for name in SERVICE_NAMES
+        )
+
+    def status(self) -> list[dict]:
+        rows = []
+        for spec in SERVICES:
+            pid_file = self.layout.pid_file(spec.name)
+            entry = process.read_pid(pid_file)
+            proc = process.live_process(pid_file)
+            rows.append(
+                {
+                    "service": spec.name,
+                    "pid": entry[0] if entry else None,
+                    "alive": proc is not None,
+                    "ports": dict(spec.ports),
+                    "log": str(self.layout.log_file(spec.name)),
+                }
+            )
+        return rows
+
+    def log_file(self, name: str) -> Path:
+        if name not in SERVICE_NAMES:
+            raise DevClusterError(
+                f"No devcluster service named {name!r}; choose one of: {', '.join(SERVICE_NAMES)}."
+            )
+        return self.layout.log_file(name)
+
+    def _read_state(self) -> dict:
+        try:
+            return json.loads(self.layout.state_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return {}
+
+    # -- up / down --------------------------------------------------------------------------
+
+    def up(self, timeout: float = 300.0) -> None:
+        """Start every daemon and return once the cluster is usable; a no-op if it runs.
+
+        ``timeout`` covers start-up, not the first Maven download. On failure everything this
+        call started is stopped again before the error propagates.
+        """
+        if self.is_running():
+            log.info("devcluster already running in %s", self.dir)
+            return
+        self._clear_pid_files()
+        java_home = preflight.find_java_home()
+        preflight.check_java(java_home)
+        preflight.check_disk(self.dir)
+        preflight.check_ports(all_ports())
+        log.info("resolving Hadoop %s jars through Maven", self.hadoop_version)
+        maven.resolve_jars(self.dir, self.layout.lib, java_home)
+        write_config(self.layout, self.user)
+        state = {"java_home": str(java_home), "hadoop_version": self.hadoop_version}
+        self.layout.state_file.write_text(json.dumps(state, indent=2) + "\n")
+        try:
+            self._format_namenode(java_home)
+            for spec in SERVICES:
+                pid = process.start(
+                    self._daemon_cmd(spec.name, java_home),
+                    self._daemon_env(java_home),
+                    self.layout.log_file(spec.name),
+                    self.layout.pid_file(spec.name),
+                )
+                log.info("started %s (pid %d)", spec.name, pid)
+            self._wait_usable(time.monotonic() + timeout)
+        except BaseException:
+            self.down()
+            raise
+        log.info("devcluster is up in %s", self.dir)
+
+    def down(self) -> None:
+        """Stop what the pid files name (NMs first, so their containers end cleanly)."""
+        for name in reversed(SERVICE_NAMES):
+            if process.stop(self.layout.pid_file(name)):
+                log.info("stopped %s", name)
+
+    def _clear_pid_files(self) -> None:
+        """Drop pid files of dead daemons; refuse to start over a half-running cluster."""
+        alive = []
+        for name in SERVICE_NAMES:
+            pid_file = self.layout.pid_file(name)
+            if process.is_stale(pid_file):
+                entry = process.read_pid(pid_file)
+                pid = entry[0] if entry else "?"
+                log.warning("removing stale pid file %s (pid %s is not running)", pid_file, pid)
+                pid_file.unlink()
+            elif pid_file.exists():
+                alive.append(name)
+        if alive:
+            raise DevClusterError(
+                f"The devcluster in {self.dir} is only partly running ({', '.join(alive)} alive, "
+                "the rest stopped or crashed; see `tony-jupyter devcluster status` and `logs`). "
+                "Run `tony-jupyter devcluster down` and then `up` again."
+            )
+
+    def _daemon_cmd(self, name: str, java_home: Path) -> list[str]:
+        spec = service(name)
+        return [
+            str(java_home / "bin" / "java"),
+            f"-Dproc_{name}",  # names the JVM in `ps`, like Hadoop's scripts do
+            f"-Xmx{spec.heap_mb}m",
+            *_DAEMON_JVM_OPTS,
+            *JVM_FLAGS,
+            f"-Dhadoop.log.dir={self.layout.logs}",
+            f"-Dyarn.log.dir={self.layout.logs}",
+            f"-Dhadoop.home.dir={self.dir}",
+            f"-Dhadoop.id.str={self.user}",
+            "-cp",
+            ":".join(self.layout.classpath(name)),
+            spec.main_class,
+        ]
+
+    def _daemon_env(self, java_home: Path) -> dict[str, str]:
+        """The NMs pass the whitelisted part of this to every container."""
+        env = dict(os.environ)
+        env.update(self.env())
+        env["JAVA_HOME"] = str(java_home)
+        # Containers run `java` and `python` by name: make both the cluster's.
+        python_bin = str(Path(sys.executable).parent)
+        env["PATH"] = os.pathsep.join([str(java_home / "bin"), python_bin, env.get("PATH", "")])
+        return env
+
+    def _format_namenode(self, java_home: Path) -> None:
+        if (self.layout.data / "nn" / "current").is_dir():
+            return
+        log.info("formatting the NameNode")
+        cmd = self._daemon_cmd("namenode", java_home) + ["-format", "-nonInteractive", "-force"]
+        log_file = self.layout.log_file("namenode-format")
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_file, "wb") as out:
+            proc = subprocess.run(
+                cmd, stdout=out, stderr=subprocess.STDOUT, env=self._daemon_env(java_home),
+                timeout=180, check=False,
+            )
+        if proc.returncode != 0:
+            raise DevClusterError(
+                f"Formatting the NameNode failed (exit {proc.returncode}); see {log_file}:\n"
+                + _tail(log_file)
+            )
+
+    def _wait_usable(self, deadline: float) -> None:
+        pending: list[str] = ["everything"]
+        labelled = False
+        while time.monotonic() < deadline:
+            self._check_alive()
+            if not labelled:
+                try:
+                    ready.ensure_gpu_label(self.rm_url, self.user)
+                    labelled = True
+                except (requests.RequestException, ValueError):
+                    pass
+            pending = ready.yarn_pending(self.rm_url) if labelled else ["ResourceManager"]
+            pending += ready.hdfs_pending(self.webhdfs_url, self.user)
+            if not pending:
+                return
+            time.sleep(0.25)
+        raise DevClusterError(
+            f"The devcluster did not become usable in time; still waiting for: "
+            f"{'; '.join(pending)}. The daemons' logs are in {self.layout.logs} (and "
+            "`tony-jupyter devcluster logs SERVICE`); everything started has been stopped. "
+            "On a slow machine pass a longer --timeout."
+        )
+
+    def _check_alive(self) -> None:
+        for name in SERVICE_NAMES:
+            if process.live_process(self.layout.pid_file(name)) is None:
+                log_file = self.layout.log_file(name)
+                raise DevClusterError(
+                    f"The {name} exited during start-up; everything started has been stopped. "
+                    f"Its log is {log_file}; it ends with:\n{_tail(log_file)}"
+                )
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"

@@ -1,0 +1,114 @@
+"""Readiness probes: each returns what is not ready yet ([] when usable), never raises on a
+daemon that is still starting."""
+
+from __future__ import annotations
+
+import requests
+
+from .config import GPU_LABEL, GPU_RESOURCE, NM2_GPUS, NM_MEMORY_MB, NM_VCORES, service
+
+_TIMEOUT = 5.0
+_PROBE_PATH = "/tmp/.tony-devcluster-ready"
+
+
+def _as_list(value: object) -> list:
+    """Jersey 2 (Hadoop 3.5) and Jersey 1 differ on one-element lists; accept both shapes."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def resource_value(total: dict, name: str) -> int:
+    infos = _as_list((total.get("resourceInformations") or {}).get("resourceInformation"))
+    for info in infos:
+        if info.get("name") == name:
+            return int(info.get("value", 0))
+    return 0
+
+
+def rm_nodes(rm_url: str) -> list[dict]:
+    resp = requests.get(f"{rm_url}/ws/v1/cluster/nodes", timeout=_TIMEOUT)
+    resp.raise_for_status()
+    return _as_list((resp.json().get("nodes") or {}).get("node"))
+
+
+def node_labels(node: dict) -> list[str]:
+    return [str(label) for label in _as_list(node.get("nodeLabels"))]
+
+
+def ensure_gpu_label(rm_url: str, user: str) -> None:
+    """Add the exclusive ``gpu`` partition to the cluster's label set (kept in the RM's fs store
+    across restarts); nm2 reports it but the RM only accepts labels it already knows."""
+    resp = requests.get(f"{rm_url}/ws/v1/cluster/get-node-labels", timeout=_TIMEOUT)
+    resp.raise_for_status()
+    body = resp.json() or {}
+    known = [info.get("name") for info in _as_list(body.get("nodeLabelInfo"))]
+    if GPU_LABEL in known:
+        return
+    resp = requests.post(
+        f"{rm_url}/ws/v1/cluster/add-node-labels",
+        params={"user.name": user},
+        json={"nodeLabelInfo": [{"name": GPU_LABEL, "exclusivity": True}]},
+        timeout=_TIMEOUT,
+    )
+    resp.raise_for_status()
+
+
+def yarn_pending(rm_url: str) -> list[str]:
+    try:
+        nodes = rm_nodes(rm_url)
+    except (requests.RequestException, ValueError):
+        return ["ResourceManager REST API"]
+    by_port = {}
+    for node in nodes:
+        port = int(str(node.get("id", ":0")).rsplit(":", 1)[-1])
+        by_port[port] = node
+    pending = []
+    for nm, gpus, labels in (("nm1", 0, []), ("nm2", NM2_GPUS, [GPU_LABEL])):
+        node = by_port.get(service(nm).ports["rpc"])
+        if node is None or node.get("state") != "RUNNING":
+            state = "not registered" if node is None else node.get("state")
+            pending.append(f"{nm} RUNNING (is {state})")
+            continue
+        total = node.get("totalResource") or {}
+        have = (total.get("memory"), total.get("vCores"), resource_value(total, GPU_RESOURCE))
+        if have != (NM_MEMORY_MB, NM_VCORES, gpus):
+            pending.append(f"{nm} resources (memory, vcores, gpus) = {have}")
+        if node_labels(node) != labels:
+            pending.append(f"{nm} labels {labels} (has {node_labels(node)})")
+    return pending
+
+
+def hdfs_pending(webhdfs_url: str, user: str) -> list[str]:
+    """NameNode out of safe mode with a live DataNode, then a WebHDFS write + read round trip."""
+    try:
+        resp = requests.get(
+            f"{webhdfs_url}/jmx",
+            params={"qry": "Hadoop:service=NameNode,name=NameNodeInfo"},
+            timeout=_TIMEOUT,
+        )
+        resp.raise_for_status()
+        info = resp.json()["beans"][0]
+    except (requests.RequestException, ValueError, KeyError, IndexError):
+        return ["NameNode web server"]
+    if info.get("Safemode"):
+        return ["NameNode out of safe mode"]
+    if info.get("LiveNodes", "{}") in ("{}", ""):
+        return ["a live DataNode"]
+    payload = b"tony-jupyter devcluster readiness probe\n"
+    url = f"{webhdfs_url}/webhdfs/v1{_PROBE_PATH}"
+    try:
+        created = requests.put(
+            url,
+            params={"op": "CREATE", "overwrite": "true", "user.name": user},
+            data=payload,
+            timeout=_TIMEOUT,
+        )
+        created.raise_for_status()
+        read = requests.get(url, params={"op": "OPEN", "user.name": user}, timeout=_TIMEOUT)
+        read.raise_for_status()
+    except requests.RequestException as err:
+        return [f"WebHDFS write+read ({err})"]
+    if read.content != payload:
+        return ["WebHDFS read back what was written"]
+    return []

@@ -1,0 +1,138 @@
+"""``%%tony`` (run the cell as a distributed job) and ``%tony`` (list, status, logs, kill,
+attach, run). Bad input raises UsageError before anything is submitted."""
+
+from __future__ import annotations
+
+import shlex
+import threading
+from pathlib import Path
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+
+from . import commands
+from .bundle import Bundle, make_bundle
+from .errors import BundleError, JobNotFoundError, SpecError
+from .job import TonyJob, submit
+from .launcher.jobs import JobClient, find_job
+from .options import job_parser, parse_job_args
+
+HELP = """\
+%%tony [flags]            run the cell as a distributed TensorFlow job
+%tony run SCRIPT [flags] [-- script args]
+%tony list | status ID | logs ID [TASK] | kill ID | attach ID | help
+"""
+
+
+def _wait_processing_ui(thread: threading.Thread) -> None:
+    """Block like a normal cell, but let widget events (the Kill button) through."""
+    try:
+        from ipykernel.kernelbase import Kernel
+
+        in_kernel = Kernel.initialized()
+    except ImportError:
+        in_kernel = False
+    if not in_kernel:
+        while thread.is_alive():
+            thread.join(0.1)
+        return
+    from jupyter_ui_poll import ui_events
+
+    with ui_events() as poll:
+        while thread.is_alive():
+            poll(20)
+            thread.join(0.05)
+
+
+@magics_class
+class TonyMagics(Magics):
+    @no_var_expand
+    @line_cell_magic
+    def tony(self, line: str, cell: str | None = None):
+        if cell is not None:
+            return self._run(line, cell, filename=None, argv=None)
+        words = shlex.split(line)
+        if not words or words[0] in ("help", "-h", "--help"):
+            print(HELP + job_parser().format_help())
+            return None
+        cmd, rest = words[0], words[1:]
+        if cmd == "run":
+            return self._run_script(rest)
+        try:
+            if cmd == "attach":
+                return self._attach(rest)
+            return commands.dispatch(cmd, rest)
+        except (JobNotFoundError, SpecError) as e:
+            raise UsageError(str(e)) from None
+
+    def _run_script(self, words: list[str]):
+        if not words:
+            raise UsageError("%tony run SCRIPT [flags] [-- script args]: name a script")
+        script, rest = words[0], words[1:]
+        script_args: list[str] = []
+        if "--" in rest:
+            i = rest.index("--")
+            rest, script_args = rest[:i], rest[i + 1:]
+        path = Path(script).expanduser()
+        if not path.is_file():
+            raise UsageError(f"%tony run: no such script {script!r}")
+        return self._run(shlex.join(rest), path.read_text(), filename=str(path.resolve()),
+                         argv=[str(path), *script_args])
+
+    def _run(self, line: str, source: str, filename: str | None, argv: list[str] | None):
+        try:
+            args, spec = parse_job_args(line)
+            if filename is None:
+                bundle = make_bundle(source, self.shell.user_ns)
+            else:  # a script brings nothing from the notebook
+                bundle = make_bundle(source, {}, ())
+                bundle = Bundle(bundle.source, bundle.names, (), filename)
+        except (SpecError, BundleError) as e:
+            raise UsageError(str(e)) from None
+        record = submit(spec, bundle, argv)
+        job = TonyJob(record, namespace=self.shell.user_ns)
+        view = _view(job)
+        if args.async_:
+            threading.Thread(target=_follow, args=(job, view), daemon=True).start()
+            return job
+        follower = threading.Thread(target=_follow, args=(job, view), daemon=True)
+        follower.start()
+        try:
+            _wait_processing_ui(follower)
+        except KeyboardInterrupt:
+            snap = job.kill("interrupted in the notebook (Ctrl-C)")
+            job.set_final(snap)
+            follower.join(5)
+            raise
+        return job.result()
+
+    def _attach(self, words: list[str]):
+        if not words:
+            raise UsageError("%tony attach ID: name the job (see %tony list)")
+        job = TonyJob(find_job(words[0]), namespace=self.shell.user_ns)
+        view = _view(job)
+        threading.Thread(target=_follow, args=(job, view), daemon=True).start()
+        return None
+
+
+def _view(job: TonyJob):
+    from .widgets import JobView
+
+    view = JobView(job.job_id, on_kill=lambda: job.client.kill("killed from the widget"))
+    view.display()
+    return view
+
+
+def _follow(job: TonyJob, view) -> None:
+    from .widgets import follow
+
+    stop = job.done
+    try:
+        snap = follow(job.client, view, stop=stop)
+    except Exception as e:  # noqa: BLE001 - never leave the cell waiting on a dead follower
+        snap = JobClient(job.record).snapshot()
+        print(f"[tony] lost track of {job.job_id}: {e}")
+    if snap["state"] in ("SUCCEEDED", "FAILED", "KILLED", "LOST"):
+        job.set_final(snap)
+    else:
+        job.done.set()

@@ -1,0 +1,127 @@
+"""The job flags shared by ``%%tony``, ``%tony run`` and ``tony-jupyter submit``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+
+from .errors import SpecError
+from .spec import JobSpec, SpecBuilder, parse_memory
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of printing usage and exiting the kernel."""
+
+    def error(self, message: str):  # type: ignore[override]
+        if message.startswith("unrecognized arguments"):
+            message += "; `%tony help` lists the flags"
+        raise SpecError(f"%%tony: {message}")
+
+    def exit(self, status: int = 0, message: str | None = None):  # type: ignore[override]
+        raise SpecError(message or f"%%tony: exit {status}")
+
+
+def _count(flag: str):
+    def parse(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} takes a whole number, not {value!r}")
+        if n < 0:
+            raise argparse.ArgumentTypeError(f"{flag} cannot be negative ({n})")
+        return n
+
+    return parse
+
+
+def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
+    p = _Parser(prog=prog, add_help=False, allow_abbrev=False,
+                description="Run the cell as a distributed TensorFlow job.")
+    p.add_argument("--workers", type=_count("--workers"), default=None,
+                   help="number of worker tasks (default 1 when no --chief)")
+    p.add_argument("--ps", type=_count("--ps"), default=0, help="number of parameter servers")
+    p.add_argument("--chief", action="store_true", help="add a chief task")
+    p.add_argument("--evaluator", action="store_true", help="add an evaluator task")
+    p.add_argument("--memory", help="memory per task, e.g. 2g (tony.<type>.memory per type)")
+    p.add_argument("--vcores", type=_count("--vcores"), help="vcores per task")
+    p.add_argument("--gpus", type=_count("--gpus"), help="GPUs per chief/worker task")
+    p.add_argument("--pull", default="", help="names to bring back from the chief: a,b")
+    p.add_argument("--name", default=None, help="job name")
+    p.add_argument("--max-attempts", type=_count("--max-attempts"), default=None)
+    p.add_argument("--timeout", type=float, default=None, help="seconds before the job fails")
+    p.add_argument("--async", dest="async_", action="store_true", help="return at once")
+    p.add_argument("--backend", choices=("local", "yarn"), default=None)
+    p.add_argument("--queue", default=None, help="YARN queue")
+    p.add_argument("--node-label", default=None, help="YARN node label for every task")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a TonY configuration key, e.g. tony.ps.memory=1g")
+    p.add_argument("--conf-file", action="append", default=[], help="TonY's tony.xml")
+    p.add_argument("--keras3", action="store_true",
+                   help="don't set TF_USE_LEGACY_KERAS=1 in the tasks (same as "
+                        "--conf tony.keras.legacy=false)")
+    return p
+
+
+def default_backend() -> str:
+    return "yarn" if os.environ.get("HADOOP_CONF_DIR") else "local"
+
+
+def parse_job_args(line: str, prog: str = "%%tony") -> tuple[argparse.Namespace, JobSpec]:
+    try:
+        argv = shlex.split(line)
+    except ValueError as e:
+        raise SpecError(f"{prog}: cannot split the flags: {e}") from None
+    args = job_parser(prog).parse_args(argv)
+    return args, spec_from_args(args)
+
+
+def spec_from_args(args: argparse.Namespace) -> JobSpec:
+    b = SpecBuilder(name=args.name or "tony-job", backend=args.backend or default_backend())
+    if args.memory is not None:
+        b.default_memory = parse_memory(args.memory)
+    if args.vcores is not None:
+        if args.vcores < 1:
+            raise SpecError("--vcores must be at least 1")
+        b.default_vcores = args.vcores
+    if args.gpus is not None:
+        b.default_gpus = args.gpus
+    if args.node_label:
+        b.default_node_label = args.node_label
+    for path in args.conf_file:
+        b.apply_conf_file(path)
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SpecError(f"--conf {item!r}: expected KEY=VALUE, e.g. tony.ps.memory=1g")
+        b.apply_conf(key, value)
+    if args.workers is not None:
+        if args.workers == 0 and not args.chief and not b.instances.get("chief"):
+            raise SpecError("--workers 0: a job needs at least one worker (or --chief); "
+                            "use --workers 1 or more")
+        b.instances["worker"] = args.workers
+    elif not args.chief and "worker" not in b.instances:
+        b.instances["worker"] = 1
+    if args.chief:
+        b.instances["chief"] = 1
+    if args.ps:
+        b.instances["ps"] = args.ps
+    if args.evaluator:
+        b.instances["evaluator"] = 1
+    if args.queue:
+        b.job["queue"] = args.queue
+    if args.max_attempts is not None:
+        if args.max_attempts < 1:
+            raise SpecError("--max-attempts must be at least 1")
+        b.job["max_attempts"] = args.max_attempts
+    if args.timeout is not None:
+        if args.timeout <= 0:
+            raise SpecError("--timeout must be a positive number of seconds")
+        b.job["timeout_s"] = args.timeout
+    if args.keras3:
+        b.job["legacy_keras"] = False
+    b.pull = tuple(n.strip() for n in args.pull.split(",") if n.strip())
+    bad = [n for n in b.pull if not n.isidentifier()]
+    if bad:
+        raise SpecError(f"--pull: {', '.join(map(repr, bad))} is not a Python name; use --pull a,b")
+    return b.build()
