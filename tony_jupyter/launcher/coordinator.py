@@ -237,7 +237,7 @@ class Coordinator:
         self.emit("attempt", attempt=self.attempt, state="FAILED", reason=why, task=task.id)
         if self.attempt < self.spec.max_attempts:
             self._stop_tasks()
-            self.reason = f"attempt {self.attempt} failed: {why}"
+            self._set_state("STARTING", f"attempt {self.attempt} failed: {why}")
             self._start_attempt()
         else:
             self._finish("FAILED", why)

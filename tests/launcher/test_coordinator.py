@@ -1,0 +1,164 @@
+"""Coordinator rules, driven with a fake provider and a fake clock (no processes)."""
+
+import pytest
+
+from tony_jupyter.launcher.coordinator import Coordinator, StaleAttempt
+from tony_jupyter.launcher.provider import Provider
+from tony_jupyter.options import parse_job_args
+
+
+class FakeProvider(Provider):
+    def __init__(self):
+        self.launched, self.stopped = [], []
+
+    def launch(self, task, task_id, attempt, env):
+        self.launched.append((task_id, attempt, env))
+
+    def stop_task(self, task_id, attempt):
+        self.stopped.append((task_id, attempt))
+
+    def shutdown(self):
+        pass
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+
+def make(line, tmp_path):
+    _, spec = parse_job_args(line)
+    clock, provider = Clock(), FakeProvider()
+    c = Coordinator("job1", spec, tmp_path, provider, {"BASE": "1"}, clock=clock)
+    provider.bind(c.on_exit)
+    c.start()
+    return c, provider, clock
+
+
+def register_all(c, attempt=1):
+    for i, tid in enumerate(c.tasks):
+        c.register(tid, attempt, "127.0.0.1", 5000 + i, 100 + i)
+
+
+def test_rendezvous_builds_the_cluster_spec_once_all_registered(tmp_path):
+    c, p, _ = make("--workers 2 --chief", tmp_path)
+    assert [x[0] for x in p.launched] == ["chief:0", "worker:0", "worker:1"]
+    assert p.launched[0][2]["TONY_TASK_ID"] == "chief:0" and p.launched[0][2]["BASE"] == "1"
+    c.register("worker:0", 1, "h", 1, 1)
+    assert c.cluster_spec is None and c.state == "STARTING"
+    c.register("chief:0", 1, "h", 2, 2)
+    c.register("worker:1", 1, "h", 3, 3)
+    assert c.state == "RUNNING"
+    assert c.cluster_spec == {"chief": ["h:2"], "worker": ["h:1", "h:3"]}
+
+
+def test_job_succeeds_when_tracked_tasks_end_and_untracked_are_stopped(tmp_path):
+    c, p, _ = make("--workers 2 --ps 1", tmp_path)
+    register_all(c)
+    c.on_exit("worker:0", 1, 0)
+    assert c.state == "RUNNING"
+    c.on_exit("worker:1", 1, 0)
+    assert c.state == "SUCCEEDED"
+    assert p.stopped == [("ps:0", 1)]
+    assert (tmp_path / "status.json").exists()
+
+
+def test_failed_worker_fails_the_job_with_its_traceback(tmp_path):
+    c, _, _ = make("--workers 2", tmp_path)
+    register_all(c)
+    c.set_result("worker:1", 1, {"status": "error", "traceback": "Traceback...\nValueError: boom"})
+    c.on_exit("worker:1", 1, 1)
+    assert c.state == "FAILED" and c.failed_task == "worker:1"
+    assert "worker:1 exited with code 1" in c.reason
+    assert c.tasks["worker:1"].traceback.endswith("ValueError: boom")
+
+
+def test_crashed_parameter_server_fails_the_job(tmp_path):
+    c, _, _ = make("--workers 1 --ps 1", tmp_path)
+    register_all(c)
+    c.on_exit("ps:0", 1, 137, "killed by signal 9")
+    assert c.state == "FAILED" and "ps:0 exited with code 137" in c.reason
+
+
+def test_missed_heartbeats_fail_the_task(tmp_path):
+    c, p, clock = make("--workers 2 --conf tony.task.heartbeat-interval-ms=1000 "
+                       "--conf tony.task.max-missed-heartbeats=3", tmp_path)
+    register_all(c)
+    clock.t += 2.5
+    c.heartbeat("worker:0", 1, {"step": 5})
+    c.tick()
+    assert c.state == "RUNNING"
+    clock.t += 1.0  # worker:1 silent for 3.5 s > 3 x 1 s
+    c.tick()
+    assert c.state == "FAILED" and "worker:1 missed 3 heartbeats" in c.reason
+    assert ("worker:0", 1) in p.stopped
+
+
+def test_registration_timeout_ends_the_job(tmp_path):
+    c, _, clock = make("--workers 2 --conf tony.task.registration-timeout-sec=10", tmp_path)
+    c.register("worker:0", 1, "h", 1, 1)
+    clock.t += 11
+    c.tick()
+    assert c.state == "FAILED" and "worker:1 did not register within 10 s" in c.reason
+
+
+def test_worker_left_after_chief_is_stopped_after_grace(tmp_path):
+    c, p, clock = make("--workers 2 --conf tony.task.completion-grace-sec=5", tmp_path)
+    register_all(c)
+    c.on_exit("worker:0", 1, 0)  # worker:0 is the chief when there is no chief task
+    clock.t += 4
+    c.tick()
+    assert c.state == "RUNNING"
+    clock.t += 2
+    c.heartbeat("worker:1", 1, None)
+    c.tick()
+    assert c.state == "FAILED"
+    assert "worker:1 still running 5 s after worker:0 finished" in c.reason
+    assert ("worker:1", 1) in p.stopped
+
+
+def test_job_timeout(tmp_path):
+    c, _, clock = make("--workers 1 --timeout 30", tmp_path)
+    register_all(c)
+    clock.t += 31
+    c.heartbeat("worker:0", 1, None)
+    c.tick()
+    assert c.state == "FAILED" and "timed out after 30 s" in c.reason
+
+
+def test_failed_attempt_restarts_all_tasks_until_max_attempts(tmp_path):
+    c, p, _ = make("--workers 2 --max-attempts 2", tmp_path)
+    register_all(c)
+    c.on_exit("worker:1", 1, 1)
+    assert c.state != "FAILED" and c.attempt == 2
+    assert ("worker:0", 1) in p.stopped
+    assert [x[:2] for x in p.launched[-2:]] == [("worker:0", 2), ("worker:1", 2)]
+    with pytest.raises(StaleAttempt):
+        c.heartbeat("worker:0", 1, None)  # attempt 1's executors are told to stop
+    c.on_exit("worker:0", 1, 143)  # the old attempt's exits are ignored
+    assert c.state == "STARTING"
+    register_all(c, attempt=2)
+    c.on_exit("worker:0", 2, 1)
+    assert c.state == "FAILED" and len(c.attempt_history) == 2
+
+
+def test_kill(tmp_path):
+    c, p, _ = make("--workers 2", tmp_path)
+    register_all(c)
+    c.kill("because")
+    assert c.state == "KILLED" and c.reason == "because"
+    assert sorted(p.stopped) == [("worker:0", 1), ("worker:1", 1)]
+    c.on_exit("worker:0", 1, 143)
+    assert c.tasks["worker:0"].state == "STOPPED" and c.state == "KILLED"
+
+
+def test_events_are_logged_to_disk(tmp_path):
+    c, _, _ = make("--workers 1", tmp_path)
+    register_all(c)
+    c.on_exit("worker:0", 1, 0)
+    c.close()
+    lines = (tmp_path / "events.jsonl").read_text().splitlines()
+    assert len(lines) == len(c.events) and '"SUCCEEDED"' in lines[-1]

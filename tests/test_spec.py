@@ -1,0 +1,105 @@
+import pytest
+
+from tony_jupyter.errors import SpecError
+from tony_jupyter.options import parse_job_args
+from tony_jupyter.spec import JobSpec, SpecBuilder, parse_memory
+
+
+@pytest.mark.parametrize("text,mb", [("2g", 2048), ("512m", 512), ("1024", 1024), ("1.5g", 1536),
+                                     ("2GB", 2048), ("4Gi", 4096)])
+def test_parse_memory(text, mb):
+    assert parse_memory(text) == mb
+
+
+@pytest.mark.parametrize("text", ["2x", "g", "", "-1g", "0"])
+def test_parse_memory_rejects(text):
+    with pytest.raises(SpecError, match="e.g. 512m or 2g"):
+        parse_memory(text)
+
+
+def test_flags_build_tasks_with_per_type_resources():
+    _, spec = parse_job_args("--workers 2 --ps 1 --chief --evaluator --memory 3g --vcores 2 --gpus 1 "
+                             "--conf tony.ps.memory=1g --conf tony.worker.vcores=4 --name demo")
+    assert [(t.type, t.instances) for t in spec.tasks] == [
+        ("chief", 1), ("worker", 2), ("ps", 1), ("evaluator", 1)]
+    assert spec.task("ps").memory_mb == 1024 and spec.task("worker").memory_mb == 3072
+    assert spec.task("worker").vcores == 4 and spec.task("chief").vcores == 2
+    # --gpus is per training task: parameter servers and evaluators get none.
+    assert spec.task("worker").gpus == 1 and spec.task("ps").gpus == 0
+    assert spec.name == "demo" and spec.chief_id == "chief:0"
+    # chief + ps: TF2 ParameterServerStrategy, where workers only serve.
+    assert spec.untracked == ("ps", "worker")
+
+
+def test_defaults_are_one_worker_on_local():
+    _, spec = parse_job_args("")
+    assert spec.task_ids() == ["worker:0"] and spec.backend == "local"
+    assert spec.chief_id == "worker:0" and spec.untracked == ("ps",)
+
+
+def test_json_round_trip():
+    _, spec = parse_job_args("--workers 3 --ps 2 --pull a,b --conf tony.containers.envs=A=1,B=2")
+    again = JobSpec.from_json(spec.to_json())
+    assert again == spec and again.env == (("A", "1"), ("B", "2"))
+
+
+def test_schema_version_mismatch_is_named():
+    _, spec = parse_job_args("")
+    text = spec.to_json().replace('"schema_version": 1', '"schema_version": 99')
+    with pytest.raises(SpecError, match="different tony-jupyter versions"):
+        JobSpec.from_json(text)
+
+
+def test_tony_keys_carry_over():
+    b = SpecBuilder()
+    for k, v in {"tony.worker.instances": "3", "tony.application.num-retries": "2",
+                 "tony.application.timeout": "60000", "tony.yarn.queue": "gpu",
+                 "tony.task.heartbeat-interval-ms": "500", "tony.task.max-missed-heartbeats": "4",
+                 "tony.worker.node-label": "gpu", "tony.application.untracked.jobtypes": "ps,x"}.items():
+        b.apply_conf(k, v)
+    spec = b.build()
+    assert spec.task("worker").instances == 3 and spec.max_attempts == 3
+    assert spec.timeout_s == 60 and spec.queue == "gpu" and spec.heartbeat_interval_ms == 500
+    assert spec.max_missed_heartbeats == 4 and spec.task("worker").node_label == "gpu"
+    assert spec.untracked == ("ps", "x")
+
+
+def test_conf_file_in_tony_xml_format(tmp_path):
+    xml = tmp_path / "tony.xml"
+    xml.write_text("""<?xml version="1.0"?><configuration>
+      <property><name>tony.worker.instances</name><value>2</value></property>
+      <property><name>tony.ps.instances</name><value>1</value></property>
+      <property><name>tony.ps.memory</name><value>768m</value></property>
+    </configuration>""")
+    _, spec = parse_job_args(f"--conf-file {xml}")
+    assert spec.task("worker").instances == 2 and spec.task("ps").memory_mb == 768
+    _, spec = parse_job_args(f"--conf-file {xml} --workers 4")  # flags win over the file
+    assert spec.task("worker").instances == 4
+
+
+@pytest.mark.parametrize("line,message", [
+    ("--wrokers 2", "unrecognized arguments: --wrokers 2; `%tony help` lists the flags"),
+    ("--workers 0", "--workers 0: a job needs at least one worker"),
+    ("--workers -1", "--workers cannot be negative"),
+    ("--workers two", "--workers takes a whole number"),
+    ("--memory 2x", "malformed size '2x'"),
+    ("--conf tony.wroker.instances=2", "did you mean tony.worker.instances?"),
+    ("--conf tony.application.timeot=5", "did you mean tony.application.timeout?"),
+    ("--conf tony.worker.memory", "expected KEY=VALUE"),
+    ("--conf tony.worker.memory=lots", "malformed size 'lots'"),
+    ("--max-attempts 0", "--max-attempts must be at least 1"),
+    ("--pull 'a b'", "is not a Python name"),
+    ("--conf-file /nonexistent/tony.xml", "no such file"),
+    ("--conf tony.application.untracked.jobtypes=worker", "every task type is untracked"),
+])
+def test_bad_flags_name_the_problem(line, message):
+    with pytest.raises(SpecError) as e:
+        parse_job_args(line)
+    assert message in str(e.value)
+
+
+def test_malformed_conf_file(tmp_path):
+    bad = tmp_path / "tony.xml"
+    bad.write_text("<configuration><property>")
+    with pytest.raises(SpecError, match="not valid XML"):
+        parse_job_args(f"--conf-file {bad}")

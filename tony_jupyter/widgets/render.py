@@ -1,0 +1,225 @@
+"""Pure functions from a job snapshot to what the widget, the text fallback and the saved
+report show. No ipywidgets here, so the report can be built (and tested) anywhere."""
+
+from __future__ import annotations
+
+import html
+import time
+
+TERMINAL = ("SUCCEEDED", "FAILED", "KILLED", "LOST")
+LIVE_TASK_STATES = ("REGISTERED", "RUNNING")
+
+# Mid-tone colours, readable on both light and dark notebook themes.
+STATE_COLOURS = {
+    "NEW": "#888888", "STARTING": "#2f80ed", "LAUNCHED": "#2f80ed", "REGISTERED": "#2f80ed",
+    "RUNNING": "#1e88e5", "SUCCEEDED": "#2e9d4f", "FAILED": "#d64541", "KILLED": "#e67e22",
+    "LOST": "#8e44ad", "STOPPING": "#e67e22", "STOPPED": "#888888",
+}
+# Progress keys that are bookkeeping, not metrics to print.
+PROGRESS_META = ("epoch", "epochs", "step", "steps", "batch", "time", "epoch_done")
+
+
+def _num(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    m, s = divmod(int(seconds), 60)
+    if m < 60:
+        return f"{m}m {s:02d}s"
+    h, m = divmod(m, 60)
+    return f"{h}h {m:02d}m"
+
+
+def elapsed(snap: dict) -> float | None:
+    started = _num(snap.get("started"))
+    if started is None:
+        return None
+    end = _num(snap.get("finished")) or _num(snap.get("now")) or time.time()
+    return end - started
+
+
+def chief_progress(snap: dict) -> dict:
+    """The chief reports the progress that matters; any other task's is a fallback."""
+    tasks = snap.get("tasks") or []
+    for t in tasks:
+        if t.get("id") == snap.get("chief") and t.get("progress"):
+            return t["progress"]
+    return next((t["progress"] for t in tasks if t.get("progress")), {})
+
+
+def progress_fraction(p: dict) -> float | None:
+    epochs, epoch = _num(p.get("epochs")), _num(p.get("epoch"))
+    if not epochs or not epoch:
+        return None
+    steps, batch = _num(p.get("steps")), _num(p.get("batch"))
+    if _num(p.get("epoch_done")) == epoch:
+        within = 1.0  # on_epoch_end: the batch count may lag the epoch's last step
+    elif steps and batch is not None:
+        within = batch / steps
+    else:
+        within = 0.0
+    return min(1.0, max(0.0, (epoch - 1 + within) / epochs))
+
+
+def _fmt_value(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def progress_label(p: dict) -> str:
+    parts = []
+    if p.get("epoch") is not None:
+        parts.append(f"epoch {p['epoch']}" + (f"/{p['epochs']}" if p.get("epochs") else ""))
+    if p.get("step") is not None:
+        parts.append(f"step {p['step']}")
+    metrics = [k for k in p if k not in PROGRESS_META and p[k] is not None]
+    metrics.sort(key=lambda k: k != "loss")  # loss first, the rest in the order reported
+    parts += [f"{k} {_fmt_value(p[k])}" for k in metrics]
+    return " · ".join(parts)
+
+
+def task_rows(snap: dict) -> list[dict]:
+    now = _num(snap.get("now")) or time.time()
+    rows = []
+    for t in snap.get("tasks") or []:
+        p = t.get("progress") or {}
+        beat = _num(t.get("last_heartbeat"))
+        live = t.get("state") in LIVE_TASK_STATES and beat is not None
+        rows.append({
+            "task": t.get("id") or f"{t.get('type')}:{t.get('index')}",
+            "address": f"{t['host']}:{t['port']}" if t.get("host") else "",
+            "state": t.get("state", ""),
+            # a finished task's silence is expected, so its age would only alarm
+            "heartbeat_age": round(now - beat, 1) if live else None,
+            "step": p.get("step"),
+            "loss": _num(p.get("loss")),
+            "exit_code": t.get("exit_code"),
+        })
+    return rows
+
+
+def attempts_text(snap: dict) -> str:
+    history = snap.get("attempts") or []
+    if not history:
+        return ""
+    last = history[-1]
+    who = f" ({last['task']})" if last.get("task") and last["task"] not in last["reason"] else ""
+    return f"attempt {last['attempt']} ended: {last['reason']}{who}"
+
+
+def status_text(snap: dict) -> str:
+    """One line: what the header says, for the terminal and text/plain."""
+    parts = [f"tony job {snap.get('job_id', '')}"]
+    if snap.get("name"):
+        parts[0] += f" ({snap['name']})"
+    parts.append(snap.get("state", ""))
+    if elapsed(snap) is not None:
+        parts.append(fmt_duration(elapsed(snap)))
+    if snap.get("attempt"):
+        parts.append(f"attempt {snap['attempt']}/{snap.get('max_attempts') or 1}")
+    return " · ".join(parts)
+
+
+def _state_span(state: str) -> str:
+    colour = STATE_COLOURS.get(state, "#888888")
+    return f'<b style="color:{colour}">{html.escape(state)}</b>'
+
+
+def header_html(snap: dict, notice: str = "") -> str:
+    e = html.escape
+    name = f" {e(snap['name'])}" if snap.get("name") else ""
+    bits = [f"<b>tony</b> <code>{e(str(snap.get('job_id', '')))}</code>{name}",
+            _state_span(snap.get("state", ""))]
+    if elapsed(snap) is not None:
+        bits.append(e(fmt_duration(elapsed(snap))))
+    if snap.get("attempt"):
+        bits.append(f"attempt {snap['attempt']}/{snap.get('max_attempts') or 1}")
+    lines = [" · ".join(bits)]
+    failed = snap.get("state") in ("FAILED", "KILLED", "LOST")
+    if snap.get("reason"):
+        colour = STATE_COLOURS["FAILED"] if failed else "inherit"
+        lines.append(f'<span style="color:{colour}">{e(snap["reason"])}</span>')
+    if attempts_text(snap) and attempts_text(snap) not in (snap.get("reason") or ""):
+        lines.append(f"<i>{e(attempts_text(snap))}</i>")
+    lines += [endpoints_html(snap.get("endpoints") or {})] if snap.get("endpoints") else []
+    lines += [f"<i>{e(notice)}</i>"] if notice else []
+    return "<div style='line-height:1.5'>" + "<br>".join(lines) + "</div>"
+
+
+def endpoints_html(endpoints: dict) -> str:
+    # The hook for TensorBoard (and other endpoints): links for now; an iframe would need the
+    # server extension's proxy, which resolves job -> endpoint so no host appears here.
+    links = [f'<a href="{html.escape(url)}" target="_blank">{html.escape(name)}</a>'
+             for name, url in sorted(endpoints.items())]
+    return "endpoints: " + " · ".join(links)
+
+
+def tasks_table_html(rows: list[dict]) -> str:
+    if not rows:
+        return "<i>no tasks yet</i>"
+    e = html.escape
+    cell = "padding:1px 10px 1px 0;text-align:left"
+    head = ["task", "host:port", "state", "heartbeat", "step", "loss", "exit"]
+    out = ["<table style='border-collapse:collapse;font-size:90%'><tr>"
+           + "".join(f"<th style='{cell}'>{h}</th>" for h in head) + "</tr>"]
+    for r in rows:
+        age = f"{r['heartbeat_age']:.1f} s ago" if r["heartbeat_age"] is not None else ""
+        loss = f"{r['loss']:.4g}" if r["loss"] is not None else ""
+        vals = [f"<code>{e(r['task'])}</code>", e(r["address"]), _state_span(r["state"]), age,
+                "" if r["step"] is None else e(str(r["step"])), loss,
+                "" if r["exit_code"] is None else str(r["exit_code"])]
+        out.append("<tr>" + "".join(f"<td style='{cell}'>{v}</td>" for v in vals) + "</tr>")
+    return "".join(out) + "</table>"
+
+
+def tracebacks_html(snap: dict) -> str:
+    out = []
+    for t in snap.get("tasks") or []:
+        if t.get("traceback"):
+            out.append(f"<div><b>{html.escape(t['id'])}</b> raised:</div>"
+                       f"<pre style='color:{STATE_COLOURS['FAILED']};white-space:pre-wrap;"
+                       f"margin:2px 0 6px 0'>{html.escape(t['traceback'])}</pre>")
+    return "".join(out)
+
+
+def log_pane_html(lines: list[str], height: str = "18em") -> str:
+    # column-reverse keeps the scroll position pinned to the newest line, without any JS
+    return (f"<div style='max-height:{height};overflow:auto;display:flex;"
+            "flex-direction:column-reverse'><pre style='margin:0;font-size:85%;"
+            f"line-height:1.3'>{html.escape(chr(10).join(lines))}</pre></div>")
+
+
+def report_html(snap: dict, logs: dict[str, list[str]], tail: int = 50) -> str:
+    """The saved-notebook view: self-contained HTML that nbconvert and any viewer render."""
+    rows = task_rows(snap)
+    p = chief_progress(snap)
+    parts = [header_html(snap)]
+    if p:
+        frac = progress_fraction(p)
+        pct = f" ({frac:.0%})" if frac is not None else ""
+        parts.append(f"<div>{html.escape(progress_label(p))}{pct}</div>")
+    parts += [tasks_table_html(rows), tracebacks_html(snap)]
+    states = {r["task"]: r["state"] for r in rows}
+    for task_id, lines in logs.items():
+        shown = lines[-tail:]
+        opened = " open" if task_id == snap.get("failed_task") else ""
+        summary = (f"<code>{html.escape(task_id)}</code> log · {html.escape(states.get(task_id, ''))}"
+                   f" · last {len(shown)} of {len(lines)} lines")
+        parts.append(f"<details{opened}><summary>{summary}</summary>"
+                     f"{log_pane_html(shown, height='30em')}</details>")
+    return ("<div class='tony-job-report' style='border-left:3px solid "
+            f"{STATE_COLOURS.get(snap.get('state', ''), '#888')};padding-left:8px'>"
+            + "".join(parts) + "</div>")
+
+
+def report_text(snap: dict) -> str:
+    lines = [status_text(snap)]
+    if snap.get("reason"):
+        lines.append(snap["reason"])
+    lines += [f"  {r['task']:<12} {r['state']:<10} {r['address']}" for r in task_rows(snap)]
+    return "\n".join(lines)
