@@ -1,17 +1,21 @@
+import importlib.util
 import os
 from pathlib import Path
 
 import psutil
 import pytest
 
-pytest_plugins = ["tony_jupyter.devcluster.testing"]
+if importlib.util.find_spec("tony_jupyter.devcluster.testing"):
+    pytest_plugins = ["tony_jupyter.devcluster.testing"]
 
 
 def processes_under(home: Path) -> list[psutil.Process]:
     """Processes (AMs, executors) that belong to jobs staged under ``home``."""
     found = []
-    for p in psutil.process_iter(["cmdline", "cwd"]):
+    for p in psutil.process_iter(["cmdline", "cwd", "status"]):
         try:
+            if p.info["status"] == psutil.STATUS_ZOMBIE:
+                continue  # exited; only its parent's bookkeeping is left
             cwd = p.info["cwd"] or ""
             cmd = " ".join(p.info["cmdline"] or [])
         except (psutil.Error, TypeError):
@@ -28,10 +32,11 @@ def tony_home(tmp_path, monkeypatch):
     monkeypatch.setenv("TONY_JUPYTER_HOME", str(home))
     monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
     yield home
-    left = processes_under(home)
+    # An AM exits within moments of being released; anything still there after that is a leak.
+    left = wait_no_processes(home, timeout=10)
     for p in left:
         p.kill()
-    assert not left, f"processes left behind: {[p.cmdline() for p in left]}"
+    assert not left, f"processes left behind: {left}"
 
 
 def wait_no_processes(home: Path, timeout: float = 15.0) -> list:
@@ -46,13 +51,11 @@ def wait_no_processes(home: Path, timeout: float = 15.0) -> list:
 @pytest.fixture
 def shell(tony_home):
     """An IPython shell with the extension loaded (the same magics a notebook gets)."""
-    from IPython.testing.globalipapp import start_ipython
+    from IPython.testing.globalipapp import get_ipython, start_ipython
 
-    ip = start_ipython()
+    ip = start_ipython() or get_ipython()
     ip.run_line_magic("load_ext", "tony_jupyter")
-    ip.user_ns.clear()
     yield ip
-    ip.user_ns.clear()
 
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")

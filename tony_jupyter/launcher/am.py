@@ -91,7 +91,8 @@ class AM:
         finally:
             ticker.stop()
             await loop.run_in_executor(None, self.provider.shutdown)
-            self.coordinator.tick()  # record the exits the shutdown caused
+            await asyncio.sleep(0.05)  # let the exits the shutdown caused be recorded
+            self.coordinator.write_status()
         deadline = time.monotonic() + self.spec.am_linger_s
         while not self.state.released and time.monotonic() < deadline:
             await asyncio.sleep(0.1)

@@ -256,7 +256,12 @@ class Coordinator:
         self._stop_tasks()
         self.finished_at = self.clock()
         self._set_state(state, reason)
-        (self.job_dir / "status.json").write_text(json.dumps(self.snapshot(), indent=1))
+        self.write_status()
+
+    def write_status(self) -> None:
+        tmp = self.job_dir / "status.json.tmp"
+        tmp.write_text(json.dumps(self.snapshot(), indent=1))
+        tmp.replace(self.job_dir / "status.json")
 
     # --- views ------------------------------------------------------------------------------
 

@@ -1,0 +1,340 @@
+"""JobView and follow() on handmade snapshots and a fake client: the widget's model state."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tony_jupyter.widgets import JobView, follow
+from tony_jupyter.widgets.view import BAR_MAX
+
+T0 = 1_000.0
+
+
+def task(tid: str, state: str = "RUNNING", beat: float | None = T0 + 9, **kw) -> dict:
+    type_, _, index = tid.partition(":")
+    t = {
+        "id": tid,
+        "type": type_,
+        "index": int(index),
+        "tracked": type_ != "ps",
+        "state": state,
+        "host": "127.0.0.1" if state != "LAUNCHED" else None,
+        "port": 40000 + int(index),
+        "pid": 1,
+        "exit_code": None,
+        "launched_at": T0,
+        "registered_at": T0 + 1,
+        "finished_at": None,
+        "last_heartbeat": beat,
+        "progress": {},
+        "traceback": None,
+        "diagnostics": "",
+    }
+    t.update(kw)
+    return t
+
+
+def snap(state: str = "RUNNING", tasks: list | None = None, now: float = T0 + 10, **kw) -> dict:
+    s = {
+        "job_id": "job-1",
+        "name": "mnist",
+        "backend": "local",
+        "state": state,
+        "reason": "",
+        "failed_task": None,
+        "attempt": 1,
+        "max_attempts": 1,
+        "attempts": [],
+        "started": T0,
+        "finished": None,
+        "now": now,
+        "endpoints": {},
+        "chief": "worker:0",
+        "tasks": tasks if tasks is not None else [task("worker:0"), task("worker:1")],
+    }
+    s.update(kw)
+    return s
+
+
+def test_header_state_and_task_rows():
+    view = JobView("job-1")
+    assert view.state_text == "NEW"
+    view.update(
+        snap(
+            "STARTING",
+            [
+                task("worker:0", "LAUNCHED", beat=None),
+                task("worker:1", "REGISTERED", beat=T0 + 8.5),
+            ],
+        )
+    )
+    assert view.state_text == "STARTING"
+    rows = view.task_rows
+    assert rows[0] == {
+        "task": "worker:0",
+        "address": "",
+        "state": "LAUNCHED",
+        "heartbeat_age": None,
+        "step": None,
+        "loss": None,
+        "exit_code": None,
+    }
+    assert rows[1]["address"] == "127.0.0.1:40001" and rows[1]["heartbeat_age"] == 1.5
+
+    view.update(
+        snap(
+            tasks=[
+                task("worker:0", progress={"step": 7, "loss": 0.5}),
+                task("worker:1", "FAILED", exit_code=3, traceback="ValueError: x"),
+            ]
+        )
+    )
+    assert view.state_text == "RUNNING"
+    assert view.task_rows[0]["step"] == 7 and view.task_rows[0]["loss"] == 0.5
+    # a task that ended shows its exit code, not a growing heartbeat age
+    assert view.task_rows[1]["exit_code"] == 3 and view.task_rows[1]["heartbeat_age"] is None
+    header = view.header.value
+    assert "job-1" in header and "mnist" in header and "RUNNING" in header
+    assert "10.0 s" in header and "attempt 1/1" in header
+    assert "ValueError: x" in view.tracebacks.value
+    assert "127.0.0.1:40000" in view.tasks_html.value and "FAILED" in view.tasks_html.value
+    assert view.tabs.titles == ("worker:0", "worker:1")
+
+
+def test_attempt_history_and_endpoints_in_header():
+    view = JobView("job-1")
+    view.update(
+        snap(
+            "STARTING",
+            attempt=2,
+            max_attempts=3,
+            reason="attempt 1 failed: worker:1 exited with code 1",
+            attempts=[{"attempt": 1, "reason": "worker:1 exited with code 1", "task": "worker:1"}],
+            endpoints={"tensorboard": "http://h:1/tb"},
+        )
+    )
+    header = view.header.value
+    assert "attempt 2/3" in header and "worker:1 exited with code 1" in header
+    assert 'href="http://h:1/tb"' in header
+
+
+def test_progress_bar_label_and_end_styles():
+    view = JobView("job-1")
+    view.update(snap())
+    assert view.progress_value is None and view.progress_bar.value == 0
+    p = {
+        "epochs": 3,
+        "steps": 100,
+        "epoch": 2,
+        "step": 145,
+        "batch": 45,
+        "loss": 0.43214,
+        "accuracy": 0.91,
+        "time": 5.0,
+    }
+    view.update(snap(tasks=[task("worker:0", progress=p), task("worker:1")]))
+    assert view.progress_value == pytest.approx(145 / 300)
+    assert view.progress_bar.value == round(145 / 300 * BAR_MAX)
+    assert view.progress_label.value == "epoch 2/3 · step 145 · loss 0.4321 · accuracy 0.91"
+    assert view.progress_right.value == "48%"
+    # reports are merged: epoch 3 has begun, its first batch not yet come
+    p.update(epoch=3, epoch_done=2, batch=100)
+    view.update(snap(tasks=[task("worker:0", progress=p)]))
+    assert view.progress_value == pytest.approx(2 / 3)
+
+    view.update(snap("FAILED", tasks=[task("worker:0", progress=p)]))
+    assert view.progress_bar.bar_style == "danger"
+    ok = JobView("job-2")
+    ok.update(snap("SUCCEEDED"))
+    assert ok.progress_bar.value == BAR_MAX and ok.progress_bar.bar_style == "success"
+
+
+def test_per_epoch_progress_without_batches():
+    view = JobView("job-1")
+    view.update(
+        snap(
+            tasks=[
+                task("worker:0", progress={"epochs": 4, "epoch": 2, "epoch_done": 2, "loss": 1.0})
+            ]
+        )
+    )
+    assert view.progress_value == pytest.approx(0.5)
+
+
+def test_logs_split_chunks_and_keep_last_lines():
+    view = JobView("job-1", max_log_lines=3)
+    view.update(snap())
+    view.append_log("worker:0", "one\ntw")
+    view.append_log("worker:0", "o\r\nthree\nfour <b>\nfi")
+    assert view.log_text("worker:0") == "two\nthree\nfour <b>\nfi"  # 3 lines + the partial
+    view.update(snap())  # flushes panes a chatty task left pending
+    assert "four &lt;b&gt;" in view.panes["worker:0"].value
+    assert view.log_text("ps:0") == ""
+
+
+def test_kill_button_calls_back_and_disables():
+    calls = []
+    view = JobView("job-1", on_kill=lambda: calls.append(1))
+    view.update(snap())
+    assert not view.kill_button.disabled
+    view.kill_button.click()
+    assert calls == [1] and view.kill_button.disabled
+    view.finish(snap("KILLED", reason="killed from the widget", finished=T0 + 12))
+    assert view.kill_button.disabled and view.state_text == "KILLED"
+    assert JobView("job-2").kill_button.disabled  # nothing to call
+
+
+def test_kill_failure_is_shown_and_can_be_retried():
+    def boom():
+        raise RuntimeError("AM unreachable")
+
+    view = JobView("job-1", on_kill=boom)
+    view.update(snap())
+    view.kill_button.click()
+    assert not view.kill_button.disabled and "AM unreachable" in view.header.value
+
+
+def test_report_has_state_tasks_traceback_and_log_tail():
+    view = JobView("job-1")
+    view.update(snap())
+    view.append_log("worker:0", "".join(f"line {i}\n" for i in range(120)))
+    view.append_log("worker:1", "Traceback\nValueError: bad")
+    final = snap(
+        "FAILED",
+        reason="worker:1 exited with code 1",
+        failed_task="worker:1",
+        finished=T0 + 20,
+        tasks=[
+            task("worker:0", "STOPPED", exit_code=-15),
+            task("worker:1", "FAILED", exit_code=1, traceback="ValueError: bad"),
+        ],
+    )
+    view.finish(final)
+    html = view.report_html
+    assert "FAILED" in html and "worker:1 exited with code 1" in html and "20.0 s" in html
+    assert "127.0.0.1:40001" in html and "ValueError: bad" in html
+    assert "line 119" in html and "line 69\n" not in html and "line 70" in html
+    assert "last 50 of 120 lines" in html
+    assert "<details open><summary><code>worker:1</code>" in html
+    assert view.log_text("worker:1").endswith("ValueError: bad")  # the partial line flushed
+    view.update(snap())  # after the end nothing moves
+    assert view.state_text == "FAILED"
+
+
+def test_text_fallback_prints_states_and_prefixed_lines(capsys):
+    view = JobView("job-1")
+    view.display()  # no kernel here: the terminal fallback
+    assert view.mode == "text"
+    view.update(snap(tasks=[task("worker:0"), task("worker:1")]))
+    view.append_log("worker:1", "hello\npart")
+    view.update(snap(tasks=[task("worker:0"), task("worker:1")]))  # nothing changed
+    view.finish(
+        snap(
+            "SUCCEEDED",
+            finished=T0 + 30,
+            tasks=[
+                task("worker:0", "SUCCEEDED", exit_code=0),
+                task("worker:1", "SUCCEEDED", exit_code=0),
+            ],
+        )
+    )
+    out = capsys.readouterr().out.splitlines()
+    assert "[worker:1] hello" in out and "[worker:1] part" in out
+    assert "[worker:0] RUNNING on 127.0.0.1:40000" in out
+    assert "[worker:1] SUCCEEDED on 127.0.0.1:40001 (exit 0)" in out
+    assert out.count("[worker:0] RUNNING on 127.0.0.1:40000") == 1
+    assert any(line.startswith("[job] tony job job-1 (mnist) · SUCCEEDED · 30.0 s") for line in out)
+
+
+class FakeClient:
+    """Plays a scripted job: snapshot i is served at poll i; logs per (task, attempt)."""
+
+    job_id = "job-1"
+
+    def __init__(self, snaps: list[dict], logs: dict[tuple[str, int], list[str]]):
+        self.snaps, self.logs_by_poll, self.poll = snaps, logs, 0
+        self.files: dict[tuple[str, int], str] = {}
+        self.events_calls = 0
+
+    def snapshot(self) -> dict:
+        s = self.snaps[min(self.poll, len(self.snaps) - 1)]
+        # the log files grow as the job goes: what each poll has written so far
+        for key, chunks in self.logs_by_poll.items():
+            self.files[key] = "".join(chunks[: self.poll + 1])
+        return s
+
+    def events(self, since: int, timeout: float = 0) -> tuple[list[dict], int]:
+        self.events_calls += 1
+        self.poll += 1
+        return [{"seq": since}], since + 1
+
+    def logs(self, task: str, offset: int = 0, attempt: int = 0) -> tuple[str, int]:
+        data = self.files.get((task, attempt), "")
+        return data[offset:], len(data)
+
+
+def test_follow_marks_attempt_boundary_and_drains_the_old_attempt():
+    a1 = snap(tasks=[task("worker:0")])
+    a2 = snap(
+        "RUNNING",
+        tasks=[task("worker:0")],
+        attempt=2,
+        max_attempts=2,
+        attempts=[{"attempt": 1, "reason": "worker:0 exited with code 1", "task": "worker:0"}],
+    )
+    done = dict(a2, state="SUCCEEDED", finished=T0 + 40)
+    client = FakeClient(
+        [a1, a2, done],
+        {
+            # "late" reaches attempt 1's file only after the job moved on to attempt 2
+            ("worker:0", 1): ["a1 start\n", "a1 late\n", ""],
+            ("worker:0", 2): ["", "a2 start\n", "a2 end\n"],
+        },
+    )
+    view = JobView("job-1")
+    final = follow(client, view, poll_s=0)
+    assert final is done and view.finished and view.state_text == "SUCCEEDED"
+    lines = view.log_text("worker:0").splitlines()
+    assert lines[:2] == ["a1 start", "a1 late"]
+    assert lines[2].startswith("──── attempt 2/2 (attempt 1 ended: worker:0 exited")
+    assert lines[3:] == ["a2 start", "a2 end"]
+    assert "a2 end" in view.report_html
+
+
+def test_follow_stops_on_request_without_finishing():
+    client = FakeClient([snap()], {})
+    stop = threading.Event()
+    stop.set()
+    view = JobView("job-1")
+    assert follow(client, view, stop=stop, poll_s=0)["state"] == "RUNNING"
+    assert not view.finished and client.events_calls == 0
+
+
+def test_follow_in_a_background_thread():
+    client = FakeClient(
+        [snap(), snap(), snap("SUCCEEDED", finished=T0 + 5)], {("worker:1", 1): ["x\n", "y\n"]}
+    )
+    view = JobView("job-1")
+    got: list[dict] = []
+    thread = threading.Thread(target=lambda: got.append(follow(client, view, poll_s=0)))
+    thread.start()
+    thread.join(10)
+    assert got and got[0]["state"] == "SUCCEEDED"
+    assert view.log_text("worker:1") == "x\ny"
+
+
+def test_follow_stopped_as_the_job_ends_still_finishes_the_view():
+    stop = threading.Event()
+    client = FakeClient([snap(), snap("KILLED", reason="interrupted", finished=T0 + 3)], {})
+    real_events = client.events
+
+    def events(since, timeout=0):
+        stop.set()  # Ctrl-C: the magic kills the job and sets stop while follow() waits
+        return real_events(since, timeout)
+
+    client.events = events
+    view = JobView("job-1")
+    assert follow(client, view, stop=stop, poll_s=0)["state"] == "KILLED"
+    assert view.finished and "interrupted" in view.report_html
