@@ -6,6 +6,7 @@ so a cell can be tried locally before it is run with ``%%tony``.
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import threading
@@ -59,21 +60,25 @@ def tensorboard_dir() -> str:
 
 
 def progress(every_n_steps: int = 1):
-    """A Keras callback reporting epoch/step/loss/metrics through the heartbeat."""
+    """A Keras callback reporting epoch/step/loss/metrics through the heartbeat.
+
+    Under ParameterServerStrategy, Keras refuses batch-level callbacks: there it reports
+    per epoch only.
+    """
     import tensorflow as tf  # the user's cell has imported it already; resolves tf.keras
 
-    class TonyProgress(tf.keras.callbacks.Callback):
-        def __init__(self) -> None:
-            super().__init__()
-            self.global_step = 0
-            self.epoch = 0
-
+    class EpochProgress(tf.keras.callbacks.Callback):
         def on_train_begin(self, logs=None):
             report(epochs=self.params.get("epochs"), steps=self.params.get("steps"))
 
         def on_epoch_begin(self, epoch, logs=None):
-            self.epoch = epoch
             report(epoch=epoch + 1)
+
+        def on_epoch_end(self, epoch, logs=None):
+            report(epoch=epoch + 1, epoch_done=epoch + 1, **_floats(logs))
+
+    class BatchProgress(EpochProgress):
+        global_step = 0
 
         def on_train_batch_end(self, batch, logs=None):
             self.global_step += 1
@@ -81,10 +86,8 @@ def progress(every_n_steps: int = 1):
                 scale = 1.0 / _summed_replicas(self.model)
                 report(step=self.global_step, batch=batch + 1, **_floats(logs, scale))
 
-        def on_epoch_end(self, epoch, logs=None):
-            report(epoch=epoch + 1, epoch_done=epoch + 1, **_floats(logs))
-
-    return TonyProgress()
+    cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {})
+    return EpochProgress() if "ps" in cluster else BatchProgress()
 
 
 def _summed_replicas(model) -> int:
