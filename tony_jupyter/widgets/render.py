@@ -11,9 +11,17 @@ LIVE_TASK_STATES = ("REGISTERED", "RUNNING")
 
 # Mid-tone colours, readable on both light and dark notebook themes.
 STATE_COLOURS = {
-    "NEW": "#888888", "STARTING": "#2f80ed", "LAUNCHED": "#2f80ed", "REGISTERED": "#2f80ed",
-    "RUNNING": "#1e88e5", "SUCCEEDED": "#2e9d4f", "FAILED": "#d64541", "KILLED": "#e67e22",
-    "LOST": "#8e44ad", "STOPPING": "#e67e22", "STOPPED": "#888888",
+    "NEW": "#888888",
+    "STARTING": "#2f80ed",
+    "LAUNCHED": "#2f80ed",
+    "REGISTERED": "#2f80ed",
+    "RUNNING": "#1e88e5",
+    "SUCCEEDED": "#2e9d4f",
+    "FAILED": "#d64541",
+    "KILLED": "#e67e22",
+    "LOST": "#8e44ad",
+    "STOPPING": "#e67e22",
+    "STOPPED": "#888888",
 }
 # Progress keys that are bookkeeping, not metrics to print.
 PROGRESS_META = ("epoch", "epochs", "step", "steps", "batch", "time", "epoch_done")
@@ -57,10 +65,12 @@ def progress_fraction(p: dict) -> float | None:
     epochs, epoch = _num(p.get("epochs")), _num(p.get("epoch"))
     if not epochs or not epoch:
         return None
-    steps, batch = _num(p.get("steps")), _num(p.get("batch"))
-    if _num(p.get("epoch_done")) == epoch:
-        within = 1.0  # on_epoch_end: the batch count may lag the epoch's last step
-    elif steps and batch is not None:
+    steps, batch, done = _num(p.get("steps")), _num(p.get("batch")), _num(p.get("epoch_done"))
+    if done == epoch:
+        within = 1.0
+    # Reports are merged, so a full batch count while the epoch is not done is the previous
+    # epoch's last batch: the new epoch's first one has not come yet.
+    elif steps and batch is not None and not (done is not None and batch >= steps):
         within = batch / steps
     else:
         within = 0.0
@@ -90,16 +100,18 @@ def task_rows(snap: dict) -> list[dict]:
         p = t.get("progress") or {}
         beat = _num(t.get("last_heartbeat"))
         live = t.get("state") in LIVE_TASK_STATES and beat is not None
-        rows.append({
-            "task": t.get("id") or f"{t.get('type')}:{t.get('index')}",
-            "address": f"{t['host']}:{t['port']}" if t.get("host") else "",
-            "state": t.get("state", ""),
-            # a finished task's silence is expected, so its age would only alarm
-            "heartbeat_age": round(now - beat, 1) if live else None,
-            "step": p.get("step"),
-            "loss": _num(p.get("loss")),
-            "exit_code": t.get("exit_code"),
-        })
+        rows.append(
+            {
+                "task": t.get("id") or f"{t.get('type')}:{t.get('index')}",
+                "address": f"{t['host']}:{t['port']}" if t.get("host") else "",
+                "state": t.get("state", ""),
+                # a finished task's silence is expected, so its age would only alarm
+                "heartbeat_age": round(now - beat, 1) if live else None,
+                "step": p.get("step"),
+                "loss": _num(p.get("loss")),
+                "exit_code": t.get("exit_code"),
+            }
+        )
     return rows
 
 
@@ -133,8 +145,10 @@ def _state_span(state: str) -> str:
 def header_html(snap: dict, notice: str = "") -> str:
     e = html.escape
     name = f" {e(snap['name'])}" if snap.get("name") else ""
-    bits = [f"<b>tony</b> <code>{e(str(snap.get('job_id', '')))}</code>{name}",
-            _state_span(snap.get("state", ""))]
+    bits = [
+        f"<b>tony</b> <code>{e(str(snap.get('job_id', '')))}</code>{name}",
+        _state_span(snap.get("state", "")),
+    ]
     if elapsed(snap) is not None:
         bits.append(e(fmt_duration(elapsed(snap))))
     if snap.get("attempt"):
@@ -154,8 +168,10 @@ def header_html(snap: dict, notice: str = "") -> str:
 def endpoints_html(endpoints: dict) -> str:
     # The hook for TensorBoard (and other endpoints): links for now; an iframe would need the
     # server extension's proxy, which resolves job -> endpoint so no host appears here.
-    links = [f'<a href="{html.escape(url)}" target="_blank">{html.escape(name)}</a>'
-             for name, url in sorted(endpoints.items())]
+    links = [
+        f'<a href="{html.escape(url)}" target="_blank">{html.escape(name)}</a>'
+        for name, url in sorted(endpoints.items())
+    ]
     return "endpoints: " + " · ".join(links)
 
 
@@ -165,14 +181,23 @@ def tasks_table_html(rows: list[dict]) -> str:
     e = html.escape
     cell = "padding:1px 10px 1px 0;text-align:left"
     head = ["task", "host:port", "state", "heartbeat", "step", "loss", "exit"]
-    out = ["<table style='border-collapse:collapse;font-size:90%'><tr>"
-           + "".join(f"<th style='{cell}'>{h}</th>" for h in head) + "</tr>"]
+    out = [
+        "<table style='border-collapse:collapse;font-size:90%'><tr>"
+        + "".join(f"<th style='{cell}'>{h}</th>" for h in head)
+        + "</tr>"
+    ]
     for r in rows:
         age = f"{r['heartbeat_age']:.1f} s ago" if r["heartbeat_age"] is not None else ""
         loss = f"{r['loss']:.4g}" if r["loss"] is not None else ""
-        vals = [f"<code>{e(r['task'])}</code>", e(r["address"]), _state_span(r["state"]), age,
-                "" if r["step"] is None else e(str(r["step"])), loss,
-                "" if r["exit_code"] is None else str(r["exit_code"])]
+        vals = [
+            f"<code>{e(r['task'])}</code>",
+            e(r["address"]),
+            _state_span(r["state"]),
+            age,
+            "" if r["step"] is None else e(str(r["step"])),
+            loss,
+            "" if r["exit_code"] is None else str(r["exit_code"]),
+        ]
         out.append("<tr>" + "".join(f"<td style='{cell}'>{v}</td>" for v in vals) + "</tr>")
     return "".join(out) + "</table>"
 
@@ -181,20 +206,26 @@ def tracebacks_html(snap: dict) -> str:
     out = []
     for t in snap.get("tasks") or []:
         if t.get("traceback"):
-            out.append(f"<div><b>{html.escape(t['id'])}</b> raised:</div>"
-                       f"<pre style='color:{STATE_COLOURS['FAILED']};white-space:pre-wrap;"
-                       f"margin:2px 0 6px 0'>{html.escape(t['traceback'])}</pre>")
+            out.append(
+                f"<div><b>{html.escape(t['id'])}</b> raised:</div>"
+                f"<pre style='color:{STATE_COLOURS['FAILED']};white-space:pre-wrap;"
+                f"margin:2px 0 6px 0'>{html.escape(t['traceback'])}</pre>"
+            )
     return "".join(out)
 
 
 def log_pane_html(lines: list[str], height: str = "18em") -> str:
     # column-reverse keeps the scroll position pinned to the newest line, without any JS
-    return (f"<div style='max-height:{height};overflow:auto;display:flex;"
-            "flex-direction:column-reverse'><pre style='margin:0;font-size:85%;"
-            f"line-height:1.3'>{html.escape(chr(10).join(lines))}</pre></div>")
+    return (
+        f"<div style='max-height:{height};overflow:auto;display:flex;"
+        "flex-direction:column-reverse'><pre style='margin:0;font-size:85%;"
+        f"line-height:1.3'>{html.escape(chr(10).join(lines))}</pre></div>"
+    )
 
 
-def report_html(snap: dict, logs: dict[str, list[str]], tail: int = 50) -> str:
+def report_html(
+    snap: dict, logs: dict[str, list[str]], tail: int = 50, totals: dict[str, int] | None = None
+) -> str:
     """The saved-notebook view: self-contained HTML that nbconvert and any viewer render."""
     rows = task_rows(snap)
     p = chief_progress(snap)
@@ -208,13 +239,22 @@ def report_html(snap: dict, logs: dict[str, list[str]], tail: int = 50) -> str:
     for task_id, lines in logs.items():
         shown = lines[-tail:]
         opened = " open" if task_id == snap.get("failed_task") else ""
-        summary = (f"<code>{html.escape(task_id)}</code> log · {html.escape(states.get(task_id, ''))}"
-                   f" · last {len(shown)} of {len(lines)} lines")
-        parts.append(f"<details{opened}><summary>{summary}</summary>"
-                     f"{log_pane_html(shown, height='30em')}</details>")
-    return ("<div class='tony-job-report' style='border-left:3px solid "
-            f"{STATE_COLOURS.get(snap.get('state', ''), '#888')};padding-left:8px'>"
-            + "".join(parts) + "</div>")
+        total = max(len(lines), (totals or {}).get(task_id, 0))
+        state = html.escape(states.get(task_id, ""))
+        summary = (
+            f"<code>{html.escape(task_id)}</code> log · {state}"
+            f" · last {len(shown)} of {total:,} lines"
+        )
+        parts.append(
+            f"<details{opened}><summary>{summary}</summary>"
+            f"{log_pane_html(shown, height='30em')}</details>"
+        )
+    return (
+        "<div class='tony-job-report' style='border-left:3px solid "
+        f"{STATE_COLOURS.get(snap.get('state', ''), '#888')};padding-left:8px'>"
+        + "".join(parts)
+        + "</div>"
+    )
 
 
 def report_text(snap: dict) -> str:

@@ -1,0 +1,61 @@
+"""follow(): feed a JobView from a job's AM (or what it left on disk) until the job ends."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from .render import TERMINAL
+from .view import JobView
+
+# The AM's long poll wakes on every heartbeat and log batch; this keeps a busy job from
+# turning follow() into a busy loop of snapshots.
+MIN_INTERVAL_S = 0.2
+# The AM caps one logs answer (1 MiB); a chunk this big means there is probably more behind it.
+BIG_CHUNK = 256 * 1024
+MAX_CHUNKS_PER_POLL = 8
+
+
+def follow(client, view: JobView, stop: threading.Event | None = None, poll_s: float = 0.5) -> dict:
+    """Follow a job until it is terminal (or ``stop`` is set), feeding ``view``.
+
+    Log offsets are per task and per attempt: when the attempt changes, the old attempt's last
+    lines are fetched first, then the new attempt's logs start at offset 0 (the view marks the
+    boundary). Returns the last snapshot; ``view.finish`` has been called if it is terminal.
+    Safe to run in a background thread.
+    """
+    stop = stop or threading.Event()
+    since, attempt = 0, 0
+    offsets: dict[str, int] = {}
+    while True:
+        began = time.monotonic()
+        snap = client.snapshot()
+        current = int(snap.get("attempt") or 0)
+        if attempt and current != attempt:
+            _pull_logs(client, view, offsets, attempt)
+            offsets = {}
+        attempt = current
+        for task in snap.get("tasks") or []:
+            offsets.setdefault(task["id"], 0)
+        view.update(snap)
+        if attempt:
+            _pull_logs(client, view, offsets, attempt)
+        if snap.get("state") in TERMINAL:
+            view.finish(snap)
+            return snap
+        if stop.is_set():
+            return snap
+        _, since = client.events(since, timeout=poll_s)
+        # Once stopped, the loop still takes one more snapshot: a stop that came with the
+        # job's end (a kill, Ctrl-C) then still leaves the final report in the cell.
+        stop.wait(max(0.0, MIN_INTERVAL_S - (time.monotonic() - began)))
+
+
+def _pull_logs(client, view: JobView, offsets: dict[str, int], attempt: int) -> None:
+    for task_id in offsets:
+        for _ in range(MAX_CHUNKS_PER_POLL):
+            text, offsets[task_id] = client.logs(task_id, offsets[task_id], attempt)
+            if text:
+                view.append_log(task_id, text)
+            if len(text) < BIG_CHUNK:
+                break
