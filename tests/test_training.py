@@ -1,0 +1,106 @@
+"""Real TensorFlow training through %%tony on the local backend."""
+
+import pytest
+from sklearn.datasets import load_digits
+
+from conftest import wait_no_processes
+from tony_jupyter.launcher.jobs import JobClient, list_jobs
+
+pytestmark = pytest.mark.slow
+
+MWMS = """
+import tensorflow as tf
+import tony_jupyter
+
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+dataset = tf.data.Dataset.from_tensor_slices((X, y)).shuffle(2000, seed=0).repeat().batch(64)
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Input((64,)),
+                                 tf.keras.layers.Dense(64, activation="relu"),
+                                 tf.keras.layers.Dense(10)])
+    model.compile(optimizer="adam",
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+history = model.fit(dataset, epochs=3, steps_per_epoch=30, verbose=2,
+                    callbacks=[tony_jupyter.progress()]).history
+replicas = strategy.num_replicas_in_sync
+history["loss"][-1]
+"""
+
+PS = """
+import tensorflow as tf
+import tony_jupyter
+
+resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+if resolver.task_type in ("worker", "ps"):
+    tf.distribute.Server(resolver.cluster_spec(), job_name=resolver.task_type,
+                         task_index=resolver.task_id, protocol="grpc", start=True).join()
+strategy = tf.distribute.ParameterServerStrategy(resolver)
+
+def dataset_fn(input_context):
+    return tf.data.Dataset.from_tensor_slices((X, y)).shuffle(2000).repeat().batch(64)
+
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Input((64,)),
+                                 tf.keras.layers.Dense(64, activation="relu"),
+                                 tf.keras.layers.Dense(10)])
+    model.compile(optimizer="adam",
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"], steps_per_execution=5)
+history = model.fit(tf.keras.utils.experimental.DatasetCreator(dataset_fn), epochs=3,
+                    steps_per_epoch=30, verbose=2, callbacks=[tony_jupyter.progress()]).history
+ps_devices = len(strategy.extended.parameter_devices)
+history["loss"][-1]
+"""
+
+
+@pytest.fixture
+def digits(shell):
+    X, y = load_digits(return_X_y=True)
+    shell.user_ns["X"], shell.user_ns["y"] = (X / 16.0).astype("float32"), y
+    return shell
+
+
+def test_multi_worker_mirrored_strategy_trains_with_two_workers(digits, tony_home):
+    last = digits.run_cell_magic("tony", "--workers 2 --pull history,replicas", MWMS)
+    history = digits.user_ns["history"]
+    assert digits.user_ns["replicas"] == 2
+    assert last == history["loss"][-1] < history["loss"][0]
+    assert history["accuracy"][-1] > 0.5
+    (rec,) = list_jobs()
+    snap = JobClient(rec).snapshot()
+    assert snap["state"] == "SUCCEEDED" and [t["state"] for t in snap["tasks"]] == ["SUCCEEDED"] * 2
+    progress = next(t for t in snap["tasks"] if t["id"] == "worker:0")["progress"]
+    assert progress["epoch"] == 3 and progress["step"] == 90
+    assert 0 < progress["accuracy"] <= 1  # batch logs are per-replica sums; progress undoes that
+    log, _ = JobClient(rec).logs("worker:1")
+    assert "Epoch 3/3" in log
+    assert wait_no_processes(tony_home) == []
+
+
+def test_parameter_server_strategy_trains_with_chief_workers_and_ps(digits, tony_home):
+    last = digits.run_cell_magic("tony", "--chief --workers 2 --ps 1 --pull history,ps_devices", PS)
+    history = digits.user_ns["history"]
+    assert digits.user_ns["ps_devices"] == 1
+    assert last == history["loss"][-1] < history["loss"][0]
+    (rec,) = list_jobs()
+    snap = JobClient(rec).snapshot()
+    states = {t["id"]: t["state"] for t in snap["tasks"]}
+    # The chief ends the job; the serving workers and the ps are stopped, not waited for.
+    assert snap["state"] == "SUCCEEDED" and states["chief:0"] == "SUCCEEDED"
+    assert {states["worker:0"], states["worker:1"], states["ps:0"]} == {"STOPPED"}
+    assert wait_no_processes(tony_home) == []
+
+
+def test_keras3_path_without_legacy_keras_under_mirrored_strategy(shell, tony_home):
+    """--keras3: TF_USE_LEGACY_KERAS stays unset, tf.keras is Keras 3; a single worker trains."""
+    cell = """
+import numpy as np, tensorflow as tf
+assert tf.keras.__version__.startswith("3"), tf.keras.__version__
+model = tf.keras.Sequential([tf.keras.layers.Input((4,)), tf.keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+x = np.random.default_rng(0).normal(size=(256, 4)).astype("float32")
+h = model.fit(x, x.sum(axis=1), epochs=3, verbose=0).history
+h["loss"][-1] < h["loss"][0]
+"""
+    assert shell.run_cell_magic("tony", "--workers 1 --keras3", cell) is True
