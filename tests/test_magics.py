@@ -7,9 +7,9 @@ import threading
 import time
 
 import pytest
+from conftest import processes_under, wait_no_processes
 from IPython.core.error import UsageError
 
-from conftest import processes_under, wait_no_processes
 from tony_jupyter.errors import JobFailedError
 from tony_jupyter.launcher.jobs import JobClient, list_jobs
 
@@ -18,7 +18,10 @@ FAST = "--conf tony.task.heartbeat-interval-ms=200"
 
 def test_cell_runs_on_every_task_with_tf_config_and_tony_env(shell, tony_home):
     shell.user_ns["offset"] = 40
-    value = shell.run_cell_magic("tony", f"--workers 2 --ps 1 --pull seen {FAST}", """
+    value = shell.run_cell_magic(
+        "tony",
+        f"--workers 2 --ps 1 --pull seen {FAST}",
+        """
 import json, os
 cfg = json.loads(os.environ["TF_CONFIG"])
 seen = {k: os.environ[k] for k in ("JOB_NAME", "TASK_INDEX", "TASK_NUM")}
@@ -29,7 +32,8 @@ if cfg["task"]["type"] == "ps":
     import time
     time.sleep(600)  # a parameter server never ends by itself; the AM stops it
 offset + 2
-""")
+""",
+    )
     assert value == 42
     seen = shell.user_ns["seen"]
     assert seen["task"] == {"type": "worker", "index": 0}
@@ -40,7 +44,11 @@ offset + 2
 
 
 def test_keras3_opt_out_leaves_tf_use_legacy_keras_unset(shell):
-    shell.run_cell_magic("tony", "--workers 1 --keras3 --pull k", "import os\nk = os.environ.get('TF_USE_LEGACY_KERAS')")
+    shell.run_cell_magic(
+        "tony",
+        "--workers 1 --keras3 --pull k",
+        "import os\nk = os.environ.get('TF_USE_LEGACY_KERAS')",
+    )
     assert shell.user_ns["k"] is None
 
 
@@ -62,16 +70,19 @@ time.sleep(30)
     assert wait_no_processes(tony_home) == []
 
 
-@pytest.mark.parametrize("line,cell,message", [
-    ("--wrokers 2", "1", "unrecognized arguments: --wrokers"),
-    ("--workers 0", "1", "at least one worker"),
-    ("--workers -2", "1", "cannot be negative"),
-    ("--memory 2x", "1", "malformed size '2x'"),
-    ("--conf tony.worker.memroy=2g", "1", "did you mean tony.worker.memory?"),
-    ("", "x = (\n", "syntax error in the cell at line 1"),
-    ("", "undefined_name + 1", "'undefined_name', not defined in the notebook"),
-    ("", "lock.acquire()", "cannot ship 'lock'"),
-])
+@pytest.mark.parametrize(
+    "line,cell,message",
+    [
+        ("--wrokers 2", "1", "unrecognized arguments: --wrokers"),
+        ("--workers 0", "1", "at least one worker"),
+        ("--workers -2", "1", "cannot be negative"),
+        ("--memory 2x", "1", "malformed size '2x'"),
+        ("--conf tony.worker.memroy=2g", "1", "did you mean tony.worker.memory?"),
+        ("", "x = (\n", "syntax error in the cell at line 1"),
+        ("", "undefined_name + 1", "'undefined_name', not defined in the notebook"),
+        ("", "lock.acquire()", "cannot ship 'lock'"),
+    ],
+)
 def test_bad_input_is_a_usage_error_and_submits_nothing(shell, tony_home, line, cell, message):
     shell.user_ns["lock"] = threading.Lock()
     with pytest.raises(UsageError) as e:
@@ -92,11 +103,14 @@ def test_interrupt_mid_rendezvous_kills_the_job(shell, tony_home):
     hang = tony_home.parent / "hang"
     hang.mkdir()
     (hang / "sitecustomize.py").write_text(
-        "import os, time\nif os.environ.get('TONY_TASK_ID') == 'worker:1':\n    time.sleep(600)\n")
+        "import os, time\nif os.environ.get('TONY_TASK_ID') == 'worker:1':\n    time.sleep(600)\n"
+    )
     timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     with pytest.raises(KeyboardInterrupt):
-        shell.run_cell_magic("tony", f"--workers 2 --conf tony.containers.envs=PYTHONPATH={hang}", "1")
+        shell.run_cell_magic(
+            "tony", f"--workers 2 --conf tony.containers.envs=PYTHONPATH={hang}", "1"
+        )
     (rec,) = list_jobs()
     snap = JobClient(rec).snapshot()
     assert snap["state"] == "KILLED" and "interrupted" in snap["reason"]
@@ -107,17 +121,24 @@ def test_registration_timeout_ends_the_job(shell, tony_home):
     hang = tony_home.parent / "hang"
     hang.mkdir()
     (hang / "sitecustomize.py").write_text(
-        "import os, time\nif os.environ.get('TONY_TASK_ID') == 'worker:1':\n    time.sleep(600)\n")
+        "import os, time\nif os.environ.get('TONY_TASK_ID') == 'worker:1':\n    time.sleep(600)\n"
+    )
     with pytest.raises(JobFailedError, match="worker:1 did not register within 2 s"):
-        shell.run_cell_magic("tony", f"--workers 2 --conf tony.task.registration-timeout-sec=2 "
-                                     f"--conf tony.containers.envs=PYTHONPATH={hang}", "1")
+        shell.run_cell_magic(
+            "tony",
+            f"--workers 2 --conf tony.task.registration-timeout-sec=2 "
+            f"--conf tony.containers.envs=PYTHONPATH={hang}",
+            "1",
+        )
     assert wait_no_processes(tony_home) == []
 
 
 def test_worker_waiting_after_chief_is_stopped(shell, tony_home):
     cell = "import os, time\nif os.environ['TASK_INDEX'] == '1':\n    time.sleep(600)\n"
     with pytest.raises(JobFailedError, match="worker:1 still running 2 s after worker:0 finished"):
-        shell.run_cell_magic("tony", f"--workers 2 --conf tony.task.completion-grace-sec=2 {FAST}", cell)
+        shell.run_cell_magic(
+            "tony", f"--workers 2 --conf tony.task.completion-grace-sec=2 {FAST}", cell
+        )
     assert wait_no_processes(tony_home) == []
 
 
@@ -134,26 +155,43 @@ time.sleep(600)
 
 
 def test_hung_worker_is_caught_by_missed_heartbeats(shell, tony_home):
-    cell = "import os, signal, time\nif os.environ['TASK_INDEX'] == '1':\n    os.kill(os.getpid(), signal.SIGSTOP)\ntime.sleep(600)\n"
+    cell = (
+        "import os, signal, time\n"
+        "if os.environ['TASK_INDEX'] == '1':\n"
+        "    os.kill(os.getpid(), signal.SIGSTOP)\n"
+        "time.sleep(600)\n"
+    )
     start = time.monotonic()
     with pytest.raises(JobFailedError, match="worker:1 missed 3 heartbeats"):
-        shell.run_cell_magic("tony", "--workers 2 --conf tony.task.heartbeat-interval-ms=300 "
-                                     "--conf tony.task.max-missed-heartbeats=3", cell)
+        shell.run_cell_magic(
+            "tony",
+            "--workers 2 --conf tony.task.heartbeat-interval-ms=300 "
+            "--conf tony.task.max-missed-heartbeats=3",
+            cell,
+        )
     assert time.monotonic() - start < 30
     assert wait_no_processes(tony_home) == []
 
 
 def test_async_returns_at_once_and_result_pulls_later(shell, tony_home):
-    job = shell.run_cell_magic("tony", "--workers 1 --async --pull z", "import time\ntime.sleep(1.5)\nz = 7\nz * 6")
+    job = shell.run_cell_magic(
+        "tony", "--workers 1 --async --pull z", "import time\ntime.sleep(1.5)\nz = 7\nz * 6"
+    )
     assert job.state in ("STARTING", "RUNNING")
     assert job.result(timeout=60) == 42 and shell.user_ns["z"] == 7
     assert wait_no_processes(tony_home) == []
 
 
 def test_line_magics_list_status_logs_kill_attach(shell, tony_home, capsys):
-    job = shell.run_cell_magic("tony", "--workers 2 --async --name sleepy", "import time\nprint('working', flush=True)\ntime.sleep(600)")
+    job = shell.run_cell_magic(
+        "tony",
+        "--workers 2 --async --name sleepy",
+        "import time\nprint('working', flush=True)\ntime.sleep(600)",
+    )
     deadline = time.monotonic() + 30
-    while "working" not in JobClient(job.record).logs("worker:1")[0] and time.monotonic() < deadline:
+    while (
+        "working" not in JobClient(job.record).logs("worker:1")[0] and time.monotonic() < deadline
+    ):
         time.sleep(0.2)
     capsys.readouterr()
     shell.run_line_magic("tony", "list")

@@ -5,8 +5,10 @@ from tony_jupyter.options import parse_job_args
 from tony_jupyter.spec import JobSpec, SpecBuilder, parse_memory
 
 
-@pytest.mark.parametrize("text,mb", [("2g", 2048), ("512m", 512), ("1024", 1024), ("1.5g", 1536),
-                                     ("2GB", 2048), ("4Gi", 4096)])
+@pytest.mark.parametrize(
+    "text,mb",
+    [("2g", 2048), ("512m", 512), ("1024", 1024), ("1.5g", 1536), ("2GB", 2048), ("4Gi", 4096)],
+)
 def test_parse_memory(text, mb):
     assert parse_memory(text) == mb
 
@@ -18,10 +20,16 @@ def test_parse_memory_rejects(text):
 
 
 def test_flags_build_tasks_with_per_type_resources():
-    _, spec = parse_job_args("--workers 2 --ps 1 --chief --evaluator --memory 3g --vcores 2 --gpus 1 "
-                             "--conf tony.ps.memory=1g --conf tony.worker.vcores=4 --name demo")
+    _, spec = parse_job_args(
+        "--workers 2 --ps 1 --chief --evaluator --memory 3g --vcores 2 --gpus 1 "
+        "--conf tony.ps.memory=1g --conf tony.worker.vcores=4 --name demo"
+    )
     assert [(t.type, t.instances) for t in spec.tasks] == [
-        ("chief", 1), ("worker", 2), ("ps", 1), ("evaluator", 1)]
+        ("chief", 1),
+        ("worker", 2),
+        ("ps", 1),
+        ("evaluator", 1),
+    ]
     assert spec.task("ps").memory_mb == 1024 and spec.task("worker").memory_mb == 3072
     assert spec.task("worker").vcores == 4 and spec.task("chief").vcores == 2
     # --gpus is per training task: parameter servers and evaluators get none.
@@ -52,10 +60,16 @@ def test_schema_version_mismatch_is_named():
 
 def test_tony_keys_carry_over():
     b = SpecBuilder()
-    for k, v in {"tony.worker.instances": "3", "tony.application.num-retries": "2",
-                 "tony.application.timeout": "60000", "tony.yarn.queue": "gpu",
-                 "tony.task.heartbeat-interval-ms": "500", "tony.task.max-missed-heartbeats": "4",
-                 "tony.worker.node-label": "gpu", "tony.application.untracked.jobtypes": "ps,x"}.items():
+    for k, v in {
+        "tony.worker.instances": "3",
+        "tony.application.num-retries": "2",
+        "tony.application.timeout": "60000",
+        "tony.yarn.queue": "gpu",
+        "tony.task.heartbeat-interval-ms": "500",
+        "tony.task.max-missed-heartbeats": "4",
+        "tony.worker.node-label": "gpu",
+        "tony.application.untracked.jobtypes": "ps,x",
+    }.items():
         b.apply_conf(k, v)
     spec = b.build()
     assert spec.task("worker").instances == 3 and spec.max_attempts == 3
@@ -77,21 +91,24 @@ def test_conf_file_in_tony_xml_format(tmp_path):
     assert spec.task("worker").instances == 4
 
 
-@pytest.mark.parametrize("line,message", [
-    ("--wrokers 2", "unrecognized arguments: --wrokers 2; `%tony help` lists the flags"),
-    ("--workers 0", "--workers 0: a job needs at least one worker"),
-    ("--workers -1", "--workers cannot be negative"),
-    ("--workers two", "--workers takes a whole number"),
-    ("--memory 2x", "malformed size '2x'"),
-    ("--conf tony.wroker.instances=2", "did you mean tony.worker.instances?"),
-    ("--conf tony.application.timeot=5", "did you mean tony.application.timeout?"),
-    ("--conf tony.worker.memory", "expected KEY=VALUE"),
-    ("--conf tony.worker.memory=lots", "malformed size 'lots'"),
-    ("--max-attempts 0", "--max-attempts must be at least 1"),
-    ("--pull 'a b'", "is not a Python name"),
-    ("--conf-file /nonexistent/tony.xml", "no such file"),
-    ("--conf tony.application.untracked.jobtypes=worker", "every task type is untracked"),
-])
+@pytest.mark.parametrize(
+    "line,message",
+    [
+        ("--wrokers 2", "unrecognized arguments: --wrokers 2; `%tony help` lists the flags"),
+        ("--workers 0", "--workers 0: a job needs at least one worker"),
+        ("--workers -1", "--workers cannot be negative"),
+        ("--workers two", "--workers takes a whole number"),
+        ("--memory 2x", "malformed size '2x'"),
+        ("--conf tony.wroker.instances=2", "did you mean tony.worker.instances?"),
+        ("--conf tony.application.timeot=5", "did you mean tony.application.timeout?"),
+        ("--conf tony.worker.memory", "expected KEY=VALUE"),
+        ("--conf tony.worker.memory=lots", "malformed size 'lots'"),
+        ("--max-attempts 0", "--max-attempts must be at least 1"),
+        ("--pull 'a b'", "is not a Python name"),
+        ("--conf-file /nonexistent/tony.xml", "no such file"),
+        ("--conf tony.application.untracked.jobtypes=worker", "every task type is untracked"),
+    ],
+)
 def test_bad_flags_name_the_problem(line, message):
     with pytest.raises(SpecError) as e:
         parse_job_args(line)

@@ -1,9 +1,9 @@
 """Real TensorFlow training through %%tony on the local backend."""
 
 import pytest
+from conftest import wait_no_processes
 from sklearn.datasets import load_digits
 
-from conftest import wait_no_processes
 from tony_jupyter.launcher.jobs import JobClient, list_jobs
 
 pytestmark = pytest.mark.slow

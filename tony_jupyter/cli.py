@@ -33,7 +33,7 @@ def submit(words: list[str]) -> int:
     script_args: list[str] = []
     if "--" in rest:
         i = rest.index("--")
-        rest, script_args = rest[:i], rest[i + 1:]
+        rest, script_args = rest[:i], rest[i + 1 :]
     if not script.is_file():
         raise TonyError(f"no such script {str(script)!r}")
     args, spec = parse_job_args(shlex.join(rest), prog="tony-jupyter submit")
@@ -53,7 +53,10 @@ def submit(words: list[str]) -> int:
     except KeyboardInterrupt:
         snap = job.kill("interrupted (Ctrl-C)")
     job.client.release()
-    print(f"job {job.job_id}: {snap['state']}" + (f" ({snap['reason']})" if snap.get("reason") else ""))
+    print(
+        f"job {job.job_id}: {snap['state']}"
+        + (f" ({snap['reason']})" if snap.get("reason") else "")
+    )
     return 0 if snap["state"] == "SUCCEEDED" else 1
 
 

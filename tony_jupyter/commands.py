@@ -22,18 +22,29 @@ def list_text() -> str:
     rows = [("JOB", "NAME", "BACKEND", "STATE", "ATTEMPT", "ELAPSED")]
     for rec in list_jobs():
         s = JobClient(rec).snapshot()
-        rows.append((rec.id, s.get("name", ""), s.get("backend", ""), s["state"],
-                     f"{s.get('attempt', 0)}/{s.get('max_attempts', 1)}", _elapsed(s)))
+        rows.append(
+            (
+                rec.id,
+                s.get("name", ""),
+                s.get("backend", ""),
+                s["state"],
+                f"{s.get('attempt', 0)}/{s.get('max_attempts', 1)}",
+                _elapsed(s),
+            )
+        )
     if len(rows) == 1:
         return "no jobs yet"
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+    lines = ("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def status_text(job_id: str) -> str:
     s = JobClient(find_job(job_id)).snapshot()
-    lines = [f"job {s['job_id']} ({s.get('name', '')}, {s.get('backend', '')}): {s['state']}"
-             f"  attempt {s.get('attempt', 0)}/{s.get('max_attempts', 1)}  {_elapsed(s)}"]
+    lines = [
+        f"job {s['job_id']} ({s.get('name', '')}, {s.get('backend', '')}): {s['state']}"
+        f"  attempt {s.get('attempt', 0)}/{s.get('max_attempts', 1)}  {_elapsed(s)}"
+    ]
     if s.get("reason"):
         lines.append(f"reason: {s['reason']}")
     for a in s.get("attempts", []):
@@ -41,8 +52,10 @@ def status_text(job_id: str) -> str:
     for t in s.get("tasks", []):
         hb = f"{s['now'] - t['last_heartbeat']:.1f}s ago" if t.get("last_heartbeat") else "-"
         where = f"{t['host']}:{t['port']}" if t.get("host") else "-"
-        lines.append(f"  {t['id']:<12} {t['state']:<10} {where:<22} heartbeat {hb}"
-                     + (f"  exit {t['exit_code']}" if t.get("exit_code") is not None else ""))
+        lines.append(
+            f"  {t['id']:<12} {t['state']:<10} {where:<22} heartbeat {hb}"
+            + (f"  exit {t['exit_code']}" if t.get("exit_code") is not None else "")
+        )
     for name, url in s.get("endpoints", {}).items():
         lines.append(f"  endpoint {name}: {url}")
     return "\n".join(lines)

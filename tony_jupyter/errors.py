@@ -27,8 +27,14 @@ class JobNotFoundError(TonyError, KeyError):
 class JobFailedError(TonyError, RuntimeError):
     """The job ended FAILED/KILLED. Renders the *remote* traceback and names the task."""
 
-    def __init__(self, job_id: str, state: str, reason: str, task: str | None = None,
-                 remote_traceback: str | None = None):
+    def __init__(
+        self,
+        job_id: str,
+        state: str,
+        reason: str,
+        task: str | None = None,
+        remote_traceback: str | None = None,
+    ):
         self.job_id, self.state, self.reason = job_id, state, reason
         self.task, self.remote_traceback = task, remote_traceback
         super().__init__(f"job {job_id} {state}: {reason}")

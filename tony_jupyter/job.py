@@ -34,8 +34,13 @@ def failure(snapshot: dict) -> JobFailedError:
         if t["id"] == task_id or (task_id is None and t.get("traceback")):
             tb, task_id = t.get("traceback"), t["id"]
             break
-    return JobFailedError(snapshot["job_id"], snapshot["state"], snapshot.get("reason", ""),
-                          task=task_id, remote_traceback=tb)
+    return JobFailedError(
+        snapshot["job_id"],
+        snapshot["state"],
+        snapshot.get("reason", ""),
+        task=task_id,
+        remote_traceback=tb,
+    )
 
 
 class TonyJob:

@@ -72,12 +72,16 @@ class TonyMagics(Magics):
         script_args: list[str] = []
         if "--" in rest:
             i = rest.index("--")
-            rest, script_args = rest[:i], rest[i + 1:]
+            rest, script_args = rest[:i], rest[i + 1 :]
         path = Path(script).expanduser()
         if not path.is_file():
             raise UsageError(f"%tony run: no such script {script!r}")
-        return self._run(shlex.join(rest), path.read_text(), filename=str(path.resolve()),
-                         argv=[str(path), *script_args])
+        return self._run(
+            shlex.join(rest),
+            path.read_text(),
+            filename=str(path.resolve()),
+            argv=[str(path), *script_args],
+        )
 
     def _run(self, line: str, source: str, filename: str | None, argv: list[str] | None):
         try:

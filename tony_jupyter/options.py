@@ -27,7 +27,8 @@ def _count(flag: str):
         try:
             n = int(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} takes a whole number, not {value!r}")
+            msg = f"{flag} takes a whole number, not {value!r}"
+            raise argparse.ArgumentTypeError(msg) from None
         if n < 0:
             raise argparse.ArgumentTypeError(f"{flag} cannot be negative ({n})")
         return n
@@ -36,10 +37,18 @@ def _count(flag: str):
 
 
 def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
-    p = _Parser(prog=prog, add_help=False, allow_abbrev=False,
-                description="Run the cell as a distributed TensorFlow job.")
-    p.add_argument("--workers", type=_count("--workers"), default=None,
-                   help="number of worker tasks (default 1 when no --chief)")
+    p = _Parser(
+        prog=prog,
+        add_help=False,
+        allow_abbrev=False,
+        description="Run the cell as a distributed TensorFlow job.",
+    )
+    p.add_argument(
+        "--workers",
+        type=_count("--workers"),
+        default=None,
+        help="number of worker tasks (default 1 when no --chief)",
+    )
     p.add_argument("--ps", type=_count("--ps"), default=0, help="number of parameter servers")
     p.add_argument("--chief", action="store_true", help="add a chief task")
     p.add_argument("--evaluator", action="store_true", help="add an evaluator task")
@@ -54,12 +63,20 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("local", "yarn"), default=None)
     p.add_argument("--queue", default=None, help="YARN queue")
     p.add_argument("--node-label", default=None, help="YARN node label for every task")
-    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                   help="a TonY configuration key, e.g. tony.ps.memory=1g")
+    p.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a TonY configuration key, e.g. tony.ps.memory=1g",
+    )
     p.add_argument("--conf-file", action="append", default=[], help="TonY's tony.xml")
-    p.add_argument("--keras3", action="store_true",
-                   help="don't set TF_USE_LEGACY_KERAS=1 in the tasks (same as "
-                        "--conf tony.keras.legacy=false)")
+    p.add_argument(
+        "--keras3",
+        action="store_true",
+        help="don't set TF_USE_LEGACY_KERAS=1 in the tasks (same as "
+        "--conf tony.keras.legacy=false)",
+    )
     return p
 
 
@@ -97,8 +114,9 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         b.apply_conf(key, value)
     if args.workers is not None:
         if args.workers == 0 and not args.chief and not b.instances.get("chief"):
-            raise SpecError("--workers 0: a job needs at least one worker (or --chief); "
-                            "use --workers 1 or more")
+            raise SpecError(
+                "--workers 0: a job needs at least one worker (or --chief); use --workers 1 or more"
+            )
         b.instances["worker"] = args.workers
     elif not args.chief and "worker" not in b.instances:
         b.instances["worker"] = 1

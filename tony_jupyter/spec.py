@@ -106,7 +106,13 @@ class JobSpec:
     def chief_id(self) -> str:
         """The task whose last expression is the cell's result (TensorFlow's chief rule)."""
         types = {t.type for t in self.tasks if t.instances}
-        return "chief:0" if "chief" in types else "worker:0" if "worker" in types else self.task_ids()[0]
+        return (
+            "chief:0"
+            if "chief" in types
+            else "worker:0"
+            if "worker" in types
+            else self.task_ids()[0]
+        )
 
     def is_tracked(self, type_: str) -> bool:
         return type_ not in self.untracked
@@ -240,7 +246,9 @@ class SpecBuilder:
         try:
             root = ET.parse(p).getroot()
         except ET.ParseError as e:
-            raise SpecError(f"--conf-file {p}: not valid XML ({e}); expected TonY's tony.xml format")
+            raise SpecError(
+                f"--conf-file {p}: not valid XML ({e}); expected TonY's tony.xml format"
+            ) from None
         for prop in root.iter("property"):
             name, value = prop.findtext("name"), prop.findtext("value")
             if name is None or value is None:
@@ -250,9 +258,7 @@ class SpecBuilder:
     def build(self) -> JobSpec:
         counts = {t: n for t, n in self.instances.items() if n}
         if not counts.get("worker") and not counts.get("chief"):
-            raise SpecError(
-                "the job has no worker or chief: use --workers N (N >= 1) or --chief"
-            )
+            raise SpecError("the job has no worker or chief: use --workers N (N >= 1) or --chief")
         order = {t: i for i, t in enumerate(KNOWN_TYPES)}
         tasks = []
         for type_ in sorted(counts, key=lambda t: (order.get(t, len(order)), t)):

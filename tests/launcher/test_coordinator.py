@@ -84,8 +84,11 @@ def test_crashed_parameter_server_fails_the_job(tmp_path):
 
 
 def test_missed_heartbeats_fail_the_task(tmp_path):
-    c, p, clock = make("--workers 2 --conf tony.task.heartbeat-interval-ms=1000 "
-                       "--conf tony.task.max-missed-heartbeats=3", tmp_path)
+    c, p, clock = make(
+        "--workers 2 --conf tony.task.heartbeat-interval-ms=1000 "
+        "--conf tony.task.max-missed-heartbeats=3",
+        tmp_path,
+    )
     register_all(c)
     clock.t += 2.5
     c.heartbeat("worker:0", 1, {"step": 5})

@@ -56,8 +56,13 @@ def executor_env(job_id: str, spec: JobSpec, url: str, token: str, job_dir: Path
 
 
 class AM:
-    def __init__(self, job_dir: Path, provider: Provider, host: str = "127.0.0.1",
-                 advertise: str | None = None):
+    def __init__(
+        self,
+        job_dir: Path,
+        provider: Provider,
+        host: str = "127.0.0.1",
+        advertise: str | None = None,
+    ):
         self.job_dir = job_dir
         self.spec = JobSpec.from_json((job_dir / "spec.json").read_text())
         self.token = os.environ.get("TONY_TOKEN") or (job_dir / "token").read_text().strip()
@@ -76,12 +81,23 @@ class AM:
         loop = IOLoop.current()
         self.provider.bind(lambda *a: loop.add_callback(self.coordinator.on_exit, *a))
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, lambda *_: loop.add_callback_from_signal(
-                self.coordinator.kill, "the AM was sent a signal"))
-        write_json_atomic(self.job_dir / "am.json", {
-            "url": self.url, "pid": os.getpid(), "port": self.port, "started": time.time(),
-            "job_id": self.job_id, "backend": self.spec.backend,
-        })
+            signal.signal(
+                sig,
+                lambda *_: loop.add_callback_from_signal(
+                    self.coordinator.kill, "the AM was sent a signal"
+                ),
+            )
+        write_json_atomic(
+            self.job_dir / "am.json",
+            {
+                "url": self.url,
+                "pid": os.getpid(),
+                "port": self.port,
+                "started": time.time(),
+                "job_id": self.job_id,
+                "backend": self.spec.backend,
+            },
+        )
         self.coordinator.start()
         ticker = PeriodicCallback(self.coordinator.tick, TICK_MS)
         ticker.start()

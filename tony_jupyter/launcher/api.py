@@ -118,7 +118,9 @@ class RegisterHandler(BaseHandler):
     def post(self) -> None:
         b = self.body()
         try:
-            self.coord.register(b["task"], int(b["attempt"]), b["host"], int(b["port"]), int(b["pid"]))
+            self.coord.register(
+                b["task"], int(b["attempt"]), b["host"], int(b["port"]), int(b["pid"])
+            )
         except StaleAttempt as e:
             return self.stale(e)
         self.finish({"ok": True})
@@ -171,11 +173,17 @@ class ExecutorResultHandler(BaseHandler):
 
 def make_app(am: AMState) -> web.Application:
     routes = [
-        ("job", JobHandler), ("events", EventsHandler), ("logs", LogsHandler),
-        ("result", ResultHandler), ("kill", KillHandler), ("release", ReleaseHandler),
+        ("job", JobHandler),
+        ("events", EventsHandler),
+        ("logs", LogsHandler),
+        ("result", ResultHandler),
+        ("kill", KillHandler),
+        ("release", ReleaseHandler),
         ("endpoints", EndpointHandler),
-        ("executor/register", RegisterHandler), ("executor/cluster-spec", ClusterSpecHandler),
-        ("executor/heartbeat", HeartbeatHandler), ("executor/logs", ExecutorLogsHandler),
+        ("executor/register", RegisterHandler),
+        ("executor/cluster-spec", ClusterSpecHandler),
+        ("executor/heartbeat", HeartbeatHandler),
+        ("executor/logs", ExecutorLogsHandler),
         ("executor/result", ExecutorResultHandler),
     ]
     return web.Application([(f"{API}/{p}", h, {"am": am}) for p, h in routes])

@@ -47,7 +47,10 @@ def start_am(record: JobRecord) -> None:
     with open(d / "am.log", "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "tony_jupyter.launcher.am", str(d)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=d,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=d,
             # Its own session: the AM survives the kernel (and Ctrl-C in it).
             start_new_session=True,
         )
@@ -57,11 +60,15 @@ def start_am(record: JobRecord) -> None:
         while not (d / "am.json").exists():
             if proc.poll() is not None:
                 tail = (d / "am.log").read_text(errors="replace")[-2000:]
-                raise BackendError(f"the job's AM exited with code {proc.returncode} before "
-                                   f"it started serving:\n{tail}")
+                raise BackendError(
+                    f"the job's AM exited with code {proc.returncode} before "
+                    f"it started serving:\n{tail}"
+                )
             if time.monotonic() > deadline:
-                raise BackendError(f"the job's AM did not start within {AM_START_TIMEOUT_S:g} s; "
-                                   f"see {d / 'am.log'}")
+                raise BackendError(
+                    f"the job's AM did not start within {AM_START_TIMEOUT_S:g} s; "
+                    f"see {d / 'am.log'}"
+                )
             time.sleep(0.02)
     except BaseException:  # includes KeyboardInterrupt: leave no AM and no job dir
         try:

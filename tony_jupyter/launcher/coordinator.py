@@ -40,8 +40,15 @@ class Task:
 
 
 class Coordinator:
-    def __init__(self, job_id: str, spec: JobSpec, job_dir: Path, provider: Provider,
-                 base_env: dict[str, str], clock=time.time):
+    def __init__(
+        self,
+        job_id: str,
+        spec: JobSpec,
+        job_dir: Path,
+        provider: Provider,
+        base_env: dict[str, str],
+        clock=time.time,
+    ):
         self.job_id, self.spec, self.job_dir, self.provider = job_id, spec, job_dir, provider
         self.base_env = base_env
         self.clock = clock
@@ -203,8 +210,10 @@ class Coordinator:
         if self.state in TERMINAL:
             return
         if self.spec.timeout_s and now - self.started_at > self.spec.timeout_s:
-            self._finish("FAILED", f"timed out after {self.spec.timeout_s:g} s "
-                                   "(tony.application.timeout / --timeout)")
+            self._finish(
+                "FAILED",
+                f"timed out after {self.spec.timeout_s:g} s (tony.application.timeout / --timeout)",
+            )
             return
         if self.cluster_spec is None:
             waiting = [t.id for t in self.tasks.values() if not t.registered_at]
@@ -221,15 +230,21 @@ class Coordinator:
                 silent = now - t.last_heartbeat
                 if silent > limit:
                     self._set_task_state(t, "FAILED", reason="missed heartbeats")
-                    self._fail_attempt(t, f"{t.id} missed {self.spec.max_missed_heartbeats} "
-                                          f"heartbeats (silent for {silent:.1f} s)")
+                    self._fail_attempt(
+                        t,
+                        f"{t.id} missed {self.spec.max_missed_heartbeats} "
+                        f"heartbeats (silent for {silent:.1f} s)",
+                    )
                     return
         if self._chief_done_at and now - self._chief_done_at > self.spec.completion_grace_s:
             left = [t.id for t in self.tasks.values() if t.tracked and t.state not in TASK_DONE]
-            self._finish("FAILED", f"{', '.join(left)} still running "
-                                   f"{self.spec.completion_grace_s:g} s after "
-                                   f"{self.spec.chief_id} finished; stopped them "
-                                   "(tony.task.completion-grace-sec)")
+            self._finish(
+                "FAILED",
+                f"{', '.join(left)} still running "
+                f"{self.spec.completion_grace_s:g} s after "
+                f"{self.spec.chief_id} finished; stopped them "
+                "(tony.task.completion-grace-sec)",
+            )
 
     def _fail_attempt(self, task: Task, why: str) -> None:
         self.failed_task = task.id

@@ -129,7 +129,9 @@ def tony_env(task_id: str, cluster_spec: dict[str, list[str]]) -> dict[str, str]
     # lists every task.
     tf_cluster = {k: v for k, v in cluster_spec.items() if k != "evaluator"}
     return {
-        "TF_CONFIG": json.dumps({"cluster": tf_cluster, "task": {"type": type_, "index": int(index)}}),
+        "TF_CONFIG": json.dumps(
+            {"cluster": tf_cluster, "task": {"type": type_, "index": int(index)}}
+        ),
         "CLUSTER_SPEC": json.dumps(cluster_spec),
         "JOB_NAME": type_,
         "TASK_INDEX": index,
@@ -169,12 +171,18 @@ def main() -> int:
     try:
         am.post("executor/register", host=host, port=reserve_port(), pid=os.getpid())
         bg.start()
-        print(f"[tony] {task_id} attempt {attempt} registered; waiting for the cluster spec",
-              flush=True)
+        print(
+            f"[tony] {task_id} attempt {attempt} registered; waiting for the cluster spec",
+            flush=True,
+        )
         spec = None
         while spec is None:
-            spec = am.call("GET", "executor/cluster-spec", timeout=40,
-                           params={"task": task_id, "attempt": attempt, "timeout": 30})["cluster_spec"]
+            spec = am.call(
+                "GET",
+                "executor/cluster-spec",
+                timeout=40,
+                params={"task": task_id, "attempt": attempt, "timeout": 30},
+            )["cluster_spec"]
     except Stale:
         return 143
     os.environ.update(tony_env(task_id, spec))
@@ -183,8 +191,11 @@ def main() -> int:
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-        outcome = {"status": "ok"} if code == 0 else {"status": "error",
-                                                      "traceback": f"SystemExit: {e.code}"}
+        outcome = (
+            {"status": "ok"}
+            if code == 0
+            else {"status": "error", "traceback": f"SystemExit: {e.code}"}
+        )
     except BaseException:  # noqa: BLE001 - any failure of user code is reported, then we exit 1
         traceback.print_exc()
         outcome, code = {"status": "error", "traceback": traceback.format_exc()}, 1

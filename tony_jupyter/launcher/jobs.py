@@ -114,18 +114,32 @@ class JobClient:
         if snap is not None:
             return snap
         spec = self.record.read_json("spec.json") or {}
-        return {"job_id": self.job_id, "name": spec.get("name", ""), "state": "LOST",
-                "reason": "the AM is gone and left no final status (killed, or its host died)",
-                "attempt": 0, "max_attempts": spec.get("max_attempts", 1), "attempts": [],
-                "tasks": [], "started": None, "finished": None, "now": time.time(),
-                "endpoints": {}, "backend": spec.get("backend", "local")}
+        return {
+            "job_id": self.job_id,
+            "name": spec.get("name", ""),
+            "state": "LOST",
+            "reason": "the AM is gone and left no final status (killed, or its host died)",
+            "attempt": 0,
+            "max_attempts": spec.get("max_attempts", 1),
+            "attempts": [],
+            "tasks": [],
+            "started": None,
+            "finished": None,
+            "now": time.time(),
+            "endpoints": {},
+            "backend": spec.get("backend", "local"),
+        }
 
     def events(self, since: int, timeout: float = 0) -> tuple[list[dict], int]:
-        got = self._call("GET", "events", timeout=timeout + 10,
-                         params={"since": since, "timeout": timeout})
+        got = self._call(
+            "GET", "events", timeout=timeout + 10, params={"since": since, "timeout": timeout}
+        )
         if got is None:
-            lines = (self.record.dir / "events.jsonl").read_text().splitlines() \
-                if (self.record.dir / "events.jsonl").exists() else []
+            lines = (
+                (self.record.dir / "events.jsonl").read_text().splitlines()
+                if (self.record.dir / "events.jsonl").exists()
+                else []
+            )
             events = [json.loads(x) for x in lines[since:]]
             return events, since + len(events)
         return got["events"], got["next"]

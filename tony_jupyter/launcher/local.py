@@ -42,8 +42,12 @@ class LocalProvider(Provider):
         with open(out, "ab") as f:
             proc = subprocess.Popen(
                 [self.python, "-m", "tony_jupyter.launcher.executor"],
-                env=full_env, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=self.job_dir, start_new_session=True,
+                env=full_env,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.job_dir,
+                start_new_session=True,
             )
         self.procs[(task_id, attempt)] = proc
 

@@ -19,13 +19,15 @@ class Provider(abc.ABC):
 
     @abc.abstractmethod
     def launch(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> None:
-        """Start the executor for ``task_id`` (asynchronously is fine); report its end via on_exit."""
+        """Start the executor for ``task_id`` (asynchronously is fine).
+
+        Its end is reported through on_exit."""
 
     @abc.abstractmethod
     def stop_task(self, task_id: str, attempt: int) -> None:
         """Stop one task's process; its end is still reported through on_exit."""
 
-    def poll(self) -> None:
+    def poll(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Called periodically on the AM's loop; providers that must look for exits do it here."""
 
     @abc.abstractmethod
