@@ -65,9 +65,13 @@ class JobHandler(BaseHandler):
 class EventsHandler(BaseHandler):
     async def get(self) -> None:
         since = int(self.get_argument("since", "0"))
-        timeout = float(self.get_argument("timeout", "0"))
-        if len(self.coord.events) <= since and timeout > 0 and self.coord.state not in TERMINAL:
-            await self.wait_change(timeout)
+        deadline = time.monotonic() + float(self.get_argument("timeout", "0"))
+        # Heartbeats change the job without adding events: wait for events, not any change.
+        while len(self.coord.events) <= since and self.coord.state not in TERMINAL:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            await self.wait_change(left)
         self.finish({"events": self.coord.events[since:], "next": len(self.coord.events)})
 
 

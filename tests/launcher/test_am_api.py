@@ -1,0 +1,86 @@
+"""The AM's HTTP API on a real AM process: token auth, job/events/logs/kill."""
+
+import time
+
+import pytest
+import requests
+
+from conftest import wait_no_processes
+from tony_jupyter.bundle import make_bundle
+from tony_jupyter.launcher import backend_local
+from tony_jupyter.launcher.jobs import JobClient
+from tony_jupyter.options import parse_job_args
+
+
+@pytest.fixture
+def running_job(tony_home):
+    _, spec = parse_job_args("--workers 2 --conf tony.task.heartbeat-interval-ms=200")
+    bundle = make_bundle("import time\nprint('ready', flush=True)\ntime.sleep(600)", {})
+    client = JobClient(backend_local.submit(spec, bundle))
+    deadline = time.monotonic() + 30
+    while client.snapshot()["state"] != "RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    yield client
+    client.kill()
+    client.release()
+    assert client.wait_am_exit()
+    assert wait_no_processes(tony_home) == []
+
+
+@pytest.mark.parametrize("path", ["job", "events", "logs?task=worker:0", "result"])
+def test_requests_without_or_with_a_wrong_token_are_refused(running_job, path):
+    url = f"{running_job.am_url()}/api/v1/{path}"
+    assert url.startswith("http://127.0.0.1:")
+    assert requests.get(url, timeout=5).status_code == 401
+    bad = {"Authorization": "Bearer not-the-token"}
+    assert requests.get(url, headers=bad, timeout=5).status_code == 403
+    assert running_job.session.get(url, timeout=5).status_code == 200
+
+
+def test_executor_calls_and_kill_need_the_token_too(running_job):
+    base = f"{running_job.am_url()}/api/v1"
+    body = {"task": "worker:0", "attempt": 1, "progress": {"step": 1}}
+    assert requests.post(f"{base}/executor/heartbeat", json=body, timeout=5).status_code == 401
+    assert requests.post(f"{base}/kill", timeout=5).status_code == 401
+    assert running_job.snapshot()["state"] == "RUNNING"
+
+
+def test_events_long_poll_and_logs_from_an_offset(running_job):
+    events, nxt = running_job.events(0)
+    kinds = [(e["kind"], e.get("state")) for e in events]
+    assert ("job", "RUNNING") in kinds and nxt == len(events)
+    start = time.monotonic()
+    later, _ = running_job.events(nxt, timeout=1.0)  # nothing new: waits, then returns empty
+    assert later == [] and time.monotonic() - start >= 0.9
+    deadline = time.monotonic() + 20
+    text, offset = "", 0
+    while "ready" not in text and time.monotonic() < deadline:
+        chunk, offset = running_job.logs("worker:1", offset)
+        text += chunk
+        time.sleep(0.1)
+    assert "ready" in text
+    assert running_job.logs("worker:1", offset) == ("", offset)
+
+
+def test_stale_attempt_is_told_to_stop(running_job):
+    r = running_job.session.post(
+        f"{running_job.am_url()}/api/v1/executor/heartbeat",
+        json={"task": "worker:0", "attempt": 7},
+        timeout=5,
+    )
+    assert r.status_code == 410 and r.json()["command"] == "stop"
+
+
+def test_kill_ends_the_job_and_the_am_exits_when_released(running_job):
+    assert running_job.kill("test kill")
+    deadline = time.monotonic() + 15
+    while running_job.snapshot()["state"] != "KILLED" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    snap = running_job.snapshot()
+    assert snap["state"] == "KILLED" and snap["reason"] == "test kill"
+    running_job.release()
+    assert running_job.wait_am_exit()
+    # Gone, but its final status stays readable from disk.
+    final = running_job.snapshot()
+    assert final["state"] == "KILLED"
+    assert {t["state"] for t in final["tasks"]} == {"STOPPED"}
