@@ -1,0 +1,135 @@
+"""Time from running a cell to every task running user code: tony-jupyter's local backend vs
+the same processes started by hand with TF_CONFIG (A B A B ..., medians). Also the resident
+memory of the AM and of an idle executor. Prints JSON; writes bench/results/startup.json.
+
+    .venv/bin/python bench/startup.py [--runs 5] [--workers 2] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from tony_jupyter.bundle import make_bundle
+from tony_jupyter.job import TonyJob
+from tony_jupyter.launcher import backend_local
+from tony_jupyter.options import parse_job_args
+
+# The first line of user code records when it ran; nothing else, so the figure is pure overhead.
+CELL = "import os, time\nopen(os.path.join(OUT, os.environ['TASK_INDEX']), 'w').write(repr(time.time()))\n"
+
+
+def wait_for(out: Path, n: int, timeout: float = 60) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        files = list(out.iterdir())
+        if len(files) == n:
+            try:
+                return max(float(f.read_text()) for f in files)
+            except ValueError:
+                pass  # a file is being written
+        time.sleep(0.005)
+    raise TimeoutError(f"only {len(list(out.iterdir()))}/{n} tasks started")
+
+
+def run_tony(workers: int) -> float:
+    out = Path(tempfile.mkdtemp())
+    _, spec = parse_job_args(f"--workers {workers}")
+    bundle = make_bundle(CELL, {"OUT": str(out)})
+    t0 = time.time()
+    job = TonyJob(backend_local.submit(spec, bundle))
+    took = wait_for(out, workers) - t0
+    job.wait(60)
+    job.client.release()
+    job.client.wait_am_exit()
+    return took
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_by_hand(workers: int) -> float:
+    out = Path(tempfile.mkdtemp())
+    cluster = {"worker": [f"127.0.0.1:{free_port()}" for _ in range(workers)]}
+    code = f"OUT = {str(out)!r}\n" + CELL
+    t0 = time.time()
+    procs = []
+    for i in range(workers):
+        tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})
+        env = dict(os.environ, TF_CONFIG=tf_config, TASK_INDEX=str(i))
+        procs.append(subprocess.Popen([sys.executable, "-c", code], env=env))
+    took = wait_for(out, workers) - t0
+    for p in procs:
+        p.wait()
+    return took
+
+
+def footprint() -> dict:
+    """RSS of the AM and of an executor whose task is idle (sleeping)."""
+    _, spec = parse_job_args("--workers 1")
+    job = TonyJob(backend_local.submit(spec, make_bundle("import time\ntime.sleep(5)", {})))
+    deadline = time.monotonic() + 30
+    while job.client.snapshot()["state"] != "RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(2)  # heartbeats and log shipping are running
+    am = psutil.Process(job.client.am_pid())
+    executors = am.children()
+    result = {
+        "am_rss_mib": round(am.memory_info().rss / 2**20, 1),
+        "idle_executor_rss_mib": round(executors[0].memory_info().rss / 2**20, 1),
+    }
+    job.kill()
+    return result
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--quick", action="store_true", help="2 runs: a smoke test of the bench")
+    args = p.parse_args()
+    runs = 2 if args.quick else args.runs
+    os.environ.setdefault("TONY_JUPYTER_HOME", tempfile.mkdtemp(prefix="tony-bench-"))
+    tony, hand = [], []
+    run_tony(args.workers)  # warm the page cache for both sides
+    for _ in range(runs):
+        tony.append(run_tony(args.workers))
+        hand.append(run_by_hand(args.workers))
+    result = {
+        "bench": "startup",
+        "workers": args.workers,
+        "runs": runs,
+        "cell_to_all_tasks_in_user_code_s": {
+            "tony_jupyter_local_median": round(statistics.median(tony), 4),
+            "by_hand_median": round(statistics.median(hand), 4),
+            "ratio": round(statistics.median(tony) / statistics.median(hand), 2),
+            "tony_jupyter_local_all": [round(x, 4) for x in tony],
+            "by_hand_all": [round(x, 4) for x in hand],
+        },
+        "footprint": footprint(),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                    "platform": platform.platform()},
+    }
+    text = json.dumps(result, indent=1)
+    print(text)
+    out = Path(__file__).parent / "results" / "startup.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
