@@ -1,0 +1,95 @@
+"""A lost worker fails the attempt; the next attempt resumes from the last checkpoint."""
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+from sklearn.datasets import load_digits
+
+from conftest import wait_no_processes
+from tony_jupyter.launcher.jobs import JobClient, list_jobs
+
+pytestmark = pytest.mark.slow
+
+CELL = """
+import os, time
+import tensorflow as tf
+import tony_jupyter
+
+class FirstEpoch(tf.keras.callbacks.Callback):
+    def on_epoch_begin(self, epoch, logs=None):
+        global first_epoch
+        if first_epoch is None:
+            first_epoch = epoch
+
+    def on_epoch_end(self, epoch, logs=None):
+        time.sleep(0.5)  # room for the test to strike between checkpoints
+
+first_epoch = None
+attempt = int(os.environ["TONY_ATTEMPT"])
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+dataset = tf.data.Dataset.from_tensor_slices((X, y)).shuffle(2000, seed=0).repeat().batch(64)
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Input((64,)),
+                                 tf.keras.layers.Dense(32, activation="relu"),
+                                 tf.keras.layers.Dense(10)])
+    model.compile(optimizer="adam",
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+backup = tf.keras.callbacks.BackupAndRestore(backup_dir=tony_jupyter.checkpoint_dir())
+history = model.fit(dataset, epochs=8, steps_per_epoch=10, verbose=2,
+                    callbacks=[backup, FirstEpoch(), tony_jupyter.progress()]).history
+len(history["loss"])
+"""
+
+
+def kill_worker_when(record, signum, min_epoch=3):
+    """Wait until attempt 1 has trained ``min_epoch`` epochs, then signal worker:1."""
+    client = JobClient(record)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        snap = client.snapshot()
+        tasks = {t["id"]: t for t in snap["tasks"]}
+        done = (tasks.get("worker:0", {}).get("progress") or {}).get("epoch_done", 0)
+        if snap["attempt"] == 1 and done >= min_epoch and tasks["worker:1"]["pid"]:
+            os.kill(tasks["worker:1"]["pid"], signum)
+            return time.time()
+        time.sleep(0.05)
+    raise TimeoutError("attempt 1 never reached the epoch to strike at")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGSTOP], ids=["kill-9", "sigstop"])
+def test_lost_worker_resumes_from_checkpoint(shell, tony_home, signum):
+    X, y = load_digits(return_X_y=True)
+    shell.user_ns.update(X=(X / 16.0).astype("float32"), y=y)
+    struck = {}
+
+    def striker():
+        while not list_jobs():
+            time.sleep(0.05)
+        struck["at"] = kill_worker_when(list_jobs()[0], signum)
+
+    t = threading.Thread(target=striker, daemon=True)
+    t.start()
+    flags = ("--workers 2 --max-attempts 2 --pull first_epoch,attempt "
+             "--conf tony.task.heartbeat-interval-ms=500 --conf tony.task.max-missed-heartbeats=4")
+    epochs_run = shell.run_cell_magic("tony", flags, CELL)
+    t.join(5)
+    assert shell.user_ns["attempt"] == 2
+    # Attempt 2 starts at the checkpointed epoch, not 0, and finishes the 8 epochs.
+    first = shell.user_ns["first_epoch"]
+    assert first >= 3 and epochs_run == 8 - first
+    snap = JobClient(list_jobs()[0]).snapshot()
+    assert snap["state"] == "SUCCEEDED" and snap["attempt"] == 2
+    (ended,) = snap["attempts"]
+    assert ended["task"] == "worker:1" or "worker:0" in ended["reason"]
+    if signum == signal.SIGSTOP:
+        assert "missed 4 heartbeats" in ended["reason"]
+        events, _ = JobClient(list_jobs()[0]).events(0)
+        failed = next(e for e in events if e["kind"] == "attempt" and e["state"] == "FAILED")
+        # Detected within interval x max-missed + one interval (0.5 s x 4 + 0.5 s).
+        assert failed["time"] - struck["at"] <= 2.5
+    else:
+        assert "killed by signal 9" in ended["reason"] or "exited" in ended["reason"]
+    assert wait_no_processes(tony_home) == []
