@@ -82,7 +82,7 @@ class JobSpec:
     timeout_s: float = 0.0
     untracked: tuple[str, ...] = ("ps",)
     heartbeat_interval_ms: int = 1000
-    max_missed_heartbeats: int = 5
+    max_missed_heartbeats: int = 8
     registration_timeout_s: float = 120.0
     completion_grace_s: float = 30.0
     am_linger_s: float = 30.0
@@ -91,6 +91,8 @@ class JobSpec:
     legacy_keras: bool = True
     env: tuple[tuple[str, str], ...] = ()
     pull: tuple[str, ...] = ()
+    python: str = ""  # YARN: the Python on the nodes for the AM and executors ("" = this one)
+    keep_staging: bool = False  # YARN: keep the HDFS staging directory after the job
     schema_version: int = SCHEMA_VERSION
 
     def task(self, type_: str) -> TaskSpec:
