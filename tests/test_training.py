@@ -84,7 +84,9 @@ def test_parameter_server_strategy_trains_with_chief_workers_and_ps(digits, tony
     assert digits.user_ns["ps_devices"] == 1
     assert last == history["loss"][-1] < history["loss"][0]
     (rec,) = list_jobs()
-    snap = JobClient(rec).snapshot()
+    client = JobClient(rec)
+    assert client.wait_am_exit()  # the final status is written once every task is stopped
+    snap = client.snapshot()
     states = {t["id"]: t["state"] for t in snap["tasks"]}
     # The chief ends the job; the serving workers and the ps are stopped, not waited for.
     assert snap["state"] == "SUCCEEDED" and states["chief:0"] == "SUCCEEDED"
