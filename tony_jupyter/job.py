@@ -19,6 +19,10 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
         from .launcher import backend_local
 
         return backend_local.submit(spec, bundle, argv)
+    if spec.backend == "yarn":
+        from .launcher.yarn import backend as backend_yarn
+
+        return backend_yarn.submit(spec, bundle, argv)
     raise BackendError(
         f"the {spec.backend!r} backend is not available in this version of tony-jupyter; "
         "use --backend local (or unset HADOOP_CONF_DIR to make local the default)"

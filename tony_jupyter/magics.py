@@ -93,7 +93,10 @@ class TonyMagics(Magics):
                 bundle = Bundle(bundle.source, bundle.names, (), filename)
         except (SpecError, BundleError) as e:
             raise UsageError(str(e)) from None
-        record = submit(spec, bundle, argv)
+        try:
+            record = submit(spec, bundle, argv)
+        except SpecError as e:  # the cluster says no (queue, label, sizes): still bad input
+            raise UsageError(str(e)) from None
         job = TonyJob(record, namespace=self.shell.user_ns)
         view = _view(job)
         if args.async_:

@@ -64,6 +64,16 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
     p.add_argument("--queue", default=None, help="YARN queue")
     p.add_argument("--node-label", default=None, help="YARN node label for every task")
     p.add_argument(
+        "--python",
+        default=None,
+        help="YARN: the Python executable on the cluster's nodes (default: this kernel's)",
+    )
+    p.add_argument(
+        "--keep-staging",
+        action="store_true",
+        help="YARN: keep the job's HDFS staging directory (with the AM's logs) after it ends",
+    )
+    p.add_argument(
         "--conf",
         action="append",
         default=[],
@@ -138,6 +148,10 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         b.job["timeout_s"] = args.timeout
     if args.keras3:
         b.job["legacy_keras"] = False
+    if args.python:
+        b.job["python"] = args.python
+    if args.keep_staging:
+        b.job["keep_staging"] = True
     b.pull = tuple(n.strip() for n in args.pull.split(",") if n.strip())
     bad = [n for n in b.pull if not n.isidentifier()]
     if bad:

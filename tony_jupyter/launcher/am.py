@@ -98,6 +98,7 @@ class AM:
                 "backend": self.spec.backend,
             },
         )
+        self.provider.start(self.url)
         self.coordinator.start()
         ticker = PeriodicCallback(self.coordinator.tick, TICK_MS)
         ticker.start()
@@ -106,6 +107,7 @@ class AM:
                 await self.state.changed.wait()
         finally:
             ticker.stop()
+            self.provider.set_outcome(self.coordinator.state, self.coordinator.reason)
             await loop.run_in_executor(None, self.provider.shutdown)
             await asyncio.sleep(0.05)  # let the exits the shutdown caused be recorded
             self.coordinator.write_status()
@@ -122,12 +124,21 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="tony_jupyter.launcher.am")
     p.add_argument("job_dir", type=Path)
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--advertise", default=None)
+    p.add_argument("--advertise", default=None, help="the host executors reach the AM at")
+    p.add_argument("--provider", choices=("local", "yarn"), default="local")
     args = p.parse_args(argv)
+    job_dir = args.job_dir.resolve()
+
+    def make_provider() -> Provider:
+        if args.provider == "yarn":
+            from .yarn.provider import YarnProvider  # starts a JVM: only in a YARN AM
+
+            return YarnProvider(job_dir)
+        return LocalProvider(job_dir)
 
     async def amain() -> int:
         # Built inside the running loop: tornado's server and conditions bind to it.
-        am = AM(args.job_dir, LocalProvider(args.job_dir), host=args.host, advertise=args.advertise)
+        am = AM(job_dir, make_provider(), host=args.host, advertise=args.advertise)
         return await am.run()
 
     return asyncio.run(amain())

@@ -83,16 +83,32 @@ class JobClient:
         self.record = record
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"Bearer {record.token}"
+        self.yarn = record.read_json("yarn.json")  # None for a local job
+        self._yarn_url: str | None = None
+        self._yarn_app: dict | None = None
 
     @property
     def job_id(self) -> str:
         return self.record.id
 
     def am_url(self) -> str | None:
+        if self.yarn is not None:
+            return self._yarn_am_url()
         info = self.record.read_json("am.json")
         if info and pid_alive(int(info.get("pid", 0))):
             return str(info["url"])
         return None
+
+    def _yarn_am_url(self) -> str | None:
+        """A YARN AM is found through the RM's app report (it registers its HTTP address);
+        once the app has ended, or the final status is saved here, the RM is not asked again."""
+        from .yarn import client as yarn
+
+        if self._yarn_url is None and not (self.record.dir / "status.json").exists():
+            if not yarn.ended(self._yarn_app):
+                self._yarn_app = yarn.app_report(self.yarn)
+                self._yarn_url = yarn.am_url(self._yarn_app)
+        return self._yarn_url
 
     def _call(self, method: str, path: str, timeout: float = 10, **kw) -> dict | None:
         url = self.am_url()
@@ -101,6 +117,7 @@ class JobClient:
         try:
             r = self.session.request(method, f"{url}/api/v1/{path}", timeout=timeout, **kw)
         except requests.ConnectionError:
+            self._yarn_url = None
             return None  # the AM just exited; the caller falls back to disk
         if r.status_code >= 400:
             raise BackendError(f"AM of {self.job_id} answered {r.status_code}: {r.text[:300]}")
@@ -109,11 +126,17 @@ class JobClient:
     def snapshot(self) -> dict:
         snap = self._call("GET", "job")
         if snap is not None:
+            if self.yarn is not None and snap["state"] in ("SUCCEEDED", "FAILED", "KILLED"):
+                self._save_final(snap)
             return snap
         snap = self.record.read_json("status.json")
         if snap is not None:
             return snap
         spec = self.record.read_json("spec.json") or {}
+        if self.yarn is not None:
+            from .yarn import client as yarn
+
+            return yarn.lost_snapshot(self.yarn, spec, self._yarn_app or yarn.app_report(self.yarn))
         return {
             "job_id": self.job_id,
             "name": spec.get("name", ""),
@@ -164,10 +187,47 @@ class JobClient:
         payload = got.get("result") if got else self.record.read_json("result.json")
         if not payload or "value" not in payload:
             return None
-        return cloudpickle.loads(base64.b64decode(payload["value"]))
+        got = cloudpickle.loads(base64.b64decode(payload["value"]))
+        if payload.get("arrow"):
+            from ..tables import from_ipc
+
+            got["pulled"].update(
+                {n: from_ipc(base64.b64decode(b)) for n, b in payload["arrow"].items()}
+            )
+        return got
+
+    def _save_final(self, snap: dict) -> None:
+        """A YARN AM's files vanish with its container: keep its final status, events, logs
+        and result in the local record, where the disk fallbacks above read them."""
+        d = self.record.dir
+        if (d / "status.json").exists():
+            return
+        got = self._call("GET", "events", params={"since": 0})
+        if got is None:
+            return
+        with open(d / "events.jsonl", "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(e) + "\n" for e in got["events"])
+        for attempt in range(1, int(snap.get("attempt") or 0) + 1):
+            for t in snap.get("tasks", []):
+                logs = self._call("GET", "logs", params={"task": t["id"], "attempt": attempt})
+                if logs and logs["text"]:
+                    path = d / "logs" / f"attempt-{attempt}" / (t["id"].replace(":", "-") + ".log")
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(logs["text"])
+        result = self._call("GET", "result")
+        if result and result.get("result"):
+            (d / "result.json").write_text(json.dumps(result["result"]))
+        (d / "status.json").write_text(json.dumps(snap))  # last: it marks the copy complete
 
     def kill(self, reason: str = "killed on request") -> bool:
-        return self._call("POST", "kill", json={"reason": reason}) is not None
+        if self._call("POST", "kill", json={"reason": reason}) is not None:
+            return True
+        if self.yarn is not None and not (self.record.dir / "status.json").exists():
+            from .yarn import client as yarn
+
+            yarn.kill(self.yarn)  # no AM to ask (not started yet, or gone): YARN kills it
+            return True
+        return False
 
     def release(self) -> None:
         try:
@@ -182,6 +242,10 @@ class JobClient:
             return 0
 
     def wait_am_exit(self, timeout: float = 15) -> bool:
+        if self.yarn is not None:
+            from .yarn import client as yarn
+
+            return yarn.wait_end(self.yarn, timeout)
         pid = self.am_pid()
         deadline = time.monotonic() + timeout
         while pid and pid_alive(pid) and time.monotonic() < deadline:

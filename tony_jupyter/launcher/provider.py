@@ -27,6 +27,12 @@ class Provider(abc.ABC):
     def stop_task(self, task_id: str, attempt: int) -> None:
         """Stop one task's process; its end is still reported through on_exit."""
 
+    def start(self, am_url: str) -> None:  # noqa: B027 - optional hook, not abstract
+        """Called once the AM serves at ``am_url``, before the first launch (YARN registers)."""
+
+    def set_outcome(self, state: str, reason: str) -> None:  # noqa: B027 - optional hook
+        """How the job ended, told before :meth:`shutdown` (YARN unregisters with it)."""
+
     def poll(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Called periodically on the AM's loop; providers that must look for exits do it here."""
 

@@ -1,0 +1,125 @@
+"""Fixtures and checks shared by the YARN tests: a devcluster, a shell whose jobs go to it, and
+the "nothing left behind" assertions (no live application, no staging, no local record)."""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import pytest
+import requests
+from conftest import wait_no_processes
+
+from tony_jupyter.launcher.yarn.rm import APP_TYPE, TERMINAL_APP_STATES
+
+# The contract jobs ask for 512 MB containers so that they fit the devcluster's CPU node
+# (6 GB) next to their AM; the code under test is the same.
+TEST_MEMORY_MB = 512
+LIVE = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHING")
+
+
+@pytest.fixture(scope="session")
+def yarn_cluster(request):
+    """The session's devcluster (tony_jupyter.devcluster.testing), or a running one."""
+    try:
+        return request.getfixturevalue("devcluster")
+    except pytest.FixtureLookupError:
+        from tony_jupyter.devcluster import DevCluster
+
+        dc = DevCluster()
+        if not dc.is_running():
+            pytest.skip("no devcluster: run `python -m tony_jupyter.devcluster up`")
+        return dc
+
+
+class Cluster:
+    """REST views of the devcluster for assertions."""
+
+    def __init__(self, dc, user: str):
+        env = dc.env()
+        self.rm = env["TONY_DEVCLUSTER_RM_URL"]
+        self.webhdfs = env["TONY_DEVCLUSTER_WEBHDFS_URL"]
+        self.user = user
+
+    def apps(self, name: str | None = None) -> list[dict]:
+        r = requests.get(
+            f"{self.rm}/ws/v1/cluster/apps", params={"applicationTypes": APP_TYPE}, timeout=10
+        )
+        apps = ((r.json().get("apps") or {}).get("app")) or []
+        return [a for a in apps if name is None or a["name"] == name]
+
+    def app(self, app_id: str) -> dict:
+        return requests.get(f"{self.rm}/ws/v1/cluster/apps/{app_id}", timeout=10).json()["app"]
+
+    def wait_app_end(self, app_id: str, timeout: float = 30) -> dict:
+        deadline = time.monotonic() + timeout
+        while (app := self.app(app_id))["state"] not in TERMINAL_APP_STATES:
+            assert time.monotonic() < deadline, f"{app_id} still {app['state']}"
+            time.sleep(0.2)
+        return app
+
+    def live_apps(self, name: str | None = None) -> list[dict]:
+        return [a for a in self.apps(name) if a["state"] in LIVE]
+
+    def containers(self, app_id: str) -> list[dict]:
+        base = f"{self.rm}/ws/v1/cluster/apps/{app_id}/appattempts"
+        attempts = requests.get(base, timeout=10).json()["appAttempts"]["appAttempt"]
+        out = []
+        for a in attempts:
+            got = requests.get(f"{base}/{a['appAttemptId']}/containers", timeout=10).json()
+            c = (got or {}).get("container") or []
+            out += c if isinstance(c, list) else [c]
+        return out
+
+    def staging(self) -> list[str]:
+        r = requests.get(
+            f"{self.webhdfs}/webhdfs/v1/user/{self.user}/.tony-jupyter",
+            params={"op": "LISTSTATUS", "user.name": self.user},
+            timeout=10,
+        )
+        if r.status_code == 404:
+            return []
+        return [s["pathSuffix"] for s in r.json()["FileStatuses"]["FileStatus"]]
+
+    def wait_nothing_left(self, app_ids: set[str], timeout: float = 30) -> None:
+        """Every app in ``app_ids`` ended, holds no container, and left no staging dir."""
+        deadline = time.monotonic() + timeout
+        while True:
+            live = [a["id"] for a in self.apps() if a["id"] in app_ids and a["state"] in LIVE]
+            staged = [d for d in self.staging() if d in app_ids]
+            if not live and not staged:
+                return
+            assert time.monotonic() < deadline, f"left behind: apps {live}, staging {staged}"
+            time.sleep(0.2)
+
+
+def yarn_home(tmp_path, monkeypatch, yarn_cluster):
+    """Like conftest's tony_home, but jobs go to YARN; afterwards, nothing may be left there."""
+    import getpass
+
+    home = tmp_path / "tony-home"
+    monkeypatch.setenv("TONY_JUPYTER_HOME", str(home))
+    for k, v in yarn_cluster.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("TONY_YARN_RM_URL", raising=False)
+    monkeypatch.delenv("TONY_WEBHDFS_URL", raising=False)
+    monkeypatch.delenv("HADOOP_USER_NAME", raising=False)
+    from tony_jupyter import options
+    from tony_jupyter.spec import SpecBuilder
+
+    monkeypatch.setattr(
+        options, "SpecBuilder", functools.partial(SpecBuilder, default_memory=TEST_MEMORY_MB)
+    )
+    cluster = Cluster(yarn_cluster, getpass.getuser())
+    before = {a["id"] for a in cluster.apps()}
+    yield home
+    ours = {a["id"] for a in cluster.apps()} - before
+    cluster.wait_nothing_left(ours)
+    assert wait_no_processes(home, timeout=10) == []
+
+
+@pytest.fixture
+def cluster(yarn_cluster):
+    import getpass
+
+    return Cluster(yarn_cluster, getpass.getuser())

@@ -1,0 +1,197 @@
+"""The YARN backend, client side: check, stage on HDFS, submit through the RM's REST API, and
+wait until the AM serves. HTTP only: the notebook host needs no JVM and no Hadoop install.
+
+Anything that goes wrong from the first write on (including Ctrl-C) kills the application and
+deletes the staging and record directories, so a failed submission leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shlex
+import shutil
+import sys
+import time
+
+import requests
+
+from ...bundle import Bundle
+from ...errors import BackendError
+from ...spec import JobSpec
+from ..jobs import JobRecord, jobs_dir
+from .conf import HadoopConf
+from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
+from .staging import Staging, local_resource_json
+
+AM_START_TIMEOUT_S = 180.0
+# Files every executor localizes too; the rest (spec, token, resources) only the AM needs.
+EXECUTOR_FILES = ("cell.py", "names.pkl", "bundle.json")
+
+
+def _bundle_files(spec: JobSpec, bundle: Bundle, argv: list[str] | None, token: str) -> dict:
+    meta = {"filename": bundle.filename, "pull": list(spec.pull), "pushed": list(bundle.pushed)}
+    if argv:
+        meta["argv"] = argv
+    return {
+        "spec.json": spec.to_json().encode(),
+        "token": token.encode(),
+        "cell.py": bundle.source.encode(),
+        "names.pkl": bundle.names,
+        "bundle.json": json.dumps(meta).encode(),
+    }
+
+
+def am_context(
+    conf: HadoopConf, spec: JobSpec, app_id: str, staging_dir: str, resources: dict
+) -> dict:
+    python = spec.python or sys.executable
+    env = {
+        # The AM starts a JVM (JPype) for AMRMClient/NMClient on the cluster's own classpath.
+        "CLASSPATH": "<CPS>".join(conf.app_classpath),
+        "TONY_JOB_ID": app_id,
+        "TONY_STAGING_DIR": f"{conf.default_fs.rstrip('/')}{staging_dir}",
+        "TONY_PYTHON": python,
+        "HADOOP_USER_NAME": conf.user,
+        "PYTHONUNBUFFERED": "1",
+    }
+    cmd = (
+        f"{shlex.quote(python)} -m tony_jupyter.launcher.am {{{{PWD}}}} --provider yarn "
+        "--host 0.0.0.0 --advertise {{NM_HOST}} 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr"
+    )
+    return {
+        "application-id": app_id,
+        "application-name": spec.name,
+        "application-type": APP_TYPE,
+        "application-tags": {"tag": ["tony-jupyter"]},
+        "queue": spec.queue,
+        "resource": {"memory": spec.am_memory_mb, "vCores": spec.am_vcores},
+        # One AM attempt: a second one would re-run the cell from scratch (no AM recovery yet).
+        "max-app-attempts": 1,
+        "unmanaged-AM": False,
+        "keep-containers-across-application-attempts": False,
+        "am-container-spec": {
+            "local-resources": local_resource_json(resources),
+            "environment": {"entry": [{"key": k, "value": v} for k, v in env.items()]},
+            "commands": {"command": cmd},
+        },
+    }
+
+
+def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:
+    conf = HadoopConf.load()
+    rm = RMClient(conf.rm, conf.user)
+    rm.check(spec)  # queue, labels, sizes: before anything exists
+    staging = Staging(conf.webhdfs, conf.user, conf.default_fs)
+    staging.check()
+    app_id, submitted, record_dir = None, False, None
+    started = time.time()
+    try:
+        app_id = rm.new_application()
+        token = secrets.token_urlsafe(32)
+        files = _bundle_files(spec, bundle, argv, token)
+        resources = staging.upload(app_id, files, private=("token",))
+        executor_resources = {k: v for k, v in resources.items() if k in EXECUTOR_FILES}
+        resources["resources.json"] = staging.upload_json(
+            app_id, "resources.json", executor_resources
+        )
+        record_dir = jobs_dir() / app_id
+        record_dir.mkdir(mode=0o700)
+        (record_dir / "token").touch(mode=0o600)
+        (record_dir / "token").write_text(token)
+        yarn_info = {
+            "app_id": app_id,
+            "rm_url": conf.rm.url,
+            "webhdfs_url": conf.webhdfs.url,
+            "default_fs": conf.default_fs,
+            "user": conf.user,
+            "staging": staging.job_dir(app_id),
+            "submitted": started,
+        }
+        (record_dir / "yarn.json").write_text(json.dumps(yarn_info))
+        (record_dir / "spec.json").write_text(spec.to_json())  # last: it makes the dir a job
+        submitted = True  # from here a half-done submit may have created the app: kill it
+        rm.submit(am_context(conf, spec, app_id, staging.job_dir(app_id), resources))
+        url = wait_for_am(rm, app_id, token)
+        yarn_info["am_url"] = url
+        yarn_info["am_up"] = time.time()
+        (record_dir / "yarn.json").write_text(json.dumps(yarn_info))
+    except BaseException:  # KeyboardInterrupt included: leave no app, no staging, no record
+        _cleanup(rm, staging, app_id, submitted, record_dir)
+        raise
+    return JobRecord(app_id, record_dir)
+
+
+def _cleanup(rm, staging, app_id, submitted, record_dir) -> None:
+    if app_id and submitted:
+        try:
+            rm.kill(app_id)
+        except BackendError:
+            pass
+    if app_id:
+        try:
+            staging.remove(app_id)
+        except BackendError:
+            pass
+    if record_dir is not None:
+        shutil.rmtree(record_dir, ignore_errors=True)
+
+
+def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
+    """Until the AM has registered (its address in the app report) and answers its API."""
+    deadline = time.monotonic() + AM_START_TIMEOUT_S
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {token}"
+    app: dict = {}
+    while time.monotonic() < deadline:
+        app = rm.app(app_id) or {}
+        state = app.get("state")
+        if state in TERMINAL_APP_STATES:
+            raise BackendError(
+                f"the job's AM ended before it started serving ({app_id} {state}/"
+                f"{app.get('finalStatus')}): {app.get('diagnostics', '').strip()[:1500]}"
+                + am_log_tail(app)
+            )
+        url = am_url_from_report(app)
+        if url:
+            try:
+                if session.get(f"{url}/api/v1/job", timeout=5).status_code == 200:
+                    return url
+            except requests.RequestException:
+                pass
+        time.sleep(0.1)
+    raise BackendError(
+        f"the job's AM did not start within {AM_START_TIMEOUT_S:g} s ({app_id} is "
+        f"{app.get('state')}: {app.get('diagnostics', '')[:500]}); the queue may be full. "
+        "The application was killed."
+    )
+
+
+def am_url_from_report(app: dict) -> str | None:
+    # The AM registers its HTTP port as the "RPC port": the report then names host:port.
+    addr = app.get("amRPCAddress") or ""
+    if (
+        app.get("state") == "RUNNING"
+        and re.match(r"^[^:\s]+:\d+$", addr)
+        and not addr.endswith(":-1")
+    ):
+        return f"http://{addr}"
+    return None
+
+
+def am_log_tail(app: dict, limit: int = 3000) -> str:
+    """The AM container's stderr through the NodeManager's REST API, if it still has it."""
+    m = re.match(r"^(https?://[^/]+)/node/containerlogs/([^/]+)/", app.get("amContainerLogs", ""))
+    if not m:
+        return ""
+    base, cid = m.groups()
+    texts = []
+    for name in ("am.stderr", "am.stdout"):
+        try:
+            r = requests.get(f"{base}/ws/v1/node/containerlogs/{cid}/{name}", timeout=5)
+        except requests.RequestException:
+            continue
+        if r.status_code == 200 and r.text.strip():
+            texts.append(f"--- {name} ({cid}) ---\n{r.text[-limit:]}")
+    return ("\n" + "\n".join(texts)) if texts else ""

@@ -1,0 +1,88 @@
+"""Start the AM's JVM (JPype) on the cluster's own Hadoop classpath.
+
+Only the AM, inside its YARN container, starts a JVM; the notebook never does.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+# What Hadoop's launcher adds on Java 17+ (hadoop_finalize_jpms_opts, HADOOP-19310): without
+# java.lang and friends Hadoop's reflection (Guice, UGI, protobuf) fails. Java 8/11 ignore them
+# thanks to IgnoreUnrecognizedVMOptions.
+JPMS_FLAGS: tuple[str, ...] = (
+    "-XX:+IgnoreUnrecognizedVMOptions",
+    "-Djava.net.preferIPv4Stack=true",
+    "--enable-native-access=ALL-UNNAMED",
+    *(
+        f"--add-opens=java.base/{pkg}=ALL-UNNAMED"
+        for pkg in (
+            "java.io",
+            "java.lang",
+            "java.lang.reflect",
+            "java.math",
+            "java.net",
+            "java.text",
+            "java.util",
+            "java.util.concurrent",
+            "java.util.zip",
+            "sun.security.util",
+            "sun.security.x509",
+        )
+    ),
+)
+# The AM's JVM only runs two RPC clients; keep it small so the AM container stays small.
+HEAP_FLAGS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+
+def hadoop_classpath() -> list[str]:
+    """CLASSPATH (the client sets it from yarn.application.classpath), else `hadoop classpath`."""
+    for var in ("TONY_HADOOP_CLASSPATH", "CLASSPATH"):
+        if os.environ.get(var):
+            return [p for p in os.environ[var].split(os.pathsep) if p]
+    hadoop = shutil.which("hadoop")
+    if hadoop:
+        out = subprocess.run(
+            [hadoop, "classpath", "--glob"], capture_output=True, text=True, check=True
+        )
+        return [p for p in out.stdout.strip().split(os.pathsep) if p]
+    raise RuntimeError(
+        "no Hadoop classpath for the AM's JVM: set CLASSPATH (yarn.application.classpath) or "
+        "put `hadoop` on PATH"
+    )
+
+
+def jvm_path() -> str:
+    import jpype
+
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        for rel in ("lib/server/libjvm.so", "jre/lib/amd64/server/libjvm.so"):
+            if (Path(home) / rel).exists():
+                return str(Path(home) / rel)
+    return jpype.getDefaultJVMPath()
+
+
+def start() -> None:
+    import jpype
+
+    if jpype.isJVMStarted():
+        return
+    extra = os.environ.get("TONY_AM_JVM_OPTS", "").split()
+    jpype.startJVM(
+        jvm_path(),
+        *JPMS_FLAGS,
+        *HEAP_FLAGS,
+        *extra,
+        classpath=hadoop_classpath(),
+        convertStrings=True,
+    )
+
+
+def cls(name: str):
+    import jpype
+
+    return jpype.JClass(name)

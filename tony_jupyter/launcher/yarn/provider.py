@@ -1,0 +1,357 @@
+"""YarnProvider: one YARN container per task, through Hadoop's own AMRMClient and NMClient
+(called from Python through JPype, in the AM's container).
+
+The synchronous clients are driven from one Python thread (allocate every 100 ms while asks or
+stops are outstanding, every second otherwise), so no Java callback interfaces are needed;
+container starts and stops go through a small thread pool because each is a blocking NM RPC.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import shlex
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ...spec import JobSpec, TaskSpec
+from ..provider import Provider
+from . import jvm
+
+log = logging.getLogger("tony_jupyter.am.yarn")
+
+GPU = "yarn.io/gpu"
+FAST_S, SLOW_S = 0.1, 1.0
+SHUTDOWN_WAIT_S = 15.0
+# ContainerExitStatus values, worded for the job's failure reason.
+EXIT_WORDS = {
+    -100: "its container was aborted (released, or its node was lost)",
+    -101: "its node's disks failed",
+    -102: "preempted by YARN",
+    -103: "killed by YARN for exceeding its virtual memory",
+    -104: "killed by YARN for exceeding its memory; raise tony.<type>.memory / --memory",
+    -105: "stopped by the AM",
+    -106: "killed by the ResourceManager",
+    -107: "killed after the application ended",
+}
+FINAL = {"SUCCEEDED": "SUCCEEDED", "FAILED": "FAILED", "KILLED": "KILLED"}
+
+
+@dataclass
+class Launch:
+    task: TaskSpec
+    task_id: str
+    attempt: int
+    env: dict[str, str]
+    request: object = None
+    container: object = None
+    gpus: list[int] = field(default_factory=list)
+    stopping: bool = False
+
+
+class YarnProvider(Provider):
+    def __init__(self, job_dir: Path, python: str | None = None):
+        self.job_dir = job_dir
+        self.python = python or os.environ.get("TONY_PYTHON") or sys.executable
+        self.staging = os.environ.get("TONY_STAGING_DIR", "")
+        self.keep_staging = JobSpec.from_json((job_dir / "spec.json").read_text()).keep_staging
+        self.outcome = ("FAILED", "the AM ended without an outcome")
+        self.resources = json.loads((job_dir / "resources.json").read_text())
+        jvm.start()
+        self.J = _Classes()
+        self.conf = self.J.YarnConfiguration()
+        self.amrm = self.J.AMRMClient.createAMRMClient()
+        self.amrm.init(self.conf)
+        self.amrm.start()
+        self.nm = self.J.NMClient.createNMClient()
+        self.nm.init(self.conf)
+        self.nm.start()
+        self.lock = threading.RLock()
+        self.pending: dict[int, Launch] = {}  # allocationRequestId -> launch
+        self.running: dict[str, Launch] = {}  # container id -> launch
+        self.by_task: dict[tuple[str, int], Launch] = {}
+        self.priorities: dict[str, int] = {}
+        self.gpus_used: dict[str, set[int]] = {}
+        self.ids = itertools.count(1)
+        self.pool = ThreadPoolExecutor(8, thread_name_prefix="nm")
+        self.stop_loop = threading.Event()
+        self.loop = threading.Thread(target=self._run, name="amrm", daemon=True)
+        self.allocated_at: dict[str, float] = {}
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def start(self, am_url: str) -> None:
+        u = urlparse(am_url)
+        # The HTTP port goes in as the "RPC port": the app report's amRPCAddress is then the
+        # address the notebook finds the AM at (also after a kernel restart).
+        resp = self.amrm.registerApplicationMaster(u.hostname, u.port, am_url)
+        self.max_capability = resp.getMaximumResourceCapability()
+        log.info("registered with the RM; tracking URL %s", am_url)
+        self.loop.start()
+
+    def set_outcome(self, state: str, reason: str) -> None:
+        self.outcome = (state, reason)
+
+    # --- Provider contract ----------------------------------------------------------------
+
+    def launch(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> None:
+        J = self.J
+        res = J.Resource.newInstance(int(task.memory_mb), int(task.vcores))
+        if task.gpus:
+            res.setResourceValue(GPU, int(task.gpus))
+        prio = self.priorities.setdefault(task.type, len(self.priorities) + 1)
+        rid = next(self.ids)
+        builder = (
+            J.ContainerRequest.newBuilder()
+            .capability(res)
+            .priority(J.Priority.newInstance(prio))
+            .allocationRequestId(rid)
+            .relaxLocality(True)
+        )
+        if task.node_label is not None:
+            # "" asks for the default partition (unlabelled nodes); None leaves the queue's
+            # default-node-label-expression in charge.
+            builder = builder.nodeLabelsExpression(task.node_label)
+        req = builder.build()
+        launch = Launch(task, task_id, attempt, env, request=req)
+        with self.lock:
+            self.pending[rid] = launch
+            self.by_task[(task_id, attempt)] = launch
+            self.amrm.addContainerRequest(req)
+
+    def stop_task(self, task_id: str, attempt: int) -> None:
+        with self.lock:
+            launch = self.by_task.get((task_id, attempt))
+            if launch is None or launch.stopping:
+                return
+            launch.stopping = True
+            if launch.container is None:
+                self._forget_request(launch)
+                self.on_exit(task_id, attempt, 143, "stopped before YARN gave it a container")
+                return
+            container = launch.container
+        self.pool.submit(self._stop_container, container)
+
+    def poll(self) -> None:
+        pass  # completions arrive on the allocate thread
+
+    def shutdown(self) -> None:
+        with self.lock:
+            for launch in list(self.by_task.values()):
+                self.stop_task(launch.task_id, launch.attempt)
+        deadline = time.monotonic() + SHUTDOWN_WAIT_S
+        while self.running and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._wrap_up_staging()
+        state, reason = self.outcome
+        try:
+            status = self.J.FinalApplicationStatus.valueOf(FINAL.get(state, "FAILED"))
+            self.amrm.unregisterApplicationMaster(status, reason[:4000], None)
+            log.info("unregistered: %s (%s)", state, reason)
+        except Exception as e:  # noqa: BLE001 - e.g. the app was killed through the RM already
+            log.warning("could not unregister: %s", e)
+        self.stop_loop.set()
+        if self.loop.is_alive():
+            self.loop.join(5)
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        for client in (self.nm, self.amrm):
+            try:
+                client.stop()
+            except Exception as e:  # noqa: BLE001
+                log.warning("stopping %s: %s", client, e)
+
+    # --- the allocate thread --------------------------------------------------------------
+
+    def _run(self) -> None:
+        failures = 0
+        while not self.stop_loop.is_set():
+            busy = bool(self.pending) or any(x.stopping for x in self.running.values())
+            try:
+                with self.lock:
+                    resp = self.amrm.allocate(0.5)
+                failures = 0
+            except Exception as e:  # noqa: BLE001 - RM restarts and hiccups are retried
+                failures += 1
+                log.warning("allocate failed (%d): %s", failures, e)
+                if failures >= 30:
+                    self._lose_all(f"the AM lost contact with the ResourceManager: {e}")
+                    return
+                self.stop_loop.wait(SLOW_S)
+                continue
+            for c in resp.getAllocatedContainers():
+                self._allocated(c)
+            for s in resp.getCompletedContainersStatuses():
+                self._completed(s)
+            self.stop_loop.wait(FAST_S if busy else SLOW_S)
+
+    def _allocated(self, c) -> None:
+        rid = int(c.getAllocationRequestId())
+        with self.lock:
+            launch = self.pending.pop(rid, None)
+            if launch is None or launch.stopping:
+                self.amrm.releaseAssignedContainer(c.getId())  # a stale or surplus container
+                return
+            self.amrm.removeContainerRequest(launch.request)
+            launch.container = c
+            cid = str(c.getId().toString())
+            self.running[cid] = launch
+            node = str(c.getNodeId().toString())
+            if launch.task.gpus:
+                used = self.gpus_used.setdefault(node, set())
+                free = (i for i in itertools.count() if i not in used)
+                launch.gpus = [next(free) for _ in range(launch.task.gpus)]
+                used.update(launch.gpus)
+        self.allocated_at[cid] = time.time()
+        self.pool.submit(self._start_container, launch)
+
+    def _start_container(self, launch: Launch) -> None:
+        c = launch.container
+        try:
+            self.nm.startContainer(c, self._context(launch, c))
+            log.info("started %s in %s on %s", launch.task_id, c.getId(), c.getNodeId())
+        except Exception as e:  # noqa: BLE001 - reported as the task's failure
+            cid = str(c.getId().toString())
+            with self.lock:
+                self.running.pop(cid, None)
+                self._free_gpus(launch)
+                self.amrm.releaseAssignedContainer(c.getId())
+            self.on_exit(
+                launch.task_id,
+                launch.attempt,
+                1,
+                f"could not start its container on {c.getNodeId()}: {e}",
+            )
+
+    def _context(self, launch: Launch, c):
+        J = self.J
+        env = dict(launch.env)
+        env.update(
+            TONY_BUNDLE_DIR="{{PWD}}",
+            TONY_EXECUTOR_HOST=str(c.getNodeId().getHost()),
+            TONY_CONTAINER_ID=str(c.getId().toString()),
+        )
+        if os.environ.get("HADOOP_USER_NAME"):
+            env["HADOOP_USER_NAME"] = os.environ["HADOOP_USER_NAME"]
+        if launch.gpus:
+            # No GPU plugin (counting-only GPUs): YARN names no device, so the AM assigns
+            # per-node slots itself.
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, launch.gpus))
+        jenv = J.HashMap()
+        for k, v in env.items():
+            jenv.put(k, v)
+        resources = J.HashMap()
+        for name, r in self.resources.items():
+            resources.put(
+                name,
+                J.LocalResource.newInstance(
+                    J.URL.fromURI(J.URI(r["resource"])),
+                    J.LocalResourceType.valueOf(r["type"]),
+                    J.LocalResourceVisibility.valueOf(r["visibility"]),
+                    int(r["size"]),
+                    int(r["timestamp"]),
+                ),
+            )
+        cmd = (
+            f"{shlex.quote(self.python)} -m tony_jupyter.launcher.executor "
+            "1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"
+        )
+        cmds = J.ArrayList()
+        cmds.add(cmd)
+        return J.ContainerLaunchContext.newInstance(resources, jenv, cmds, None, None, None)
+
+    def _completed(self, s) -> None:
+        cid = str(s.getContainerId().toString())
+        with self.lock:
+            launch = self.running.pop(cid, None)
+            if launch is None:
+                return
+            self._free_gpus(launch)
+            self.by_task.pop((launch.task_id, launch.attempt), None)
+        code = int(s.getExitStatus())
+        why = EXIT_WORDS.get(code, "")
+        diag = str(s.getDiagnostics() or "").strip()
+        if code != 0 and diag and code not in (-105,):
+            why = f"{why}; {diag[-800:]}" if why else diag[-800:]
+        self.on_exit(launch.task_id, launch.attempt, code, why)
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _stop_container(self, c) -> None:
+        try:
+            self.nm.stopContainer(c.getId(), c.getNodeId())
+        except Exception as e:  # noqa: BLE001 - already gone: its completion still arrives
+            log.info("stopContainer %s: %s", c.getId(), e)
+
+    def _forget_request(self, launch: Launch) -> None:
+        for rid, x in list(self.pending.items()):
+            if x is launch:
+                del self.pending[rid]
+                self.amrm.removeContainerRequest(launch.request)
+        self.by_task.pop((launch.task_id, launch.attempt), None)
+
+    def _free_gpus(self, launch: Launch) -> None:
+        if launch.gpus and launch.container is not None:
+            node = str(launch.container.getNodeId().toString())
+            self.gpus_used.get(node, set()).difference_update(launch.gpus)
+
+    def _lose_all(self, why: str) -> None:
+        with self.lock:
+            launches = list(self.by_task.values())
+            self.running.clear()
+            self.pending.clear()
+            self.by_task.clear()
+        for launch in launches:
+            self.on_exit(launch.task_id, launch.attempt, 1, why)
+
+    def _wrap_up_staging(self) -> None:
+        """Keep the AM's record (status, events, logs) in staging with --keep-staging; else
+        delete the staging directory: nothing of the job stays on HDFS."""
+        if not self.staging:
+            return
+        J = self.J
+        try:
+            path = J.Path(self.staging)
+            fs = path.getFileSystem(self.conf)
+            if self.keep_staging:
+                for name in ("status.json", "events.jsonl", "logs"):
+                    src = self.job_dir / name
+                    if src.exists():
+                        fs.copyFromLocalFile(False, True, J.Path(str(src)), J.Path(path, "am"))
+            else:
+                fs.delete(path, True)
+        except Exception as e:  # noqa: BLE001 - never fail the job's end over its staging
+            log.warning("staging %s: %s", self.staging, e)
+
+
+class _Classes:
+    """The Hadoop classes the provider uses, looked up once the JVM runs."""
+
+    def __init__(self) -> None:
+        c = jvm.cls
+        self.YarnConfiguration = c("org.apache.hadoop.yarn.conf.YarnConfiguration")
+        self.AMRMClient = c("org.apache.hadoop.yarn.client.api.AMRMClient")
+        self.ContainerRequest = c("org.apache.hadoop.yarn.client.api.AMRMClient$ContainerRequest")
+        self.NMClient = c("org.apache.hadoop.yarn.client.api.NMClient")
+        records = "org.apache.hadoop.yarn.api.records."
+        for name in (
+            "Resource",
+            "Priority",
+            "FinalApplicationStatus",
+            "LocalResource",
+            "LocalResourceType",
+            "LocalResourceVisibility",
+            "URL",
+            "ContainerLaunchContext",
+        ):
+            setattr(self, name, c(records + name))
+        self.HashMap = c("java.util.HashMap")
+        self.ArrayList = c("java.util.ArrayList")
+        self.URI = c("java.net.URI")
+        self.Path = c("org.apache.hadoop.fs.Path")

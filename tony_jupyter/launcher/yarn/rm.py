@@ -1,0 +1,189 @@
+"""The ResourceManager's REST API (``/ws/v1/cluster``): everything the notebook asks YARN.
+
+Writable calls carry ``?user.name=`` (pseudo authentication; without it the RM answers
+UNAUTHORIZED). Hadoop 3.5 moved to Jersey 2, which renders one-element lists as objects in
+places, so every list is read through :func:`as_list`.
+"""
+
+from __future__ import annotations
+
+import time
+
+import requests
+
+from ...errors import BackendError, SpecError
+from ...spec import JobSpec
+from .conf import Address
+
+APP_TYPE = "TONY-JUPYTER"
+TERMINAL_APP_STATES = ("FINISHED", "FAILED", "KILLED")
+GPU = "yarn.io/gpu"
+
+
+def as_list(value) -> list:
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
+def _resource(info: dict) -> dict[str, int]:
+    """{'memory': MB, 'vCores': n, 'yarn.io/gpu': n} from a REST resource object."""
+    out = {"memory": int(info.get("memory", 0)), "vCores": int(info.get("vCores", 0))}
+    ris = (info.get("resourceInformations") or {}).get("resourceInformation")
+    for ri in as_list(ris):
+        if ri.get("name") == GPU:
+            out[GPU] = int(ri.get("value", 0))
+    return out
+
+
+class RMClient:
+    def __init__(self, address: Address, user: str, timeout: float = 10.0):
+        self.address, self.user, self.timeout = address, user, timeout
+        self.base = address.url.rstrip("/") + "/ws/v1/cluster"
+        self.session = requests.Session()
+        self.session.headers["Accept"] = "application/json"
+
+    def _request(self, method: str, path: str, ok=(200,), **kw) -> requests.Response:
+        params = dict(kw.pop("params", {}) or {})
+        if method != "GET":
+            params["user.name"] = self.user
+        try:
+            r = self.session.request(
+                method, self.base + path, params=params, timeout=self.timeout, **kw
+            )
+        except requests.RequestException as e:
+            raise BackendError(
+                f"cannot reach the YARN ResourceManager at {self.address}: "
+                f"{type(e).__name__}. Is the cluster up (`tony-jupyter devcluster status`), and "
+                "is HADOOP_CONF_DIR the right cluster's?"
+            ) from None
+        if r.status_code not in ok:
+            raise BackendError(
+                f"the ResourceManager ({self.address.url}) answered {method} {path} with "
+                f"{r.status_code}: {r.text[:500]}"
+            )
+        return r
+
+    # --- checks before anything is created -------------------------------------------------
+
+    def leaf_queues(self) -> dict[str, dict]:
+        info = self._request("GET", "/scheduler").json()["scheduler"]["schedulerInfo"]
+        leaves: dict[str, dict] = {}
+
+        def walk(q: dict) -> None:
+            children = as_list((q.get("queues") or {}).get("queue"))
+            if not children and q.get("queueName"):
+                leaves[q["queueName"]] = q
+                if q.get("queuePath"):
+                    leaves[q["queuePath"]] = q
+            for c in children:
+                walk(c)
+
+        walk(info)
+        return leaves
+
+    def node_labels(self) -> set[str]:
+        got = self._request("GET", "/get-node-labels").json() or {}
+        infos = as_list(got.get("nodeLabelInfo") or got.get("nodeLabelsInfo"))
+        return {i["name"] if isinstance(i, dict) else str(i) for i in infos}
+
+    def check(self, spec: JobSpec) -> None:
+        """Queue, node labels and sizes that YARN could never satisfy: SpecError, naming the fix.
+        Checked before new-application, so a bad request leaves nothing on the cluster."""
+        queues = self.leaf_queues()
+        q = queues.get(spec.queue)
+        if q is None:
+            names = sorted(n for n in queues if "." not in n)
+            raise SpecError(
+                f"YARN queue {spec.queue!r} does not exist; this cluster's queues: "
+                f"{', '.join(names)} (use --queue NAME or tony.yarn.queue)"
+            )
+        wanted = {t.node_label for t in spec.tasks if t.node_label}
+        if wanted:
+            labels = self.node_labels()
+            accessible = set(as_list(q.get("nodeLabels")))
+            for label in sorted(wanted):
+                if label not in labels:
+                    raise SpecError(
+                        f"node label {label!r} does not exist on this cluster (labels: "
+                        f"{', '.join(sorted(labels)) or 'none'}); fix --node-label / "
+                        "tony.<type>.node-label"
+                    )
+                if label not in accessible and "*" not in accessible:
+                    raise SpecError(
+                        f"queue {spec.queue!r} cannot use node label {label!r} (it may use: "
+                        f"{', '.join(sorted(accessible - {' '})) or 'none'}); pick a queue that "
+                        "can, e.g. --queue gpu"
+                    )
+        limit = _resource(q.get("maximumAllocation") or {})
+        asks = [(f"{t.type} tasks", t.memory_mb, t.vcores, t.gpus) for t in spec.tasks]
+        asks.append(("the AM (tony.am.memory/vcores)", spec.am_memory_mb, spec.am_vcores, 0))
+        for what, mb, vcores, gpus in asks:
+            for name, got, most, flag in (
+                ("memory", mb, limit.get("memory"), "--memory / tony.<type>.memory"),
+                ("vcores", vcores, limit.get("vCores"), "--vcores / tony.<type>.vcores"),
+                ("GPUs", gpus, limit.get(GPU, 0), "--gpus / tony.<type>.gpus"),
+            ):
+                if most is not None and got > most and (most or name == "GPUs"):
+                    unit = " MB" if name == "memory" else ""
+                    raise SpecError(
+                        f"{what} ask for {got}{unit} {name}, above the most a container can "
+                        f"have in queue {spec.queue!r} ({most}{unit}); YARN would never run "
+                        f"them. Lower {flag}"
+                    )
+
+    # --- applications ----------------------------------------------------------------------
+
+    def new_application(self) -> str:
+        return self._request("POST", "/apps/new-application").json()["application-id"]
+
+    def submit(self, context: dict) -> None:
+        self._request("POST", "/apps", ok=(200, 202), json=context)
+
+    def app(self, app_id: str) -> dict | None:
+        r = self._request("GET", f"/apps/{app_id}", ok=(200, 404))
+        return r.json().get("app") if r.status_code == 200 else None
+
+    def apps(self, states: tuple[str, ...] = (), app_type: str = APP_TYPE) -> list[dict]:
+        params = {"applicationTypes": app_type, "user": self.user}
+        if states:
+            params["states"] = ",".join(states)
+        got = self._request("GET", "/apps", params=params).json().get("apps") or {}
+        return as_list(got.get("app"))
+
+    def kill(self, app_id: str, timeout: float = 30.0) -> None:
+        """PUT state KILLED until the RM says the app has ended (202 means still killing)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            app = self.app(app_id)
+            if app is None or app.get("state") in TERMINAL_APP_STATES:
+                return
+            self._request(
+                "PUT", f"/apps/{app_id}/state", ok=(200, 202, 400), json={"state": "KILLED"}
+            )
+            if time.monotonic() > deadline:
+                raise BackendError(f"YARN did not kill {app_id} within {timeout:g} s")
+            time.sleep(0.2)
+
+    def containers(self, app_id: str) -> list[dict]:
+        """Every container of the app's attempts (RUNNING or just finished)."""
+        attempts = self._request("GET", f"/apps/{app_id}/appattempts").json()
+        out = []
+        for a in as_list((attempts.get("appAttempts") or {}).get("appAttempt")):
+            aid = a.get("appAttemptId") or a.get("id")
+            got = self._request(
+                "GET", f"/apps/{app_id}/appattempts/{aid}/containers", ok=(200, 404)
+            )
+            if got.status_code == 200:
+                out += as_list((got.json() or {}).get("container"))
+        return out
+
+
+def wait_app(rm: RMClient, app_id: str, timeout: float) -> dict | None:
+    """Poll until the app is in a terminal state; the last report."""
+    deadline = time.monotonic() + timeout
+    app = rm.app(app_id)
+    while app and app.get("state") not in TERMINAL_APP_STATES and time.monotonic() < deadline:
+        time.sleep(0.2)
+        app = rm.app(app_id)
+    return app
