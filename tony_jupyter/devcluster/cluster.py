@@ -89,6 +89,11 @@ class DevCluster:
         return self.layout.classpath()
 
     @property
+    def apps_classpath(self) -> list[str]:
+        """``hadoop_classpath`` plus example applications (distributed shell) for tests."""
+        return [*self.hadoop_classpath, f"{self.layout.apps}/*"]
+
+    @property
     def jvm_flags(self) -> list[str]:
         return list(JVM_FLAGS)
 
@@ -172,8 +177,9 @@ class DevCluster:
         preflight.check_disk(self.dir)
         preflight.check_ports(all_ports())
         log.info("resolving Hadoop %s jars through Maven", self.hadoop_version)
-        maven.resolve_jars(self.dir, self.layout.lib, java_home)
-        write_config(self.layout, self.user)
+        maven.resolve_jars("pom.xml", self.dir, self.layout.lib, java_home)
+        maven.resolve_jars("apps-pom.xml", self.dir, self.layout.apps, java_home)
+        write_config(self.layout, self.user, self._daemon_env(java_home)["PATH"])
         state = {"java_home": str(java_home), "hadoop_version": self.hadoop_version}
         self.layout.state_file.write_text(json.dumps(state, indent=2) + "\n")
         try:
@@ -193,10 +199,10 @@ class DevCluster:
         log.info("devcluster is up in %s", self.dir)
 
     def down(self) -> None:
-        """Stop what the pid files name (NMs first, so their containers end cleanly)."""
-        for name in reversed(SERVICE_NAMES):
-            if process.stop(self.layout.pid_file(name)):
-                log.info("stopped %s", name)
+        """Stop exactly what the pid files name; remove the pid files, stale ones included."""
+        pid_files = [self.layout.pid_file(name) for name in SERVICE_NAMES]
+        for pid_file in process.stop_all(pid_files):
+            log.info("stopped %s", pid_file.stem)
 
     def _clear_pid_files(self) -> None:
         """Drop pid files of dead daemons; refuse to start over a half-running cluster."""
@@ -253,8 +259,12 @@ class DevCluster:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         with open(log_file, "wb") as out:
             proc = subprocess.run(
-                cmd, stdout=out, stderr=subprocess.STDOUT, env=self._daemon_env(java_home),
-                timeout=180, check=False,
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self._daemon_env(java_home),
+                timeout=180,
+                check=False,
             )
         if proc.returncode != 0:
             raise DevClusterError(

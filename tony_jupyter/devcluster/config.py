@@ -80,6 +80,10 @@ class Layout:
         return self.root / "lib"
 
     @property
+    def apps(self) -> Path:
+        return self.root / "apps"
+
+    @property
     def conf(self) -> Path:
         return self.root / "conf"
 
@@ -163,7 +167,7 @@ def _hdfs_site(layout: Layout) -> dict[str, object]:
     }
 
 
-def _yarn_site_shared(layout: Layout) -> dict[str, object]:
+def _yarn_site_shared(layout: Layout, container_path: str) -> dict[str, object]:
     rm = service("resourcemanager").ports
     return {
         "yarn.resourcemanager.hostname": HOST,
@@ -179,6 +183,8 @@ def _yarn_site_shared(layout: Layout) -> dict[str, object]:
         # Later work restarts the AM; an app asks for at most this many attempts.
         "yarn.resourcemanager.am.max-attempts": 3,
         "yarn.resource-types": GPU_RESOURCE,
+        # Asking for more GPUs than any node has fails at once instead of pending forever.
+        f"yarn.resource-types.{GPU_RESOURCE}.maximum-allocation": NM2_GPUS,
         "yarn.node-labels.enabled": "true",
         "yarn.node-labels.fs-store.root-dir": f"file://{layout.data / 'node-labels'}",
         # Each NM declares its own partition in its yarn-site (nm2: gpu).
@@ -196,7 +202,11 @@ def _yarn_site_shared(layout: Layout) -> dict[str, object]:
         "yarn.nodemanager.delete.debug-delay-sec": 3600,
         "yarn.log-aggregation-enable": "false",
         "yarn.application.classpath": ",".join(layout.classpath()),
-        # Containers inherit these from the NM's environment (see cluster.daemon_env).
+        # PATH is forced here, not whitelisted: containers start from an empty environment, and
+        # bash fills in its own default PATH, which beats the whitelisted ${PATH:-...} fallback.
+        # This puts the cluster's `java` and `python` first in every container.
+        "yarn.nodemanager.admin-env": f"MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX,PATH={container_path}",
+        # Containers get these from the NM's environment unless they set them themselves.
         "yarn.nodemanager.env-whitelist": ",".join(
             [
                 "JAVA_HOME",
@@ -206,7 +216,6 @@ def _yarn_site_shared(layout: Layout) -> dict[str, object]:
                 "HADOOP_YARN_HOME",
                 "HADOOP_HOME",
                 "CLASSPATH_PREPEND_DISTCACHE",
-                "PATH",
                 "LANG",
                 "TZ",
                 "TONY_DEVCLUSTER_CLASSPATH",
@@ -252,7 +261,6 @@ def _capacity_scheduler() -> dict[str, object]:
         "yarn.scheduler.capacity.maximum-am-resource-percent": 0.5,
         "yarn.scheduler.capacity.node-locality-delay": -1,
         f"{q}.queues": "default,gpu",
-        f"{q}.accessible-node-labels": "*",
         f"{q}.accessible-node-labels.{GPU_LABEL}.capacity": 100,
         f"{q}.default.capacity": 50,
         f"{q}.default.maximum-capacity": 100,
@@ -281,16 +289,18 @@ log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
 # There is no libhadoop.so outside a tarball; Hadoop falls back to Java code.
 log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
 log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=WARN
+# nm2 resends its label every second (see yarn-site); the RM would log each one.
+log4j.logger.org.apache.hadoop.yarn.nodelabels.CommonNodeLabelsManager=WARN
 """
 
 
-def write_config(layout: Layout, user: str) -> None:
+def write_config(layout: Layout, user: str, container_path: str) -> None:
     """(Re)write every config file; cheap, and keeps an existing DIR in step with this code."""
     layout.conf.mkdir(parents=True, exist_ok=True)
     files = {
         "core-site.xml": _xml(_core_site(layout, user)),
         "hdfs-site.xml": _xml(_hdfs_site(layout)),
-        "yarn-site.xml": _xml(_yarn_site_shared(layout)),
+        "yarn-site.xml": _xml(_yarn_site_shared(layout, container_path)),
         "capacity-scheduler.xml": _xml(_capacity_scheduler()),
         "log4j.properties": _LOG4J,
     }
@@ -299,5 +309,5 @@ def write_config(layout: Layout, user: str) -> None:
     for nm in NODEMANAGERS:
         nm_dir = layout.nm_conf(nm)
         nm_dir.mkdir(parents=True, exist_ok=True)
-        props = {**_yarn_site_shared(layout), **_yarn_site_nm(layout, nm)}
+        props = {**_yarn_site_shared(layout, container_path), **_yarn_site_nm(layout, nm)}
         (nm_dir / "yarn-site.xml").write_text(_xml(props), encoding="utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 from importlib import resources
@@ -11,22 +12,30 @@ from pathlib import Path
 
 from .errors import DevClusterError
 
-HADOOP_VERSION = "3.5.0"
+
+def _pinned_version() -> str:
+    """The Hadoop version pinned in the packaged pom.xml, its one source."""
+    pom = resources.files(__package__).joinpath("pom.xml").read_text(encoding="utf-8")
+    match = re.search(r"<hadoop\.version>([^<]+)</hadoop\.version>", pom)
+    assert match, "pom.xml pins <hadoop.version>"
+    return match.group(1)
+
+
+HADOOP_VERSION = _pinned_version()
 
 _STAMP = ".resolved"
 
 
-def _pom_text() -> str:
-    return resources.files(__package__).joinpath("pom.xml").read_text(encoding="utf-8")
-
-
-def resolve_jars(root: Path, lib: Path, java_home: Path, timeout: float = 1200) -> None:
-    """Fill ``lib`` with the runtime closure of the pom, unless it already holds this pom's jars.
+def resolve_jars(
+    pom_name: str, root: Path, lib: Path, java_home: Path, timeout: float = 1200
+) -> None:
+    """Fill ``lib`` with the runtime closure of the packaged ``pom_name``, unless it already
+    holds exactly that.
 
     The stamp file records a hash of the pom, so a changed pin re-resolves and an unchanged one
     costs nothing (``up`` with warm jars never runs Maven).
     """
-    pom = _pom_text()
+    pom = resources.files(__package__).joinpath(pom_name).read_text(encoding="utf-8")
     digest = hashlib.sha256(pom.encode()).hexdigest()
     stamp = lib / _STAMP
     if stamp.is_file() and stamp.read_text() == digest:
@@ -40,7 +49,7 @@ def resolve_jars(root: Path, lib: Path, java_home: Path, timeout: float = 1200) 
         )
     root.mkdir(parents=True, exist_ok=True)
     # Maven needs the pom as a file; keep a copy beside the jars so the pin is visible in DIR.
-    pom_path = root / "pom.xml"
+    pom_path = root / pom_name
     pom_path.write_text(pom, encoding="utf-8")
     if lib.exists():
         shutil.rmtree(lib)

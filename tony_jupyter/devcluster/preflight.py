@@ -82,6 +82,9 @@ def check_java(java_home: Path) -> int:
 
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As the daemons do: otherwise connections in TIME_WAIT, left by a cluster that was just
+        # stopped, would count as "in use".
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as err:

@@ -59,29 +59,37 @@ def start(cmd: list[str], env: dict[str, str], log_file: Path, pid_file: Path) -
     return proc.pid
 
 
-def stop(pid_file: Path, timeout: float = 15.0) -> bool:
-    """SIGTERM the pid file's process and its descendants, SIGKILL what is left after
-    ``timeout``; remove the pid file. Returns whether a live process was found.
+def stop_all(pid_files: list[Path], timeout: float = 10.0) -> list[Path]:
+    """SIGTERM the processes the pid files name, together with their descendants; SIGKILL what
+    is left after ``timeout``; remove the pid files. Returns the pid files that named a live
+    process.
 
-    Descendants matter for NodeManagers: containers run as their children (in new sessions), and
-    an NM that is killed rather than shut down leaves them behind.
+    All at once, because a daemon waiting on a dead peer (an NM retrying the RM) can take the
+    whole timeout. Descendants matter for NodeManagers: containers are their children (in new
+    sessions), and an NM that had to be killed leaves them behind.
     """
-    proc = live_process(pid_file)
-    if proc is None:
-        pid_file.unlink(missing_ok=True)
-        return False
-    try:
-        family = [proc, *proc.children(recursive=True)]
-    except psutil.Error:
-        family = [proc]
-    _signal_all([proc], signal.SIGTERM)
-    _, alive = psutil.wait_procs([proc], timeout=timeout)
-    # Give the NM's own container cleanup a moment before killing what it left.
+    daemons: list[psutil.Process] = []
+    family: list[psutil.Process] = []
+    stopped = []
+    for pid_file in pid_files:
+        proc = live_process(pid_file)
+        if proc is not None:
+            stopped.append(pid_file)
+            daemons.append(proc)
+            family.append(proc)
+            try:
+                family.extend(proc.children(recursive=True))
+            except psutil.Error:
+                pass
+    _signal_all(daemons, signal.SIGTERM)
+    _, alive = psutil.wait_procs(daemons, timeout=timeout)
+    # A clean NM shutdown stops its containers itself; give that a moment before killing.
     _, alive = psutil.wait_procs(family, timeout=0 if alive else 2.0)
     _signal_all(alive, signal.SIGKILL)
     psutil.wait_procs(alive, timeout=5.0)
-    pid_file.unlink(missing_ok=True)
-    return True
+    for pid_file in pid_files:
+        pid_file.unlink(missing_ok=True)
+    return stopped
 
 
 def _signal_all(procs: list[psutil.Process], sig: int) -> None:

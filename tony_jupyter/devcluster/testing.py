@@ -1,0 +1,60 @@
+"""pytest plugin: a session-scoped ``devcluster`` fixture for tests marked ``yarn``.
+
+Enable with ``pytest_plugins = ["tony_jupyter.devcluster.testing"]``. Only tests that request
+the fixture pay for the cluster. It runs in ``$TONY_JUPYTER_DEVCLUSTER_DIR`` if set, else in
+pytest's tmp dir; a devcluster already running there (or, with the variable unset, in the default
+dir) is reused and left running. Without Java the fixture skips, except under CI (``CI`` set),
+where a missing Java is a broken runner and fails.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from . import preflight
+from .cluster import DevCluster
+from .errors import DevClusterError
+
+_started: set[Path] = set()
+
+
+def _java_problem() -> str | None:
+    try:
+        preflight.check_java(preflight.find_java_home())
+    except DevClusterError as err:
+        return str(err)
+    return None
+
+
+@pytest.fixture(scope="session")
+def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
+    """A running devcluster for the whole session (started once, stopped at the end)."""
+    problem = _java_problem()
+    if problem is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"devcluster needs Java (CI is set, so this is not skipped): {problem}")
+        pytest.skip(f"devcluster needs Java: {problem}")
+    env_dir = os.environ.get("TONY_JUPYTER_DEVCLUSTER_DIR")
+    # With the variable unset, reuse a cluster started by hand in the default dir: its fixed
+    # ports would make a second one fail anyway.
+    existing = DevCluster(Path(env_dir)) if env_dir else DevCluster()
+    if existing.is_running():
+        yield existing
+        return
+    cluster = existing if env_dir else DevCluster(tmp_path_factory.mktemp("devcluster"))
+    cluster.up()
+    _started.add(cluster.dir)
+    try:
+        yield cluster
+    finally:
+        _started.discard(cluster.dir)
+        cluster.down()
+
+
+def started_by_fixture(cluster: DevCluster) -> bool:
+    """Whether the ``devcluster`` fixture started ``cluster`` (and so may stop and restart it)."""
+    return cluster.dir in _started
