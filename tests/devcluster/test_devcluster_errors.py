@@ -1,0 +1,235 @@
+"""Error paths of `devcluster up`, each without starting a JVM: stub binaries and monkeypatches.
+
+Every test checks the message (problem and fix) and that nothing was left running or behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tony_jupyter.devcluster import DevCluster, DevClusterError, cluster, maven, preflight, process
+from tony_jupyter.devcluster.cli import main
+
+
+def _stub(path: Path, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def fake_java(tmp_path, monkeypatch):
+    """JAVA_HOME pointing at a stub `java` that reports the version it is given."""
+
+    def make(version: str) -> Path:
+        home = tmp_path / f"jdk-{version}"
+        _stub(home / "bin" / "java", f"""echo 'openjdk version "{version}" 2024-01-16' >&2\n""")
+        monkeypatch.setenv("JAVA_HOME", str(home))
+        return home
+
+    return make
+
+
+@pytest.fixture
+def no_daemons(monkeypatch):
+    """Fail the test if anything tries to start a daemon."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a daemon was started")
+
+    monkeypatch.setattr(process, "start", refuse)
+
+
+def _assert_nothing_left(root: Path) -> None:
+    run = root / "run"
+    assert not run.exists() or not any(run.glob("*.pid"))
+    for proc in psutil.process_iter(["cmdline"]):
+        assert str(root) not in " ".join(proc.info["cmdline"] or [])
+
+
+def test_wrong_java_version(tmp_path, fake_java, no_daemons) -> None:
+    home = fake_java("11.0.22")
+    with pytest.raises(DevClusterError) as err:
+        DevCluster(tmp_path / "dc").up()
+    message = str(err.value)
+    assert f"Java 11 at {home}" in message
+    assert "export JAVA_HOME=" in message
+    _assert_nothing_left(tmp_path / "dc")
+
+
+def test_java_too_new(tmp_path, fake_java) -> None:
+    fake_java("25.0.1")
+    with pytest.raises(DevClusterError, match="fails on Java 23"):
+        preflight.check_java(preflight.find_java_home())
+
+
+def test_java_8_version_string(fake_java) -> None:
+    assert preflight.java_major_version(fake_java("1.8.0_402")) == 8
+
+
+def test_no_java(tmp_path, monkeypatch, no_daemons) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(DevClusterError, match="No Java found.*apt-get install openjdk-17"):
+        DevCluster(tmp_path / "dc").up()
+
+
+def test_java_home_without_java(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nowhere"))
+    with pytest.raises(DevClusterError, match="does not point at a JDK"):
+        preflight.check_java(preflight.find_java_home())
+
+
+@pytest.fixture
+def java_ok(fake_java):
+    fake_java("17.0.15")
+
+
+def test_port_in_use(tmp_path, monkeypatch, java_ok, no_daemons) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        monkeypatch.setattr(cluster, "all_ports", lambda: {port: "resourcemanager http"})
+        with pytest.raises(DevClusterError) as err:
+            DevCluster(tmp_path / "dc").up()
+    message = str(err.value)
+    assert f"Port already in use on 127.0.0.1: {port} (resourcemanager http)" in message
+    assert f"ss -ltnp 'sport = :{port}'" in message
+    _assert_nothing_left(tmp_path / "dc")
+
+
+def test_free_port_is_not_in_use() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    assert not preflight.port_in_use(port)
+
+
+def test_disk_too_full(tmp_path, monkeypatch, java_ok, no_daemons) -> None:
+    monkeypatch.setattr(preflight, "free_bytes", lambda path: 300 * 1024 * 1024)
+    with pytest.raises(DevClusterError) as err:
+        DevCluster(tmp_path / "dc").up()
+    message = str(err.value)
+    assert "Only 300 MB free" in message
+    assert "UNHEALTHY" in message
+    assert "--dir" in message
+    _assert_nothing_left(tmp_path / "dc")
+
+
+def _dead_pid() -> tuple[int, float]:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    created = psutil.Process(proc.pid).create_time()
+    proc.wait()
+    return proc.pid, created
+
+
+def test_stale_pid_file_is_removed_and_reported(tmp_path, java_ok, monkeypatch, caplog) -> None:
+    dc = DevCluster(tmp_path / "dc")
+    pid, created = _dead_pid()
+    pid_file = dc.layout.pid_file("namenode")
+    pid_file.parent.mkdir(parents=True)
+    pid_file.write_text(f"{pid} {created}\n")
+    row = dc.status()[0]
+    assert (row["service"], row["pid"], row["alive"]) == ("namenode", pid, False)
+
+    def stop_here(path):
+        raise DevClusterError("stop after the pid files")
+
+    monkeypatch.setattr(preflight, "check_disk", stop_here)
+    with caplog.at_level(logging.WARNING), pytest.raises(DevClusterError, match="stop after"):
+        dc.up()
+    assert f"removing stale pid file {pid_file} (pid {pid} is not running)" in caplog.text
+    assert not pid_file.exists()
+
+
+def test_reused_pid_is_never_signalled(tmp_path) -> None:
+    """A pid file whose pid now belongs to another process (here: this test) is stale."""
+    dc = DevCluster(tmp_path / "dc")
+    pid_file = dc.layout.pid_file("resourcemanager")
+    pid_file.parent.mkdir(parents=True)
+    pid_file.write_text(f"{os.getpid()} 12345.0\n")
+    assert not dc.is_running()
+    dc.down()  # would SIGTERM pytest itself if it trusted the pid
+    assert not pid_file.exists()
+
+
+def test_half_running_cluster_is_refused(tmp_path, java_ok) -> None:
+    dc = DevCluster(tmp_path / "dc")
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        pid_file = dc.layout.pid_file("nm1")
+        pid_file.parent.mkdir(parents=True)
+        pid_file.write_text(f"{sleeper.pid} {psutil.Process(sleeper.pid).create_time()}\n")
+        with pytest.raises(DevClusterError, match=r"only partly running \(nm1 alive"):
+            dc.up()
+        dc.down()
+        assert sleeper.wait(timeout=10) is not None
+        assert not pid_file.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+@pytest.fixture
+def fake_mvn(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    _stub(
+        bin_dir / "mvn",
+        """\
+        echo "[ERROR] Failed to execute goal on project devcluster-jars: Could not resolve"
+        echo "[ERROR] Could not transfer artifact from/to central: Network unreachable"
+        exit 1
+        """,
+    )
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_maven_failure_shows_its_output(
+    tmp_path, monkeypatch, fake_mvn, java_ok, no_daemons
+) -> None:
+    # Independent of whether a real devcluster holds the ports right now.
+    monkeypatch.setattr(cluster, "all_ports", dict)
+    root = tmp_path / "dc"
+    with pytest.raises(DevClusterError) as err:
+        DevCluster(root).up()
+    message = str(err.value)
+    assert f"Maven could not resolve Hadoop {maven.HADOOP_VERSION}'s jars (exit 1)" in message
+    assert "Network unreachable" in message
+    assert "Maven Central" in message
+    assert not (root / "lib" / ".resolved").exists()
+    _assert_nothing_left(root)
+
+
+def test_maven_missing(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(maven.shutil, "which", lambda name: None)
+    with pytest.raises(DevClusterError, match="apt-get install maven"):
+        maven.resolve_jars("pom.xml", tmp_path, tmp_path / "lib", tmp_path)
+
+
+def test_cli_prints_error_and_exits_1(tmp_path, fake_java, capsys) -> None:
+    fake_java("11.0.22")
+    assert main(["up", "--dir", str(tmp_path / "dc")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: Java 11 at ")
+
+
+def test_cli_status_of_a_stopped_cluster(tmp_path, capsys) -> None:
+    assert main(["status", "--dir", str(tmp_path / "dc")]) == 3
+    out = capsys.readouterr().out
+    assert "nm2" in out and "no" in out
+
+
+def test_cli_logs_unknown_until_started(tmp_path, capsys) -> None:
+    assert main(["logs", "nm1", "--dir", str(tmp_path / "dc")]) == 1
+    assert "nm1 has no log yet" in capsys.readouterr().err
