@@ -21,6 +21,7 @@ class Bundle:
     names: bytes  # cloudpickle of {name: value}
     pushed: tuple[str, ...]
     filename: str = CELL_FILENAME
+    shards: object = None  # shards.ShardPlan: --shard names, staged as Parquet, never pickled
 
 
 def check_syntax(source: str, filename: str = CELL_FILENAME) -> ast.Module:
@@ -57,10 +58,13 @@ def free_names(source: str) -> list[str]:
     return [n for n in found if not hasattr(builtins, n) and not n.startswith("__")]
 
 
-def make_bundle(source: str, namespace: dict, extra: tuple[str, ...] = ()) -> Bundle:
-    """Check the cell and pickle the names it needs from ``namespace`` (the notebook's)."""
+def make_bundle(
+    source: str, namespace: dict, extra: tuple[str, ...] = (), exclude: tuple[str, ...] = ()
+) -> Bundle:
+    """Check the cell and pickle the names it needs from ``namespace`` (the notebook's);
+    names in ``exclude`` (the ``--shard`` names) travel another way."""
     check_syntax(source)
-    wanted = list(dict.fromkeys([*free_names(source), *extra]))
+    wanted = [n for n in dict.fromkeys([*free_names(source), *extra]) if n not in exclude]
     missing = [n for n in wanted if n not in namespace]
     if missing:
         listed = ", ".join(repr(n) for n in missing)

@@ -37,6 +37,8 @@ def submit(words: list[str]) -> int:
     if not script.is_file():
         raise TonyError(f"no such script {str(script)!r}")
     args, spec = parse_job_args(shlex.join(rest), prog="tony-jupyter submit")
+    if args.shard:
+        raise TonyError("--shard takes notebook names; a submitted script has none to split")
     source = script.read_text()
     check_syntax(source, str(script))
     import cloudpickle

@@ -3,6 +3,7 @@ attach, run). Bad input raises UsageError before anything is submitted."""
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import threading
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 
-from . import commands
+from . import commands, shards
 from .bundle import Bundle, make_bundle
 from .errors import BundleError, JobNotFoundError, SpecError
 from .job import TonyJob, submit
@@ -87,7 +88,12 @@ class TonyMagics(Magics):
         try:
             args, spec = parse_job_args(line)
             if filename is None:
-                bundle = make_bundle(source, self.shell.user_ns)
+                sharded = shards.parse_names(args.shard)
+                bundle = make_bundle(source, self.shell.user_ns, exclude=sharded)
+                plan = shards.plan(sharded, self.shell.user_ns, spec)
+                bundle = dataclasses.replace(bundle, shards=plan)
+            elif args.shard:
+                raise SpecError("--shard takes notebook names; a script has none to split")
             else:  # a script brings nothing from the notebook
                 bundle = make_bundle(source, {}, ())
                 bundle = Bundle(bundle.source, bundle.names, (), filename)

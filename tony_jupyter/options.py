@@ -56,6 +56,14 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
     p.add_argument("--vcores", type=_count("--vcores"), help="vcores per task")
     p.add_argument("--gpus", type=_count("--gpus"), help="GPUs per chief/worker task")
     p.add_argument("--pull", default="", help="names to bring back from the chief: a,b")
+    p.add_argument(
+        "--shard",
+        action="append",
+        default=[],
+        metavar="NAME[,NAME]",
+        help="split these DataFrames/Tables/arrays by rows: each chief/worker task gets its own "
+        "rows (staged as Parquet)",
+    )
     p.add_argument("--name", default=None, help="job name")
     p.add_argument("--max-attempts", type=_count("--max-attempts"), default=None)
     p.add_argument("--timeout", type=float, default=None, help="seconds before the job fails")

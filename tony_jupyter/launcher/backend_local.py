@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+from .. import shards
 from ..bundle import Bundle
 from ..errors import BackendError
 from ..spec import JobSpec
@@ -30,6 +31,8 @@ def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRe
         (d / "cell.py").write_text(bundle.source)
         (d / "names.pkl").write_bytes(bundle.names)
         meta = {"filename": bundle.filename, "pull": list(spec.pull), "pushed": list(bundle.pushed)}
+        if bundle.shards is not None:
+            meta["shards"] = shards.write(bundle.shards, d)  # type: ignore[arg-type]
         if argv:
             meta["argv"] = argv
         (d / "bundle.json").write_text(json.dumps(meta))

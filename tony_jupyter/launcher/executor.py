@@ -21,7 +21,7 @@ from pathlib import Path
 import cloudpickle
 import requests
 
-from .. import runtime
+from .. import runtime, shards, tables
 from ..bundle import split_last_expression
 
 LOG_FLUSH_S = 0.25
@@ -146,6 +146,7 @@ def run_user_code(bundle_dir: Path, is_chief: bool) -> dict:
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
     namespace.update(cloudpickle.loads((bundle_dir / "names.pkl").read_bytes()))
+    namespace.update(shards.bind(bundle_dir, meta.get("shards")))
     if meta.get("argv"):
         sys.argv = list(meta["argv"])
     body, last = split_last_expression(source)
@@ -155,8 +156,13 @@ def run_user_code(bundle_dir: Path, is_chief: bool) -> dict:
         return {"status": "ok"}
     pulled = {n: namespace[n] for n in meta.get("pull", []) if n in namespace}
     missing = [n for n in meta.get("pull", []) if n not in namespace]
+    arrow, pulled = tables.split_tabular(pulled)  # tables and arrays travel as Arrow, not pickle
     payload = cloudpickle.dumps({"value": value, "pulled": pulled, "missing": missing})
-    return {"status": "ok", "value": base64.b64encode(payload).decode()}
+    return {
+        "status": "ok",
+        "value": base64.b64encode(payload).decode(),
+        "arrow": {n: base64.b64encode(b).decode() for n, b in arrow.items()},
+    }
 
 
 def main() -> int:

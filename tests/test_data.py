@@ -1,0 +1,219 @@
+"""tony_jupyter.data without processes: the sharding arithmetic, which task reads what, and
+dataset()/record_batches() over real Parquet files in a temp dir."""
+
+import itertools
+import json
+import random
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tony_jupyter import data
+from tony_jupyter.data import DataError, Piece, plan_pieces
+
+
+def covered(row_groups, count):
+    """Every reader's rows as (file, global row) sets, from the pieces alone."""
+    out = []
+    for i in range(count):
+        _, pieces = plan_pieces(row_groups, i, count)
+        rows = set()
+        for p in pieces:
+            n = row_groups[p.file][p.row_group]
+            offset = sum(row_groups[p.file][: p.row_group])
+            stop = n if p.stop is None else p.stop
+            rows |= {(p.file, offset + r) for r in range(p.start, stop)}
+        out.append(rows)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pieces_are_disjoint_and_complete(seed):
+    rnd = random.Random(seed)
+    files = [
+        [rnd.randint(0, 50) for _ in range(rnd.randint(1, 4))] for _ in range(rnd.randint(1, 6))
+    ]
+    total = sum(map(sum, files))
+    count = rnd.randint(1, 8)
+    if total < count:
+        with pytest.raises(DataError, match=f"{count} readers but only {total} rows"):
+            covered(files, count)
+        return
+    parts = covered(files, count)
+    for a, b in itertools.combinations(parts, 2):
+        assert not a & b
+    assert sum(map(len, parts)) == total
+
+
+def test_modes_and_balance():
+    assert plan_pieces([[10], [10], [10]], 1, 3) == ("file", [Piece(1, 0)])
+    assert plan_pieces([[10], [10], [10], [10]], 1, 3)[1] == [Piece(1, 0)]
+    mode, pieces = plan_pieces([[5, 5, 5, 5]], 0, 2)
+    assert mode == "row_group" and len(pieces) == 2
+    mode, pieces = plan_pieces([[7, 3]], 2, 3)  # 10 rows, 2 groups, 3 readers: row ranges
+    assert mode == "rows" and pieces == [Piece(0, 0, 7, 7), Piece(0, 1, 0, 3)][1:]
+    # Row groups dealt by size: loads within one row group of each other.
+    groups = [[100, 90, 80, 70, 60, 50, 40, 30, 20, 10]]
+    loads = [len(r) for r in covered(groups, 3)]
+    assert max(loads) - min(loads) <= 100
+
+
+@pytest.mark.parametrize(
+    "cluster,task,expect",
+    [
+        ({"worker": ["a", "b"]}, ("worker", 1), (1, 2)),
+        ({"chief": ["c"], "worker": ["a", "b"]}, ("chief", 0), (0, 3)),
+        ({"chief": ["c"], "worker": ["a", "b"]}, ("worker", 1), (2, 3)),
+        ({"worker": ["a", "b"], "ps": ["p"]}, ("ps", 0), (0, 1)),
+        ({"chief": ["c"], "worker": ["a"], "ps": ["p"]}, ("chief", 0), (0, 1)),
+        ({"worker": ["a", "b"]}, ("evaluator", 0), (0, 1)),
+    ],
+)
+def test_reader_index_from_tf_config(cluster, task, expect):
+    env = {
+        "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": task[0], "index": task[1]}})
+    }
+    assert data.reader_index(env) == expect
+    tony = {"CLUSTER_SPEC": json.dumps(cluster), "JOB_NAME": task[0], "TASK_INDEX": str(task[1])}
+    assert data.reader_index(tony) == expect
+    assert data.reader_index({}) == (0, 1)
+
+
+@pytest.fixture
+def parquet_dir(tmp_path):
+    """3 files x 4 row groups (300, 300, 300, 100 rows): 3,000 rows, ids 0..2999."""
+    for i in range(3):
+        n = 1000
+        t = pa.table(
+            {
+                "id": np.arange(i * n, (i + 1) * n),
+                "x": np.random.default_rng(i).random(n).astype("float32"),
+                "s": [f"r{j}" for j in range(n)],
+                "emb": pa.FixedSizeListArray.from_arrays(
+                    pa.array(np.arange(n * 4, dtype="float32")), 4
+                ),
+            }
+        )
+        pq.write_table(t, tmp_path / f"part-{i}.parquet", row_group_size=300)
+    (tmp_path / "_SUCCESS").write_text("")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "count,mode",
+    [(1, "file"), (2, "file"), (3, "file"), (4, "row_group"), (12, "row_group"), (13, "rows")],
+)
+def test_record_batches_shard_disjoint_complete(parquet_dir, count, mode):
+    ids = []
+    for i in range(count):
+        assert data.shard_plan(parquet_dir, shard=(i, count)).mode == mode
+        batches = list(
+            data.record_batches(parquet_dir, columns=["id"], batch_size=128, shard=(i, count))
+        )
+        assert all(b.num_rows == 128 for b in batches[:-1])
+        ids.append([v for b in batches for v in b.column("id").to_pylist()])
+    flat = sorted(v for part in ids for v in part)
+    assert flat == list(range(3000))
+    if mode != "file":
+        assert max(map(len, ids)) - min(map(len, ids)) <= 300
+
+
+def test_globs_lists_and_missing(parquet_dir):
+    assert len(data.resolve(str(parquet_dir / "*.parquet"))[1]) == 3
+    assert (
+        len(data.resolve([parquet_dir / "part-0.parquet", parquet_dir / "part-1.parquet"])[1]) == 2
+    )
+    with pytest.raises(DataError, match="glob '.*nope-\\*.parquet' matches no file"):
+        data.resolve(str(parquet_dir / "nope-*.parquet"))
+    with pytest.raises(DataError, match="path '/no/such/dir' matches no file"):
+        data.resolve("/no/such/dir")
+
+
+def test_not_parquet(parquet_dir):
+    (parquet_dir / "notes.parquet").write_text("this is not parquet, it is text")
+    with pytest.raises(DataError, match="notes.parquet is not a Parquet file .* pass only Parquet"):
+        data.shard_plan(parquet_dir, shard=(0, 1))
+
+
+def test_more_readers_than_rows(tmp_path):
+    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "small.parquet")
+    with pytest.raises(DataError, match="3 readers but only 2 rows.*at most 2"):
+        data.shard_plan(tmp_path, shard=(0, 3))
+
+
+def test_webhdfs_address(monkeypatch, tmp_path):
+    pytest.importorskip("fsspec")
+    monkeypatch.setenv("TONY_WEBHDFS_URL", "http://nn.example:50070")
+    fs = data._webhdfs("hdfs://nn.example:8020/data")
+    assert "nn.example:50070" in fs.url
+    monkeypatch.delenv("TONY_WEBHDFS_URL")
+    (tmp_path / "hdfs-site.xml").write_text(
+        "<configuration><property><name>dfs.namenode.http-address</name>"
+        "<value>127.0.0.1:9871</value></property></configuration>"
+    )
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    assert "127.0.0.1:9871" in data._webhdfs("hdfs://whatever/data").url
+
+
+# --- dataset() (TensorFlow, in this process) -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tf():
+    return pytest.importorskip("tensorflow")
+
+
+def test_dataset_dict_features_and_label(parquet_dir, tf):
+    ds = data.dataset(parquet_dir, label="id", batch_size=256, shard=(1, 4))
+    x_spec, y_spec = ds.element_spec
+    assert sorted(x_spec) == ["emb", "s", "x"] and x_spec["emb"].shape.as_list() == [None, 4]
+    assert x_spec["s"].dtype == tf.string and y_spec.dtype == tf.int64
+    ids = np.concatenate([y.numpy() for _, y in ds])
+    assert len(ids) == data.shard_plan(parquet_dir, shard=(1, 4)).rows
+    assert ds.cardinality().numpy() == -(-len(ids) // 256)
+    opts = ds.options().experimental_distribute.auto_shard_policy
+    assert opts == tf.data.experimental.AutoShardPolicy.OFF
+
+
+def test_dataset_stacked_shuffled_drop_remainder(parquet_dir, tf):
+    ds = data.dataset(
+        str(parquet_dir / "*.parquet"),
+        columns=["x", "emb"],
+        label="id",
+        stack=True,
+        shuffle=True,
+        seed=3,
+        batch_size=100,
+        drop_remainder=True,
+        shard=False,
+    )
+    assert ds.element_spec[0].shape.as_list() == [100, 5]
+    first = np.concatenate([y.numpy() for _, y in ds])
+    second = np.concatenate([y.numpy() for _, y in ds])
+    assert sorted(first) == list(range(3000)) and (first != np.arange(3000)).any()
+    assert (first != second).any()  # a new order each pass
+
+
+def test_dataset_bad_columns(tmp_path, tf):
+    t = pa.table(
+        {
+            "ok": [1.0, 2.0],
+            "when": pa.array([1, 2], pa.timestamp("s")),
+            "tags": pa.array([[1], [2, 3]]),
+            "n": pa.array([1, None]),
+        }
+    )
+    pq.write_table(t, tmp_path / "t.parquet")
+    with pytest.raises(DataError, match="column 'when' has type timestamp.*cannot become a tensor"):
+        data.dataset(tmp_path, columns=["ok", "when"])
+    with pytest.raises(DataError, match="column .tags. has type list<"):
+        data.dataset(tmp_path, columns=["tags"])
+    with pytest.raises(DataError, match="no column 'nope'.*its columns are ok, when, tags, n"):
+        data.dataset(tmp_path, columns=["nope"])
+    with pytest.raises(DataError, match="batch_size must be at least 1"):
+        data.dataset(tmp_path, batch_size=0)
+    ds = data.dataset(tmp_path, columns=["n"])
+    with pytest.raises(Exception, match="column 'n' has null values"):
+        list(ds)
