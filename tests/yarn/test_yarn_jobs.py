@@ -17,7 +17,7 @@ from test_magics import (  # noqa: F401 - re-run here against YARN
     test_run_script_passes_argv,
     test_worker_waiting_after_chief_is_stopped,
 )
-from yarn_helpers import yarn_cluster, yarn_home  # noqa: F401
+from yarn_helpers import yarn_cluster_fixture, yarn_home  # noqa: F401
 
 pytestmark = pytest.mark.yarn
 

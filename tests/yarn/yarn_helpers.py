@@ -18,8 +18,8 @@ TEST_MEMORY_MB = 512
 LIVE = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHING")
 
 
-@pytest.fixture(scope="session")
-def yarn_cluster(request):
+@pytest.fixture(scope="session", name="yarn_cluster")
+def yarn_cluster_fixture(request):
     """The session's devcluster (tony_jupyter.devcluster.testing), or a running one."""
     try:
         return request.getfixturevalue("devcluster")
@@ -118,8 +118,8 @@ def yarn_home(tmp_path, monkeypatch, yarn_cluster):
     assert wait_no_processes(home, timeout=10) == []
 
 
-@pytest.fixture
-def cluster(yarn_cluster):
+@pytest.fixture(name="cluster")
+def cluster_fixture(yarn_cluster):
     import getpass
 
     return Cluster(yarn_cluster, getpass.getuser())

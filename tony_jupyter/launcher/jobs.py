@@ -76,6 +76,13 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def _settled(snap: dict) -> bool:
+    """The job has ended and the AM has seen every task's process end."""
+    return snap["state"] in ("SUCCEEDED", "FAILED", "KILLED") and all(
+        t["state"] in ("SUCCEEDED", "FAILED", "KILLED", "STOPPED") for t in snap.get("tasks", [])
+    )
+
+
 class JobClient:
     """Talks to the job's AM while it runs; reads what it left on disk once it is gone."""
 
@@ -126,7 +133,7 @@ class JobClient:
     def snapshot(self) -> dict:
         snap = self._call("GET", "job")
         if snap is not None:
-            if self.yarn is not None and snap["state"] in ("SUCCEEDED", "FAILED", "KILLED"):
+            if self.yarn is not None and _settled(snap):
                 self._save_final(snap)
             return snap
         snap = self.record.read_json("status.json")
@@ -230,6 +237,14 @@ class JobClient:
         return False
 
     def release(self) -> None:
+        if self.yarn is not None:
+            # Keep the AM's final record before it goes: wait (bounded) until it has stopped
+            # every task, then copy it; snapshot() saves it once it is settled.
+            deadline = time.monotonic() + 20
+            while not _settled(snap := self.snapshot()) and time.monotonic() < deadline:
+                if snap["state"] not in ("SUCCEEDED", "FAILED", "KILLED"):
+                    break
+                time.sleep(0.1)
         try:
             self._call("POST", "release", timeout=2)
         except BackendError:

@@ -1,0 +1,131 @@
+"""Cell -> every task running user code, on the YARN devcluster vs the local backend (medians),
+with the YARN time split into staging, AM start, container allocation and executor start; the
+AM container's resident memory (Python + its JVM) and the bytes staged. Prints JSON; writes
+bench/results/yarn_startup.json. Needs a running devcluster (HADOOP_CONF_DIR from it).
+
+    .venv/bin/python bench/yarn_startup.py [--runs 3] [--workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import requests
+
+from tony_jupyter.bundle import make_bundle
+from tony_jupyter.job import TonyJob
+from tony_jupyter.launcher import backend_local
+from tony_jupyter.launcher.yarn import backend as yarn_backend
+from tony_jupyter.launcher.yarn import staging as yarn_staging
+from tony_jupyter.options import parse_job_args
+
+# The first line of user code records when it ran; then the task stays a moment so the RM
+# still lists its container when we ask.
+CELL = (
+    "import os, time\nopen(os.path.join(OUT, os.environ['TASK_INDEX']), 'w')"
+    ".write(repr(time.time()))\ntime.sleep(2)\n"
+)
+
+
+def wait_for(out: Path, n: int, timeout: float = 120) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        files = list(out.iterdir())
+        if len(files) == n:
+            try:
+                return max(float(f.read_text()) for f in files)
+            except ValueError:
+                pass
+        time.sleep(0.005)
+    raise TimeoutError(f"only {len(list(out.iterdir()))}/{n} tasks started")
+
+
+def am_rss(app_id: str) -> int:
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "tony_jupyter.launcher.am" in cmd and app_id in cmd:
+            return p.memory_info().rss
+    return 0
+
+
+def run(backend: str, workers: int, marks: dict) -> dict:
+    out = Path(tempfile.mkdtemp())
+    _, spec = parse_job_args(f"--workers {workers} --memory 512m --backend {backend}")
+    bundle = make_bundle(CELL, {"OUT": str(out)})
+    t0 = time.time()
+    marks.clear()
+    submit = backend_local.submit if backend == "local" else yarn_backend.submit
+    record = submit(spec, bundle)
+    t_am = time.time()
+    job = TonyJob(record)
+    t_user = wait_for(out, workers)
+    row = {"total_s": t_user - t0}
+    if backend == "yarn":
+        info = json.loads((record.dir / "yarn.json").read_text())
+        rm = info["rm_url"] + "/ws/v1/cluster/apps/" + record.id
+        containers = requests.get(
+            f"{rm}/appattempts/appattempt_{record.id[len('application_') :]}_000001/containers",
+            timeout=10,
+        ).json()["container"]
+        task_alloc = max(c["startedTime"] for c in containers[1:] if c) / 1000
+        events = job.client.events(0)[0]
+        launched = min(e["time"] for e in events if e.get("state") == "LAUNCHED")
+        row.update(
+            staging_s=marks["staged"] - t0,
+            am_start_s=t_am - marks["staged"],
+            container_allocation_s=task_alloc - launched,
+            executor_start_s=t_user - task_alloc,
+            bytes_staged=marks["bytes"],
+            am_rss_mb=am_rss(record.id) / 2**20,
+        )
+    job.wait(120)
+    job.client.release()
+    job.client.wait_am_exit(60)
+    return row
+
+
+def instrument(marks: dict) -> None:
+    """Record when staging ends and how many bytes it wrote, without changing the code path."""
+    upload = yarn_staging.Staging.upload
+
+    def timed(self, app_id, files, private=()):
+        got = upload(self, app_id, files, private)
+        marks["bytes"] = marks.get("bytes", 0) + sum(len(v) for v in files.values())
+        marks["staged"] = time.time()
+        return got
+
+    yarn_staging.Staging.upload = timed  # type: ignore[method-assign]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--workers", type=int, default=2)
+    args = p.parse_args()
+    os.environ.setdefault("TONY_JUPYTER_HOME", tempfile.mkdtemp())
+    marks: dict = {}
+    instrument(marks)
+    rows: dict[str, list[dict]] = {"local": [], "yarn": []}
+    for _ in range(args.runs):
+        for backend in ("local", "yarn"):
+            rows[backend].append(run(backend, args.workers, marks))
+    summary = {
+        backend: {k: statistics.median(r[k] for r in got) for k in got[0]}
+        for backend, got in rows.items()
+    }
+    result = {"workers": args.workers, "runs": args.runs, "median": summary, "all": rows}
+    print(json.dumps(result, indent=1))
+    out = Path(__file__).parent / "results" / "yarn_startup.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

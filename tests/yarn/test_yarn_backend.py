@@ -1,0 +1,174 @@
+"""What only the YARN backend does: checks against the cluster before submitting, cleanup after
+a failed or interrupted submission, kill through YARN, placement by queue, label and GPUs."""
+
+import shutil
+import time
+import uuid
+
+import pytest
+from IPython.core.error import UsageError
+from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
+
+from tony_jupyter.errors import BackendError
+from tony_jupyter.launcher.jobs import JobClient, list_jobs
+from tony_jupyter.launcher.yarn import backend
+
+pytestmark = pytest.mark.yarn
+RUN = uuid.uuid4().hex[:6]  # app names unique to this run: the cluster keeps old apps
+
+tony_home = pytest.fixture(yarn_home)
+
+
+def assert_nothing_left(cluster, name):
+    assert list_jobs() == []
+    assert cluster.live_apps(name) == []
+    assert [d for d in cluster.staging() if d in {a["id"] for a in cluster.apps(name)}] == []
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        ("--memory 100g", "ask for 102400 MB memory, above the most a container can have"),
+        ("--vcores 64", "ask for 64 vcores, above the most"),
+        ("--gpus 8", "ask for 8 GPUs, above the most"),
+        ("--conf tony.am.memory=64g", "the AM (tony.am.memory/vcores) ask for 65536 MB"),
+        ("--queue nope", "YARN queue 'nope' does not exist; this cluster's queues: default, gpu"),
+        ("--node-label nolabel", "node label 'nolabel' does not exist on this cluster"),
+        ("--node-label gpu", "queue 'default' cannot use node label 'gpu'"),
+    ],
+)
+def test_request_yarn_cannot_satisfy_is_refused_before_submitting(
+    shell,
+    tony_home,
+    cluster,
+    flags,
+    message,
+):
+    before = len(cluster.apps())
+    with pytest.raises(UsageError) as e:
+        shell.run_cell_magic("tony", f"{flags} --name badinput-{RUN}", "1")
+    assert message in str(e.value)
+    assert len(cluster.apps()) == before  # not even an application id was used for an app
+    assert_nothing_left(cluster, f"badinput-{RUN}")
+
+
+def test_unreachable_resourcemanager_names_the_address_and_its_source(
+    shell, tony_home, tmp_path, monkeypatch
+):
+    import os
+
+    conf = tmp_path / "conf"
+    shutil.copytree(os.environ["HADOOP_CONF_DIR"], conf)
+    site = conf / "yarn-site.xml"
+    text = site.read_text()
+    start = text.index("<name>yarn.resourcemanager.webapp.address</name><value>")
+    end = text.index("</value>", start)
+    prefix = "<name>yarn.resourcemanager.webapp.address</name><value>"
+    site.write_text(text[:start] + prefix + "127.0.0.1:9" + text[end:])
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(conf))
+    with pytest.raises(BackendError) as e:
+        shell.run_cell_magic("tony", f"--name norm-{RUN}", "1")
+    msg = str(e.value)
+    assert "cannot reach the YARN ResourceManager at http://127.0.0.1:9" in msg
+    assert f"yarn.resourcemanager.webapp.address in {site}" in msg
+    assert list_jobs() == []
+
+
+def test_hdfs_permission_denied_leaves_nothing(shell, tony_home, cluster, monkeypatch):
+    import os
+
+    from tony_jupyter.launcher.yarn.conf import read_site
+
+    hdfs = read_site(__import__("pathlib").Path(os.environ["HADOOP_CONF_DIR"]) / "hdfs-site.xml")
+    if hdfs.get("dfs.permissions.enabled", "true") == "false":
+        pytest.skip("the devcluster runs HDFS with dfs.permissions.enabled=false")
+    monkeypatch.setenv("HADOOP_USER_NAME", "tony-intruder")
+    with pytest.raises(BackendError, match="HDFS permission denied .* as user 'tony-intruder'"):
+        shell.run_cell_magic("tony", f"--name perm-{RUN}", "1")
+    assert_nothing_left(cluster, f"perm-{RUN}")
+
+
+def test_am_that_cannot_start_shows_its_log_and_leaves_nothing(shell, tony_home, cluster):
+    with pytest.raises(BackendError) as e:
+        shell.run_cell_magic("tony", f"--python /nonexistent/python3 --name noam-{RUN}", "1")
+    msg = str(e.value)
+    assert "the job's AM ended before it started serving" in msg
+    assert "/nonexistent/python3" in msg  # the AM container's own stderr, from the NM
+    (app,) = cluster.apps(f"noam-{RUN}")
+    assert app["state"] in ("FAILED", "FINISHED") and app["finalStatus"] == "FAILED"
+    assert_nothing_left(cluster, f"noam-{RUN}")
+
+
+def test_interrupt_while_waiting_for_the_am_kills_the_application(
+    shell,
+    tony_home,
+    cluster,
+    monkeypatch,
+):
+    def interrupted(rm, app_id, token):
+        while (rm.app(app_id) or {}).get("state") not in ("ACCEPTED", "RUNNING"):
+            time.sleep(0.05)
+        raise KeyboardInterrupt  # what Ctrl-C raises in the kernel at this moment
+
+    monkeypatch.setattr(backend, "wait_for_am", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        shell.run_cell_magic("tony", f"--name interrupted-{RUN}", "1")
+    (app,) = cluster.apps(f"interrupted-{RUN}")
+    assert app["state"] == "KILLED"
+    assert_nothing_left(cluster, f"interrupted-{RUN}")
+
+
+def test_kill_ends_the_application_killed_with_no_container_left(
+    shell,
+    tony_home,
+    cluster,
+    capsys,
+):
+    job = shell.run_cell_magic(
+        "tony", f"--workers 2 --async --name killme-{RUN}", "import time\ntime.sleep(600)"
+    )
+    deadline = time.monotonic() + 60
+    while job.client.snapshot()["state"] != "RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    shell.run_line_magic("tony", f"kill {job.job_id}")
+    assert "KILLED" in capsys.readouterr().out
+    app = cluster.wait_app_end(job.job_id)
+    assert app["finalStatus"] == "KILLED"
+    deadline = time.monotonic() + 15  # the RM hears of the AM container's end on a heartbeat
+    while live := [c for c in cluster.containers(job.job_id) if c["containerState"] != "COMPLETE"]:
+        assert time.monotonic() < deadline, live
+        time.sleep(0.2)
+    # After the AM is gone the record still answers, from what the client kept.
+    snap = JobClient(list_jobs()[0]).snapshot()
+    assert snap["state"] == "KILLED" and {t["state"] for t in snap["tasks"]} == {"STOPPED"}
+
+
+def test_gpu_worker_lands_on_the_gpu_node_and_ps_on_the_plain_one(shell, tony_home, cluster):
+    import requests
+
+    nodes = requests.get(f"{cluster.rm}/ws/v1/cluster/nodes", timeout=10).json()["nodes"]["node"]
+    gpu_node = next(n["id"] for n in nodes if "gpu" in (n.get("nodeLabels") or []))
+    plain_node = next(n["id"] for n in nodes if not n.get("nodeLabels"))
+    job = shell.run_cell_magic(
+        "tony",
+        f"--queue gpu --workers 1 --gpus 1 --ps 1 --async --pull cuda --name gpujob-{RUN} "
+        "--conf tony.worker.node-label=gpu --conf tony.ps.node-label= "
+        "--conf tony.worker.memory=768m --conf tony.ps.memory=640m --conf tony.ps.vcores=2",
+        """
+import os, time
+cuda = os.environ.get("CUDA_VISIBLE_DEVICES")
+time.sleep(600 if os.environ["JOB_NAME"] == "ps" else 4)
+""",
+    )
+    deadline = time.monotonic() + 60
+    while len(containers := cluster.containers(job.job_id)) < 3:
+        assert time.monotonic() < deadline, containers
+        time.sleep(0.2)
+    by_mb = {c["allocatedMB"]: c for c in containers}
+    worker, ps = by_mb[768], by_mb[640]
+    res = {e["key"]: e["value"] for e in worker["allocatedResources"]["entry"]}
+    assert worker["nodeId"] == gpu_node and res["yarn.io/gpu"] == 1
+    assert ps["nodeId"] == plain_node and ps["allocatedVCores"] == 2
+    assert job.result(timeout=120) is None and shell.user_ns["cuda"] == "0"
+    assert cluster.wait_app_end(job.job_id)["finalStatus"] == "SUCCEEDED"

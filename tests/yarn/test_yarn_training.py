@@ -1,0 +1,66 @@
+"""Real TensorFlow training as a YARN application, with each task type's resources checked on
+the real containers through the RM's REST API."""
+
+import time
+
+import pytest
+from sklearn.datasets import load_digits
+from test_training import MWMS, PS
+from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
+
+from tony_jupyter.launcher.jobs import JobClient, list_jobs
+
+pytestmark = [pytest.mark.yarn, pytest.mark.slow]
+
+tony_home = pytest.fixture(yarn_home)
+
+
+@pytest.fixture
+def digits(shell):
+    X, y = load_digits(return_X_y=True)
+    shell.user_ns["X"], shell.user_ns["y"] = (X / 16.0).astype("float32"), y
+    return shell
+
+
+def containers_while_running(cluster, app_id, count, timeout=90):
+    deadline = time.monotonic() + timeout
+    while len(found := cluster.containers(app_id)) < count:
+        assert time.monotonic() < deadline, found
+        time.sleep(0.2)
+    return found
+
+
+def test_mwms_two_workers_train_in_yarn_containers_of_the_asked_size(digits, tony_home, cluster):
+    job = digits.run_cell_magic(
+        "tony",
+        "--workers 2 --memory 1536m --vcores 2 --conf tony.am.memory=768m --async "
+        "--pull history,replicas",
+        MWMS,
+    )
+    found = containers_while_running(cluster, job.job_id, 3)
+    sizes = sorted((c["allocatedMB"], c["allocatedVCores"]) for c in found)
+    assert sizes == [(768, 1), (1536, 2), (1536, 2)]  # the AM, then the two workers
+    last = job.result(timeout=300)
+    history = digits.user_ns["history"]
+    assert digits.user_ns["replicas"] == 2
+    assert last == history["loss"][-1] < history["loss"][0]
+    assert cluster.wait_app_end(job.job_id)["finalStatus"] == "SUCCEEDED"
+    (rec,) = list_jobs()
+    snap = JobClient(rec).snapshot()  # from the record the client kept: the AM is gone
+    assert snap["state"] == "SUCCEEDED" and [t["state"] for t in snap["tasks"]] == ["SUCCEEDED"] * 2
+    log, _ = JobClient(rec).logs("worker:1")
+    assert "Epoch 3/3" in log
+
+
+def test_parameter_server_training_with_chief_workers_and_ps(digits, tony_home, cluster):
+    last = digits.run_cell_magic(
+        "tony",
+        "--chief --workers 2 --ps 1 --memory 1g --conf tony.ps.memory=768m "
+        "--pull history,ps_devices",
+        PS,
+    )
+    history = digits.user_ns["history"]
+    assert digits.user_ns["ps_devices"] == 1
+    assert last == history["loss"][-1] < history["loss"][0]
+    (rec,) = list_jobs()
+    assert cluster.wait_app_end(rec.id)["finalStatus"] == "SUCCEEDED"
