@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tony_jupyter.devcluster import DevCluster, DevClusterError, cluster, maven, preflight, process
+from tony_jupyter.devcluster import DevCluster, DevClusterError, maven, preflight, process
 from tony_jupyter.devcluster.cli import main
 
 
@@ -95,14 +95,14 @@ def java_ok(fake_java):
     fake_java("17.0.15")
 
 
-def test_port_in_use(tmp_path, monkeypatch, java_ok, no_daemons) -> None:
+def test_port_in_use(tmp_path, java_ok, no_daemons) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        monkeypatch.setattr(cluster, "all_ports", lambda: {port: "resourcemanager http"})
+        # The offset that puts the RM's web port exactly on the busy one.
         with pytest.raises(DevClusterError) as err:
-            DevCluster(tmp_path / "dc").up()
+            DevCluster(tmp_path / "dc", port_offset=port - 8088).up()
     message = str(err.value)
     assert f"Port already in use on 127.0.0.1: {port} (resourcemanager http)" in message
     assert f"ss -ltnp 'sport = :{port}'" in message
@@ -198,8 +198,9 @@ def fake_mvn(tmp_path, monkeypatch):
 def test_maven_failure_shows_its_output(
     tmp_path, monkeypatch, fake_mvn, java_ok, no_daemons
 ) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     # Independent of whether a real devcluster holds the ports right now.
-    monkeypatch.setattr(cluster, "all_ports", dict)
+    monkeypatch.setattr(preflight, "check_ports", lambda ports: None)
     root = tmp_path / "dc"
     with pytest.raises(DevClusterError) as err:
         DevCluster(root).up()
@@ -207,14 +208,16 @@ def test_maven_failure_shows_its_output(
     assert f"Maven could not resolve Hadoop {maven.HADOOP_VERSION}'s jars (exit 1)" in message
     assert "Network unreachable" in message
     assert "Maven Central" in message
-    assert not (root / "lib" / ".resolved").exists()
+    assert not (root / "lib").exists()
+    assert not any((tmp_path / "cache").rglob("*.jar"))
     _assert_nothing_left(root)
 
 
 def test_maven_missing(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(maven.shutil, "which", lambda name: None)
     with pytest.raises(DevClusterError, match="apt-get install maven"):
-        maven.resolve_jars("pom.xml", tmp_path, tmp_path / "lib", tmp_path)
+        maven.resolve_jars("pom.xml", tmp_path / "lib", tmp_path)
 
 
 def test_cli_prints_error_and_exits_1(tmp_path, fake_java, capsys) -> None:
@@ -228,6 +231,11 @@ def test_cli_status_of_a_stopped_cluster(tmp_path, capsys) -> None:
     assert main(["status", "--dir", str(tmp_path / "dc")]) == 3
     out = capsys.readouterr().out
     assert "nm2" in out and "no" in out
+
+
+def test_port_offset_out_of_range(tmp_path, capsys) -> None:
+    assert main(["up", "--dir", str(tmp_path / "dc"), "--port-offset", "60000"]) == 1
+    assert "Port offset 60000 is out of range" in capsys.readouterr().err
 
 
 def test_cli_logs_unknown_until_started(tmp_path, capsys) -> None:

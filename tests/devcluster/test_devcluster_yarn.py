@@ -27,7 +27,8 @@ def _am_container(app_id: str) -> str:
 
 def test_two_nodemanagers_with_declared_resources(devcluster: DevCluster) -> None:
     nodes = {int(n["id"].rsplit(":", 1)[1]): n for n in rm_nodes(devcluster.rm_url)}
-    nm1, nm2 = nodes[8041], nodes[8141]
+    ports = devcluster.layout.ports
+    nm1, nm2 = nodes[ports("nm1")["rpc"]], nodes[ports("nm2")["rpc"]]
     for node in (nm1, nm2):
         assert node["state"] == "RUNNING"
         assert node["totalResource"]["memory"] == 6144
@@ -57,22 +58,24 @@ def test_webhdfs_write_and_read(devcluster: DevCluster) -> None:
     # The DataNode redirect stays on loopback (dfs.datanode.hostname).
     redirect = requests.get(url, params={"op": "OPEN"}, allow_redirects=False)
     assert redirect.status_code == 307
-    assert redirect.headers["Location"].startswith("http://127.0.0.1:9864/")
+    dn_http = devcluster.layout.ports("datanode")["http"]
+    assert redirect.headers["Location"].startswith(f"http://127.0.0.1:{dn_http}/")
 
 
 @pytest.mark.parametrize(
-    "url",
+    ("service", "path"),
     [
-        "{rm}/cluster/nodes",
-        "{nn}/dfshealth.html",
-        "{nn}/explorer.html",
-        "http://127.0.0.1:9864/datanode.html",
-        "http://127.0.0.1:8042/node",
-        "http://127.0.0.1:8142/node",
+        ("resourcemanager", "/cluster/nodes"),
+        ("namenode", "/dfshealth.html"),
+        ("namenode", "/explorer.html"),
+        ("datanode", "/datanode.html"),
+        ("nm1", "/node"),
+        ("nm2", "/node"),
     ],
 )
-def test_web_uis(devcluster: DevCluster, url: str) -> None:
-    resp = requests.get(url.format(rm=devcluster.rm_url, nn=devcluster.webhdfs_url), timeout=10)
+def test_web_uis(devcluster: DevCluster, service: str, path: str) -> None:
+    port = devcluster.layout.ports(service)["http"]
+    resp = requests.get(f"http://127.0.0.1:{port}{path}", timeout=10)
     assert resp.status_code == 200
 
 

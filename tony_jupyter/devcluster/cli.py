@@ -30,6 +30,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", parents=[common], help="start the cluster and wait until usable")
     up.add_argument("--timeout", type=float, default=300.0, help="seconds to wait (default 300)")
+    up.add_argument(
+        "--port-offset",
+        type=int,
+        default=None,
+        help="add this to every port, to run beside another cluster (e.g. 10000: RM on 18088); "
+        "default $TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET or 0",
+    )
     sub.add_parser("down", parents=[common], help="stop every daemon this cluster started")
     status = sub.add_parser("status", parents=[common], help="daemons, pids and ports")
     status.add_argument("--json", action="store_true", help="machine-readable output")
@@ -72,13 +79,14 @@ def _logs(cluster: DevCluster, service: str, lines: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="devcluster: %(message)s", stream=sys.stderr)
-    cluster = DevCluster(args.dir)
     try:
+        cluster = DevCluster(args.dir, getattr(args, "port_offset", None))
         if args.command == "up":
-            if cluster.is_running():
+            already = cluster.is_running()
+            cluster.up(timeout=args.timeout)
+            if already:
                 print(f"devcluster already running in {cluster.dir}", file=sys.stderr)
             else:
-                cluster.up(timeout=args.timeout)
                 print(
                     f"devcluster ready: ResourceManager {cluster.rm_url}, "
                     f"NameNode {cluster.webhdfs_url}; `eval $(tony-jupyter devcluster env)` "

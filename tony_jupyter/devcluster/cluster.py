@@ -14,7 +14,16 @@ from pathlib import Path
 import requests
 
 from . import maven, preflight, process, ready
-from .config import HOST, SERVICE_NAMES, SERVICES, Layout, all_ports, service, write_config
+from .config import (
+    HOST,
+    MAX_PORT_OFFSET,
+    NODEMANAGERS,
+    SERVICE_NAMES,
+    SERVICES,
+    Layout,
+    service,
+    write_config,
+)
 from .errors import DevClusterError
 
 log = logging.getLogger(__name__)
@@ -53,12 +62,33 @@ def default_dir() -> Path:
     return Path(env_dir) if env_dir else Path.home() / ".tony-jupyter" / "devcluster"
 
 
+def _state(root: Path) -> dict:
+    """What `up` recorded in ``root``: the JDK, Hadoop version and port offset it used."""
+    try:
+        return json.loads(Layout(root).state_file.read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
 class DevCluster:
     """One devcluster rooted at ``dir``; every method works from its pid and state files, so
     separate processes (CLI, pytest, a notebook) can manage the same cluster."""
 
-    def __init__(self, dir: Path | None = None) -> None:  # noqa: A002 - the public API's name
-        self.layout = Layout(Path(dir or default_dir()).expanduser().resolve())
+    def __init__(self, dir: Path | None = None, port_offset: int | None = None) -> None:  # noqa: A002
+        """``port_offset`` shifts every port (e.g. 10000: RM on 18088) so that clusters can run
+        side by side; by default the offset the cluster in ``dir`` was started with, else
+        ``$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET``, else 0."""
+        root = Path(dir or default_dir()).expanduser().resolve()
+        if port_offset is None:
+            env_offset = os.environ.get("TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET", "0")
+            port_offset = int(_state(root).get("port_offset", env_offset))
+        if not 0 <= port_offset <= MAX_PORT_OFFSET:
+            raise DevClusterError(
+                f"Port offset {port_offset} is out of range: it must be between 0 and "
+                f"{MAX_PORT_OFFSET} so that every port stays below 65536; use a multiple of "
+                "1000, e.g. 10000."
+            )
+        self.layout = Layout(root, port_offset)
         self.user = getpass.getuser()
 
     # -- addresses and classpath ----------------------------------------------------------
@@ -73,15 +103,15 @@ class DevCluster:
 
     @property
     def rm_url(self) -> str:
-        return f"http://{HOST}:{service('resourcemanager').ports['http']}"
+        return f"http://{HOST}:{self.layout.ports('resourcemanager')['http']}"
 
     @property
     def webhdfs_url(self) -> str:
-        return f"http://{HOST}:{service('namenode').ports['http']}"
+        return f"http://{HOST}:{self.layout.ports('namenode')['http']}"
 
     @property
     def fs_default_name(self) -> str:
-        return f"hdfs://{HOST}:{service('namenode').ports['rpc']}"
+        return f"hdfs://{HOST}:{self.layout.ports('namenode')['rpc']}"
 
     @property
     def hadoop_classpath(self) -> list[str]:
@@ -104,7 +134,7 @@ class DevCluster:
     @property
     def java_home(self) -> Path:
         """The JDK the running cluster was started with, else the one `up` would use."""
-        state = self._read_state()
+        state = _state(self.dir)
         if "java_home" in state:
             return Path(state["java_home"])
         return preflight.find_java_home()
@@ -141,7 +171,7 @@ class DevCluster:
                     "service": spec.name,
                     "pid": entry[0] if entry else None,
                     "alive": proc is not None,
-                    "ports": dict(spec.ports),
+                    "ports": self.layout.ports(spec.name),
                     "log": str(self.layout.log_file(spec.name)),
                 }
             )
@@ -154,12 +184,6 @@ class DevCluster:
             )
         return self.layout.log_file(name)
 
-    def _read_state(self) -> dict:
-        try:
-            return json.loads(self.layout.state_file.read_text())
-        except (FileNotFoundError, ValueError):
-            return {}
-
     # -- up / down --------------------------------------------------------------------------
 
     def up(self, timeout: float = 300.0) -> None:
@@ -169,18 +193,29 @@ class DevCluster:
         call started is stopped again before the error propagates.
         """
         if self.is_running():
+            running_offset = _state(self.dir).get("port_offset", 0)
+            if running_offset != self.layout.port_offset:
+                raise DevClusterError(
+                    f"The devcluster in {self.dir} is already running with port offset "
+                    f"{running_offset}, not {self.layout.port_offset}. Use it as it is, or run "
+                    "`tony-jupyter devcluster down` first to restart it with another offset."
+                )
             log.info("devcluster already running in %s", self.dir)
             return
         self._clear_pid_files()
         java_home = preflight.find_java_home()
         preflight.check_java(java_home)
         preflight.check_disk(self.dir)
-        preflight.check_ports(all_ports())
+        preflight.check_ports(self.layout.all_ports())
         log.info("resolving Hadoop %s jars through Maven", self.hadoop_version)
-        maven.resolve_jars("pom.xml", self.dir, self.layout.lib, java_home)
-        maven.resolve_jars("apps-pom.xml", self.dir, self.layout.apps, java_home)
+        maven.resolve_jars("pom.xml", self.layout.lib, java_home)
+        maven.resolve_jars("apps-pom.xml", self.layout.apps, java_home)
         write_config(self.layout, self.user, self._daemon_env(java_home)["PATH"])
-        state = {"java_home": str(java_home), "hadoop_version": self.hadoop_version}
+        state = {
+            "java_home": str(java_home),
+            "hadoop_version": self.hadoop_version,
+            "port_offset": self.layout.port_offset,
+        }
         self.layout.state_file.write_text(json.dumps(state, indent=2) + "\n")
         try:
             self._format_namenode(java_home)
@@ -283,7 +318,8 @@ class DevCluster:
                     labelled = True
                 except (requests.RequestException, ValueError):
                     pass
-            pending = ready.yarn_pending(self.rm_url) if labelled else ["ResourceManager"]
+            nm_ports = {nm: self.layout.ports(nm)["rpc"] for nm in NODEMANAGERS}
+            pending = ready.yarn_pending(self.rm_url, nm_ports) if labelled else ["ResourceManager"]
             pending += ready.hdfs_pending(self.webhdfs_url, self.user)
             if not pending:
                 return

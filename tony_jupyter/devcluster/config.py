@@ -31,7 +31,8 @@ _RM_CLASS = "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"
 _NM_CLASS = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
 
 # Fixed ports, so that the addresses printed by `up` stay valid across restarts. HDFS and RM use
-# Hadoop's defaults; the two NMs get 804x and 814x so that they cannot collide.
+# Hadoop's defaults; the two NMs get 804x and 814x so that they cannot collide. A cluster's
+# port offset (default 0) shifts them all, so that several clusters can share a machine.
 SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec(
         "namenode",
@@ -65,15 +66,26 @@ def service(name: str) -> ServiceSpec:
     raise KeyError(name)
 
 
-def all_ports() -> dict[int, str]:
-    return {port: f"{s.name} {what}" for s in SERVICES for what, port in s.ports.items()}
+MAX_PORT_OFFSET = 65535 - max(p for s in SERVICES for p in s.ports.values())
 
 
 @dataclass(frozen=True)
 class Layout:
-    """Where everything lives under the cluster's root dir."""
+    """Where everything lives under the cluster's root dir, and which ports it binds."""
 
     root: Path
+    port_offset: int = 0
+
+    def ports(self, name: str) -> dict[str, int]:
+        return {what: port + self.port_offset for what, port in service(name).ports.items()}
+
+    def all_ports(self) -> dict[int, str]:
+        """port -> "service purpose", for every port the daemons bind."""
+        return {
+            port: f"{name} {what}"
+            for name in SERVICE_NAMES
+            for what, port in self.ports(name).items()
+        }
 
     @property
     def lib(self) -> Path:
@@ -133,7 +145,7 @@ def _xml(props: dict[str, object]) -> str:
 
 
 def _core_site(layout: Layout, user: str) -> dict[str, object]:
-    port = service("namenode").ports["rpc"]
+    port = layout.ports("namenode")["rpc"]
     return {
         "fs.defaultFS": f"hdfs://{HOST}:{port}",
         "hadoop.tmp.dir": layout.data / "tmp",
@@ -148,7 +160,7 @@ def _core_site(layout: Layout, user: str) -> dict[str, object]:
 
 
 def _hdfs_site(layout: Layout) -> dict[str, object]:
-    nn, dn = service("namenode").ports, service("datanode").ports
+    nn, dn = layout.ports("namenode"), layout.ports("datanode")
     return {
         "dfs.replication": 1,
         "dfs.permissions.enabled": "false",
@@ -168,7 +180,7 @@ def _hdfs_site(layout: Layout) -> dict[str, object]:
 
 
 def _yarn_site_shared(layout: Layout, container_path: str) -> dict[str, object]:
-    rm = service("resourcemanager").ports
+    rm = layout.ports("resourcemanager")
     return {
         "yarn.resourcemanager.hostname": HOST,
         "yarn.resourcemanager.address": f"{HOST}:{rm['client']}",
@@ -227,7 +239,7 @@ def _yarn_site_shared(layout: Layout, container_path: str) -> dict[str, object]:
 
 
 def _yarn_site_nm(layout: Layout, nm: str) -> dict[str, object]:
-    ports = service(nm).ports
+    ports = layout.ports(nm)
     props: dict[str, object] = {
         # NodeId becomes 127.0.0.1:<rpc>, distinct per NM, instead of <hostname>:<ephemeral>.
         "yarn.nodemanager.hostname": HOST,

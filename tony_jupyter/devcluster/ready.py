@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import requests
 
-from .config import GPU_LABEL, GPU_RESOURCE, NM2_GPUS, NM_MEMORY_MB, NM_VCORES, service
+from .config import GPU_LABEL, GPU_RESOURCE, NM2_GPUS, NM_MEMORY_MB, NM_VCORES
 
 _TIMEOUT = 5.0
 _PROBE_PATH = "/tmp/.tony-devcluster-ready"
@@ -54,7 +54,9 @@ def ensure_gpu_label(rm_url: str, user: str) -> None:
     resp.raise_for_status()
 
 
-def yarn_pending(rm_url: str) -> list[str]:
+def yarn_pending(rm_url: str, nm_rpc_ports: dict[str, int]) -> list[str]:
+    """Both NMs RUNNING with the declared resources and labels; ``nm_rpc_ports`` names each NM's
+    port, the part of its NodeId that tells them apart."""
     try:
         nodes = rm_nodes(rm_url)
     except (requests.RequestException, ValueError):
@@ -65,7 +67,7 @@ def yarn_pending(rm_url: str) -> list[str]:
         by_port[port] = node
     pending = []
     for nm, gpus, labels in (("nm1", 0, []), ("nm2", NM2_GPUS, [GPU_LABEL])):
-        node = by_port.get(service(nm).ports["rpc"])
+        node = by_port.get(nm_rpc_ports[nm])
         if node is None or node.get("state") != "RUNNING":
             state = "not registered" if node is None else node.get("state")
             pending.append(f"{nm} RUNNING (is {state})")

@@ -17,6 +17,7 @@ import pytest
 
 from . import preflight
 from .cluster import DevCluster
+from .config import MAX_PORT_OFFSET, Layout
 from .errors import DevClusterError
 
 _started: set[Path] = set()
@@ -39,13 +40,13 @@ def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]
             pytest.fail(f"devcluster needs Java (CI is set, so this is not skipped): {problem}")
         pytest.skip(f"devcluster needs Java: {problem}")
     env_dir = os.environ.get("TONY_JUPYTER_DEVCLUSTER_DIR")
-    # With the variable unset, reuse a cluster started by hand in the default dir: its fixed
-    # ports would make a second one fail anyway.
+    # With the variable unset, reuse a cluster started by hand in the default dir: no start-up.
     existing = DevCluster(Path(env_dir)) if env_dir else DevCluster()
     if existing.is_running():
         yield existing
         return
-    cluster = existing if env_dir else DevCluster(tmp_path_factory.mktemp("devcluster"))
+    root = existing.dir if env_dir else tmp_path_factory.mktemp("devcluster")
+    cluster = DevCluster(root, _free_port_offset(root))
     cluster.up()
     _started.add(cluster.dir)
     try:
@@ -53,6 +54,17 @@ def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]
     finally:
         _started.discard(cluster.dir)
         cluster.down()
+
+
+def _free_port_offset(root: Path) -> int:
+    """$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET if set; else the first offset whose ports are all
+    free, so that a cluster someone else runs on this machine does not fail the session."""
+    if "TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET" in os.environ:
+        return int(os.environ["TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET"])
+    for offset in range(0, MAX_PORT_OFFSET + 1, 10000):
+        if not any(preflight.port_in_use(port) for port in Layout(root, offset).all_ports()):
+            return offset
+    return 0  # all taken: `up` names the busy ports
 
 
 def started_by_fixture(cluster: DevCluster) -> bool:
