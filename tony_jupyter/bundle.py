@@ -58,6 +58,12 @@ def free_names(source: str) -> list[str]:
     return [n for n in found if not hasattr(builtins, n) and not n.startswith("__")]
 
 
+def bound_names(source: str) -> set[str]:
+    """Names the cell binds at top level (assignments, imports, defs)."""
+    table = symtable.symtable(source, CELL_FILENAME, "exec")
+    return {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
+
+
 def make_bundle(
     source: str, namespace: dict, extra: tuple[str, ...] = (), exclude: tuple[str, ...] = ()
 ) -> Bundle:

@@ -59,6 +59,8 @@ class TonyMagics(Magics):
         cmd, rest = words[0], words[1:]
         if cmd == "run":
             return self._run_script(rest)
+        if cmd == "session":
+            return self._session(rest)
         try:
             if cmd == "attach":
                 return self._attach(rest)
@@ -84,9 +86,64 @@ class TonyMagics(Magics):
             argv=[str(path), *script_args],
         )
 
+    def _session(self, words: list[str]):
+        from . import session as sessions
+
+        sub, rest = (words[0], words[1:]) if words else ("status", [])
+        current = sessions.current()
+        try:
+            if sub == "start":
+                if current is not None and current.job is not None:
+                    raise SpecError("a session is already running; %tony session stop first")
+                line, idle, detach = _session_flags(rest)
+                _, spec = parse_job_args(line)
+                new = sessions.Session(sessions.session_spec(spec, idle), line, detach)
+                new.start()
+                sessions.set_current(new)
+                print(new.describe())
+            elif sub == "status":
+                none = "no session; %tony session start --workers N"
+                print(current.describe() if current else none)
+            elif sub == "stop":
+                if current is None:
+                    raise SpecError("no session is running")
+                snap = current.stop()
+                sessions.set_current(None)
+                print(f"session {snap['job_id'] if snap else ''} stopped")
+            elif sub == "restart":
+                if current is None:
+                    raise SpecError("no session to restart; %tony session start --workers N")
+                current.restart()
+                print(current.describe())
+            else:
+                raise SpecError(f"unknown session command {sub!r}: start, status, stop, restart")
+        except (SpecError, BundleError, sessions.SessionError) as e:
+            raise UsageError(str(e)) from None
+
+    def _run_in_session(self, session, args, spec, source: str):
+        from .session import SessionError
+        from .widgets import JobView
+
+        if args.async_ or args.shard:
+            raise UsageError("--async and --shard are not available inside a session; "
+                             "%tony session stop to run a one-shot job")
+        if _asks_for_resources(args) and not session.matches(spec):
+            raise UsageError("this cell asks for other tasks or resources than the running "
+                             "session; drop the resource flags, or %tony session stop first")
+        view = JobView(session.job.job_id if session.job else "session")
+        view.display()
+        try:
+            return session.run(source, self.shell.user_ns, spec.pull, view)
+        except (SessionError, BundleError) as e:
+            raise UsageError(str(e)) from None
+
     def _run(self, line: str, source: str, filename: str | None, argv: list[str] | None):
+        from .session import current as current_session
+
         try:
             args, spec = parse_job_args(line)
+            if filename is None and current_session() is not None:
+                return self._run_in_session(current_session(), args, spec, source)
             if filename is None:
                 sharded = shards.parse_names(args.shard)
                 bundle = make_bundle(source, self.shell.user_ns, exclude=sharded)
@@ -126,6 +183,29 @@ class TonyMagics(Magics):
         view = _view(job)
         threading.Thread(target=_follow, args=(job, view), daemon=True).start()
         return None
+
+
+def _session_flags(words: list[str]) -> tuple[str, float | None, bool]:
+    """Split %tony session start's own flags from the job flags."""
+    idle, detach, rest = None, False, []
+    it = iter(words)
+    for w in it:
+        if w == "--detach":
+            detach = True
+        elif w == "--idle-timeout":
+            try:
+                idle = float(next(it))
+            except (StopIteration, ValueError):
+                raise SpecError("--idle-timeout takes a number of seconds") from None
+        else:
+            rest.append(w)
+    return shlex.join(rest), idle, detach
+
+
+def _asks_for_resources(args) -> bool:
+    return any([args.workers is not None, args.ps, args.chief, args.evaluator, args.memory,
+                args.vcores is not None, args.gpus is not None, args.conf, args.conf_file,
+                args.backend, args.queue, args.node_label])
 
 
 def _view(job: TonyJob):

@@ -95,6 +95,12 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
         help="don't set TF_USE_LEGACY_KERAS=1 in the tasks (same as "
         "--conf tony.keras.legacy=false)",
     )
+    p.add_argument(
+        "--no-tensorboard",
+        dest="tensorboard",
+        action="store_false",
+        help="don't start TensorBoard beside the chief",
+    )
     return p
 
 
@@ -156,6 +162,8 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         b.job["timeout_s"] = args.timeout
     if args.keras3:
         b.job["legacy_keras"] = False
+    if not getattr(args, "tensorboard", True):
+        b.job["tensorboard"] = False
     if args.python:
         b.job["python"] = args.python
     if args.keep_staging:

@@ -89,6 +89,9 @@ class JobSpec:
     am_memory_mb: int = 1024
     am_vcores: int = 1
     legacy_keras: bool = True
+    tensorboard: bool = True  # the chief starts TensorBoard on tensorboard_dir()
+    session: bool = False  # executors stay up and run cell after cell (%tony session)
+    idle_timeout_s: float = 3600.0  # a session with no cell for this long stops
     env: tuple[tuple[str, str], ...] = ()
     pull: tuple[str, ...] = ()
     python: str = ""  # YARN: the Python on the nodes for the AM and executors ("" = this one)

@@ -45,6 +45,8 @@ def executor_env(job_id: str, spec: JobSpec, url: str, token: str, job_dir: Path
         "TONY_CHIEF": spec.chief_id,
         "TONY_CHECKPOINT_DIR": str(job_dir / "checkpoints"),
         "TONY_TENSORBOARD_DIR": str(job_dir / "tensorboard"),
+        "TONY_TENSORBOARD": "1" if spec.tensorboard else "0",
+        "TONY_SESSION": "1" if spec.session else "0",
         "PYTHONUNBUFFERED": "1",
     }
     if spec.legacy_keras:
@@ -74,8 +76,17 @@ class AM:
         env = executor_env(self.job_id, self.spec, self.url, self.token, job_dir)
         self.coordinator = Coordinator(self.job_id, self.spec, job_dir, provider, env)
         self.state = AMState(self.coordinator, self.token)
+        if self.spec.session:
+            from .cells import CellQueue
+
+            self.state.cells = CellQueue(self.coordinator)
         self.server = httpserver.HTTPServer(make_app(self.state))
         self.server.add_sockets(sockets)
+
+    def _tick(self) -> None:
+        self.coordinator.tick()
+        if self.state.cells is not None:
+            self.state.cells.tick()
 
     async def run(self) -> int:
         loop = IOLoop.current()
@@ -100,7 +111,7 @@ class AM:
         )
         self.provider.start(self.url)
         self.coordinator.start()
-        ticker = PeriodicCallback(self.coordinator.tick, TICK_MS)
+        ticker = PeriodicCallback(self._tick, TICK_MS)
         ticker.start()
         try:
             while self.coordinator.state not in TERMINAL:
@@ -110,6 +121,7 @@ class AM:
             self.provider.set_outcome(self.coordinator.state, self.coordinator.reason)
             await loop.run_in_executor(None, self.provider.shutdown)
             await asyncio.sleep(0.05)  # let the exits the shutdown caused be recorded
+            self._tick()  # a session's unfinished cells end with the job
             self.coordinator.write_status()
         deadline = time.monotonic() + self.spec.am_linger_s
         while not self.state.released and time.monotonic() < deadline:

@@ -23,6 +23,7 @@ class AMState:
         self.changed = locks.Condition()
         self.released = False
         coordinator._listeners.append(self.changed.notify_all)
+        self.cells = None  # a CellQueue when the job is an interactive session
 
 
 class BaseHandler(web.RequestHandler):
@@ -152,7 +153,8 @@ class HeartbeatHandler(BaseHandler):
             self.coord.heartbeat(b["task"], int(b["attempt"]), b.get("progress"))
         except StaleAttempt as e:
             return self.stale(e)
-        self.finish({"command": None})
+        command = self.am.cells.command_for(b["task"]) if self.am.cells else None
+        self.finish(command or {"command": None})
 
 
 class ExecutorLogsHandler(BaseHandler):
@@ -190,4 +192,8 @@ def make_app(am: AMState) -> web.Application:
         ("executor/logs", ExecutorLogsHandler),
         ("executor/result", ExecutorResultHandler),
     ]
+    if am.cells is not None:
+        from .session_api import ROUTES
+
+        routes += ROUTES
     return web.Application([(f"{API}/{p}", h, {"am": am}) for p, h in routes])

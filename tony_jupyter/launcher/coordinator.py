@@ -267,6 +267,11 @@ class Coordinator:
         if self.state not in TERMINAL:
             self._finish("KILLED", reason)
 
+    def stop(self, reason: str) -> None:
+        """End a session normally (its tasks never end by themselves)."""
+        if self.state not in TERMINAL:
+            self._finish("SUCCEEDED", reason)
+
     def _finish(self, state: str, reason: str) -> None:
         self._stop_tasks()
         self.finished_at = self.clock()

@@ -93,11 +93,14 @@ class Background(threading.Thread):
         super().__init__(daemon=True)
         self.am, self.logs, self.interval, self.max_missed = am, logs, interval, max_missed
         self.stop = threading.Event()
+        self.on_command = None  # set by a session: the AM's answer to a heartbeat may be a command
+        self._ship_lock = threading.Lock()
 
     def ship_logs(self) -> None:
-        text = self.logs.take()
-        if text:
-            self.am.post("executor/logs", text=text)
+        with self._ship_lock:  # the main thread ships too (a session, between cells): keep order
+            text = self.logs.take()
+            if text:
+                self.am.post("executor/logs", text=text)
 
     def run(self) -> None:
         last_beat, last_ok = 0.0, time.monotonic()
@@ -105,8 +108,10 @@ class Background(threading.Thread):
             try:
                 self.ship_logs()
                 if time.monotonic() - last_beat >= self.interval:
-                    self.am.post("executor/heartbeat", progress=runtime.current_progress())
+                    answer = self.am.post("executor/heartbeat", progress=runtime.current_progress())
                     last_beat = time.monotonic()
+                    if answer.get("command") and self.on_command:
+                        self.on_command(answer)
                 last_ok = time.monotonic()
             except Stale:
                 os._exit(143)
@@ -149,13 +154,19 @@ def run_user_code(bundle_dir: Path, is_chief: bool) -> dict:
     namespace.update(shards.bind(bundle_dir, meta.get("shards")))
     if meta.get("argv"):
         sys.argv = list(meta["argv"])
+    return execute(source, filename, namespace, meta.get("pull", []), is_chief)
+
+
+def execute(source: str, filename: str, namespace: dict, pull: list[str], is_chief: bool) -> dict:
+    """Run a cell in ``namespace``; the chief's outcome carries the value and pulled names."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     body, last = split_last_expression(source)
     exec(compile(body, filename, "exec"), namespace)  # noqa: S102 - running the user's cell is the point
     value = eval(compile(last, filename, "eval"), namespace) if last else None  # noqa: S307
     if not is_chief:
         return {"status": "ok"}
-    pulled = {n: namespace[n] for n in meta.get("pull", []) if n in namespace}
-    missing = [n for n in meta.get("pull", []) if n not in namespace]
+    pulled = {n: namespace[n] for n in pull if n in namespace}
+    missing = [n for n in pull if n not in namespace]
     arrow, pulled = tables.split_tabular(pulled)  # tables and arrays travel as Arrow, not pickle
     payload = cloudpickle.dumps({"value": value, "pulled": pulled, "missing": missing})
     return {
@@ -192,6 +203,14 @@ def main() -> int:
     except Stale:
         return 143
     os.environ.update(tony_env(task_id, spec))
+    if task_id == env.get("TONY_CHIEF") and env.get("TONY_TENSORBOARD", "1") == "1":
+        from . import tensorboard  # in the background: training does not wait for it
+
+        tensorboard.start_in_background(am, dict(os.environ))
+    if env.get("TONY_SESSION") == "1":
+        from .session_loop import serve
+
+        serve(am, bg, bundle_dir, is_chief=task_id == env.get("TONY_CHIEF"))  # never returns
     try:
         outcome = run_user_code(bundle_dir, is_chief=task_id == env.get("TONY_CHIEF"))
         code = 0

@@ -83,6 +83,20 @@ def _settled(snap: dict) -> bool:
     )
 
 
+def decode_result(payload: dict | None) -> dict | None:
+    """The chief's outcome as the executor sent it -> {'value', 'pulled', 'missing'}."""
+    if not payload or "value" not in payload:
+        return None
+    got = cloudpickle.loads(base64.b64decode(payload["value"]))
+    if payload.get("arrow"):
+        from ..tables import from_ipc
+
+        got["pulled"].update(
+            {n: from_ipc(base64.b64decode(b)) for n, b in payload["arrow"].items()}
+        )
+    return got
+
+
 class JobClient:
     """Talks to the job's AM while it runs; reads what it left on disk once it is gone."""
 
@@ -191,17 +205,7 @@ class JobClient:
     def result(self) -> dict | None:
         """{'value': ..., 'pulled': {...}, 'missing': [...]} from the chief, or None."""
         got = self._call("GET", "result")
-        payload = got.get("result") if got else self.record.read_json("result.json")
-        if not payload or "value" not in payload:
-            return None
-        got = cloudpickle.loads(base64.b64decode(payload["value"]))
-        if payload.get("arrow"):
-            from ..tables import from_ipc
-
-            got["pulled"].update(
-                {n: from_ipc(base64.b64decode(b)) for n, b in payload["arrow"].items()}
-            )
-        return got
+        return decode_result(got.get("result") if got else self.record.read_json("result.json"))
 
     def _save_final(self, snap: dict) -> None:
         """A YARN AM's files vanish with its container: keep its final status, events, logs

@@ -1,0 +1,130 @@
+"""TensorBoard beside the chief: it starts, registers with the AM, shows scalars while training
+runs; --no-tensorboard turns it off; its failure never fails the job."""
+
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+from conftest import wait_no_processes
+from sklearn.datasets import load_digits
+
+from tony_jupyter.bundle import make_bundle
+from tony_jupyter.launcher import backend_local
+from tony_jupyter.launcher import tensorboard as tb
+from tony_jupyter.launcher.jobs import JobClient
+from tony_jupyter.options import parse_job_args
+
+# Trains for a while (the test reads the scalars while it runs), then waits to be killed.
+TRAIN = """
+import time
+import tensorflow as tf
+import tony_jupyter
+
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+dataset = tf.data.Dataset.from_tensor_slices((X, y)).repeat().batch(64)
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Input((64,)), tf.keras.layers.Dense(10)])
+    model.compile(optimizer="adam",
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+model.fit(dataset, epochs=3, steps_per_epoch=20, verbose=0, callbacks=[tony_jupyter.progress()])
+print("trained", flush=True)
+time.sleep(600)
+"""
+
+
+def submit(line: str, source: str, names: dict) -> JobClient:
+    _, spec = parse_job_args(line)
+    return JobClient(backend_local.submit(spec, make_bundle(source, names)))
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = predicate()
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def stop(client: JobClient, home) -> None:
+    client.kill()
+    client.release()
+    assert client.wait_am_exit()
+    assert wait_no_processes(home) == []
+
+
+@pytest.mark.slow
+def test_chief_tensorboard_shows_scalars_while_training(tony_home):
+    X, y = load_digits(return_X_y=True)
+    client = submit("--workers 2", TRAIN, {"X": (X / 16.0).astype("float32"), "y": y})
+    try:
+        url = wait_for(
+            lambda: client.snapshot()["endpoints"].get("tensorboard"), 120, "the endpoint"
+        )
+        assert url.startswith("http://127.0.0.1:")
+        tags = wait_for(
+            lambda: requests.get(url + "data/plugin/scalars/tags", timeout=5).json().get("train"),
+            120,
+            "scalars",
+        )
+        assert client.snapshot()["state"] == "RUNNING"  # live, not after the fact
+        wait_for(
+            lambda: "epoch_loss"
+            in requests.get(url + "data/plugin/scalars/tags", timeout=5).json()["train"],
+            120,
+            "epoch scalars",
+        )
+        tags = requests.get(url + "data/plugin/scalars/tags", timeout=5).json()["train"]
+        assert "batch_loss" in tags
+        points = requests.get(
+            url + "data/plugin/scalars/scalars", params={"run": "train", "tag": "epoch_loss"}
+        ).json()
+        assert [p[1] for p in points][:1] == [1]
+        log, _ = client.logs("worker:0")
+        assert "[tony] TensorBoard at " + url in log
+        assert "TensorBoard" not in client.logs("worker:1")[0]  # the chief's only
+    finally:
+        stop(client, tony_home)
+    with pytest.raises(requests.ConnectionError):  # it died with its task
+        requests.get(url, timeout=2)
+
+
+def test_no_tensorboard_flag_starts_none(tony_home):
+    _, spec = parse_job_args("--workers 1 --no-tensorboard")
+    assert spec.tensorboard is False
+    client = submit("--workers 1 --no-tensorboard", "import time\ntime.sleep(3)", {})
+    try:
+        wait_for(lambda: client.snapshot()["state"] == "SUCCEEDED", 60, "the job")
+        assert client.snapshot()["endpoints"] == {}
+        assert "TensorBoard" not in client.logs("worker:0")[0]
+    finally:
+        stop(client, tony_home)
+
+
+def test_tensorboard_that_cannot_start_is_one_log_line(tony_home, monkeypatch):
+    monkeypatch.chdir(tony_home.parent)  # its tensorboard.log goes to the task's directory
+    broken = [sys.executable, "-c", "import sys; sys.exit(3)"]
+    monkeypatch.setattr(tb, "command", lambda *a: broken)
+    said = []
+    assert tb.run(object(), {"TONY_TENSORBOARD_DIR": str(tony_home / "tb")}, said.append) is None
+    assert len(said) == 1 and "did not answer" in said[0]
+
+
+def test_tensorboard_without_tensorflow_starts_fast(tmp_path):
+    """The launcher blocks TensorFlow's import: TensorBoard's stub is enough to serve scalars."""
+    port = tb.free_port()
+    cmd = tb.command(str(tmp_path), "127.0.0.1", port)
+    began = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert tb.wait_ready(proc, f"http://127.0.0.1:{port}/", timeout=60)
+        assert time.monotonic() - began < 30
+        assert "tensorflow" not in subprocess.run(
+            ["cat", f"/proc/{proc.pid}/maps"], capture_output=True, text=True
+        ).stdout.lower().replace("tensorflow_stub", "")
+    finally:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,120 @@
+"""The AM's side of an interactive session: a queue of cells that every tracked task runs,
+one at a time, in its own persistent namespace."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass, field
+
+from .coordinator import TERMINAL, Coordinator
+
+CELL_DONE = ("SUCCEEDED", "FAILED", "INTERRUPTED")
+
+
+@dataclass
+class Cell:
+    id: int
+    source: str
+    names: str  # base64 cloudpickle, as the executor unpickles it
+    pull: list[str]
+    filename: str
+    state: str = "PENDING"
+    submitted: float = 0.0
+    finished: float | None = None
+    interrupt: bool = False
+    results: dict[str, dict] = field(default_factory=dict)  # task -> outcome
+    log_start: dict[str, int] = field(default_factory=dict)  # task -> log offset at start
+    log_end: dict[str, int] = field(default_factory=dict)
+
+    def view(self, with_value: bool = False) -> dict:
+        d = asdict(self)
+        del d["source"], d["names"]
+        if not with_value:
+            d["results"] = {t: {k: v for k, v in r.items() if k not in ("value", "arrow")}
+                            for t, r in self.results.items()}
+        return d
+
+
+class CellQueue:
+    def __init__(self, coordinator: Coordinator):
+        self.coord = coordinator
+        self.cells: list[Cell] = []
+        self._ids = itertools.count(1)
+        self.last_activity = coordinator.clock()
+
+    @property
+    def runners(self) -> list[str]:
+        return [t.id for t in self.coord.tasks.values() if t.tracked]
+
+    def submit(self, source: str, names: str, pull: list[str], filename: str) -> Cell:
+        if self.coord.state != "RUNNING":
+            raise ValueError(f"the session is {self.coord.state}: {self.coord.reason}")
+        cell = Cell(next(self._ids), source, names, pull, filename, submitted=self.coord.clock())
+        self.cells.append(cell)
+        self.last_activity = self.coord.clock()
+        self.coord.emit("cell", cell=cell.id, state="PENDING")
+        return cell
+
+    def get(self, cell_id: int) -> Cell:
+        for c in self.cells:
+            if c.id == cell_id:
+                return c
+        raise KeyError(cell_id)
+
+    def next_for(self, task_id: str, after: int) -> Cell | None:
+        """The first cell after ``after`` that this task has not run; cells run in order."""
+        if task_id not in self.runners:
+            return None
+        for c in self.cells:
+            if c.id > after and task_id not in c.results and c.state in ("PENDING", "RUNNING"):
+                if c.state == "PENDING":
+                    c.state = "RUNNING"
+                    self.coord.emit("cell", cell=c.id, state="RUNNING")
+                c.log_start.setdefault(task_id, self._log_size(task_id))
+                return c
+        return None
+
+    def _log_size(self, task_id: str) -> int:
+        path = self.coord.log_path(task_id)
+        return path.stat().st_size if path.exists() else 0
+
+    def report(self, task_id: str, cell_id: int, outcome: dict) -> None:
+        cell = self.get(cell_id)
+        cell.results[task_id] = outcome
+        cell.log_end[task_id] = self._log_size(task_id)
+        if all(t in cell.results for t in self.runners):
+            statuses = {r.get("status") for r in cell.results.values()}
+            cell.state = ("INTERRUPTED" if "interrupted" in statuses
+                          else "FAILED" if "error" in statuses else "SUCCEEDED")
+            cell.finished = self.coord.clock()
+            self.last_activity = cell.finished
+            self.coord.emit("cell", cell=cell.id, state=cell.state)
+        self.coord.changed()
+
+    def command_for(self, task_id: str) -> dict | None:
+        for c in self.cells:
+            if c.state == "RUNNING" and c.interrupt and task_id not in c.results:
+                return {"command": "interrupt", "cell": c.id}
+        return None
+
+    def interrupt(self, cell_id: int) -> Cell:
+        cell = self.get(cell_id)
+        if cell.state in ("PENDING", "RUNNING"):
+            cell.interrupt = True
+            if cell.state == "PENDING":
+                cell.state, cell.finished = "INTERRUPTED", self.coord.clock()
+            self.coord.emit("cell", cell=cell.id, state="INTERRUPTING")
+        return cell
+
+    def tick(self) -> None:
+        busy = any(c.state in ("PENDING", "RUNNING") for c in self.cells)
+        idle = self.coord.clock() - self.last_activity
+        if not busy and self.coord.state == "RUNNING" and idle > self.coord.spec.idle_timeout_s:
+            self.coord.stop(f"the session was idle for {self.coord.spec.idle_timeout_s:g} s "
+                            "(--idle-timeout); start it again with %tony session start")
+        if self.coord.state in TERMINAL:
+            for c in self.cells:
+                if c.state not in CELL_DONE:
+                    c.state, c.finished = "FAILED", self.coord.clock()
+                    c.results.setdefault("session", {"status": "error",
+                                                     "traceback": self.coord.reason})

@@ -1,0 +1,76 @@
+"""The executor's side of an interactive session: fetch a cell, run it in this task's
+persistent namespace, report, repeat — until the AM says the session is over."""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import traceback
+
+import cloudpickle
+import requests
+
+from .executor import AMLink, Background, Stale, execute
+
+POLL_S = 30
+
+
+def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
+    namespace: dict = {"__name__": "__main__", "__builtins__": __builtins__}
+    running: dict = {"cell": None, "interrupt": None}
+
+    def on_command(answer: dict) -> None:
+        if answer.get("command") == "interrupt" and running["cell"] == answer.get("cell"):
+            running["interrupt"] = answer["cell"]
+            # A real SIGINT, not interrupt_main(): it also wakes a blocking sleep or wait.
+            os.kill(os.getpid(), signal.SIGINT)
+
+    def on_sigint(signum, frame) -> None:
+        # Only the cell that was asked to stop is interrupted; a late signal is dropped.
+        if running["cell"] is not None and running["cell"] == running["interrupt"]:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_sigint)
+    bg.on_command = on_command
+    after, code = 0, 0
+    try:
+        while True:
+            got = am.call("GET", "executor/next-cell", timeout=POLL_S + 10,
+                          params={"task": am.task, "attempt": am.attempt, "after": after,
+                                  "timeout": POLL_S})["cell"]
+            if got is None:
+                continue
+            after = got["id"]
+            outcome = run_cell(got, namespace, is_chief, running)
+            bg.ship_logs()  # this cell's output is logged before its result
+            am.post("executor/cell-result", cell=got["id"], **outcome)
+    except Stale:
+        code = 0  # the session ended
+    except requests.RequestException as e:
+        print(f"[tony] lost the AM: {e}", flush=True)
+        code = 1
+    bg.stop.set()
+    bg.join(5)
+    bg.logs.close()
+    try:
+        bg.ship_logs()
+    except (Stale, requests.RequestException):
+        pass
+    os._exit(code)
+
+
+def run_cell(got: dict, namespace: dict, is_chief: bool, running: dict) -> dict:
+    print(f"[tony] cell {got['id']}", flush=True)
+    running["cell"] = got["id"]
+    try:
+        namespace.update(cloudpickle.loads(base64.b64decode(got["names"])))
+        return execute(got["source"], got["filename"], namespace, got["pull"], is_chief)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        return {"status": "interrupted", "traceback": traceback.format_exc()}
+    except BaseException:  # noqa: BLE001 - a failing cell leaves the session usable
+        traceback.print_exc()
+        return {"status": "error", "traceback": traceback.format_exc()}
+    finally:
+        running["cell"] = None

@@ -1,0 +1,222 @@
+"""Interactive distributed sessions: one warm job whose executors run cell after cell, each
+task keeping its namespace between cells (as ipyparallel's engines do for ``%%px``)."""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import dataclasses
+import threading
+import time
+
+from .bundle import bound_names, make_bundle
+from .errors import JobFailedError, SpecError, TonyError
+from .job import TERMINAL, TonyJob, failure, submit
+from .launcher.jobs import decode_result
+from .spec import JobSpec
+
+INTERRUPT_GRACE_S = 10.0
+CELL_STATE = {"PENDING": "STARTING", "INTERRUPTED": "KILLED"}  # cell state -> widget state
+
+
+class SessionError(TonyError, RuntimeError):
+    """The session cannot run cells (it ended, or broke); the message names the fix."""
+
+
+class Session:
+    def __init__(self, spec: JobSpec, line: str, detach: bool = False):
+        self.spec, self.line, self.detach = spec, line, detach
+        self.job: TonyJob | None = None
+        self.cells_run = 0
+        # Names earlier cells bound live on the tasks: they are not shipped from the notebook.
+        self.remote_names: set[str] = set()
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def start(self, timeout: float = 300) -> None:
+        self.job = TonyJob(submit(self.spec, make_bundle("", {})))
+        deadline = time.monotonic() + timeout
+        try:
+            while (snap := self.job.client.snapshot())["state"] != "RUNNING":
+                if snap["state"] in TERMINAL:
+                    raise failure(snap)
+                if time.monotonic() > deadline:
+                    raise SessionError(f"session {self.job.job_id} did not start in {timeout:g} s")
+                time.sleep(0.1)
+        except BaseException:  # Ctrl-C or a failed start: leave nothing running
+            self.job.kill("the session did not start")
+            raise
+        if not self.detach:
+            atexit.register(self.stop)  # the kernel's shutdown ends the session
+
+    def stop(self, reason: str = "session stopped") -> dict | None:
+        if self.job is None:
+            return None
+        atexit.unregister(self.stop)
+        job, self.job = self.job, None
+        if job.client.snapshot()["state"] not in TERMINAL:
+            job.client._call("POST", "stop", json={"reason": reason})
+        deadline = time.monotonic() + 15
+        while job.client.snapshot()["state"] not in TERMINAL and time.monotonic() < deadline:
+            time.sleep(0.1)
+        job.client.release()
+        job.client.wait_am_exit()
+        return job.client.snapshot()
+
+    def restart(self) -> None:
+        self.stop("restarted")
+        self.cells_run = 0
+        self.remote_names = set()
+        self.start()
+
+    def matches(self, spec: JobSpec) -> bool:
+        """A cell's flags fit this session when they ask for the same tasks and resources."""
+        return spec.tasks == self.spec.tasks
+
+    def describe(self) -> str:
+        if self.job is None:
+            return "the session was stopped; %tony session start --workers N"
+        snap = self.job.client.snapshot()
+        tasks = ", ".join(f"{t['id']} {t['state']}" for t in snap["tasks"])
+        text = (f"session {snap['job_id']}: {snap['state']}  cells run: {self.cells_run}  "
+                f"idle timeout {self.spec.idle_timeout_s:g} s\n  tasks: {tasks}")
+        if snap.get("reason") and snap["state"] != "RUNNING":
+            text += f"\n  reason: {snap['reason']}"
+        return text
+
+    # --- cells ------------------------------------------------------------------------------
+
+    def _require_running(self) -> TonyJob:
+        if self.job is None:
+            raise SessionError("no session is running; %tony session start --workers N")
+        snap = self.job.client.snapshot()
+        if snap["state"] == "RUNNING":
+            return self.job
+        if snap["state"] == "SUCCEEDED":
+            raise SessionError(f"the session has ended: {snap['reason']}")
+        raise SessionError(f"the session is broken ({snap['state']}: {snap['reason']}); "
+                           "%tony session restart brings it back with the same resources")
+
+    def run(self, source: str, namespace: dict, pull: tuple[str, ...] = (), view=None):
+        job = self._require_running()
+        bundle = make_bundle(source, namespace, exclude=tuple(self.remote_names))
+        self.remote_names |= bound_names(source)
+        cell = job.client._call("POST", "cells", json={
+            "source": source, "names": base64.b64encode(bundle.names).decode(),
+            "pull": list(pull), "filename": f"<tony-cell-{self.cells_run + 1}>"})
+        if cell is None:
+            raise SessionError("the session's AM is gone; %tony session restart")
+        self.cells_run += 1
+        follower = CellFollower(job, cell["id"], view)
+        try:
+            done = follower.wait()
+        except KeyboardInterrupt:
+            done = self._interrupt(job, follower)
+        follower.finish(done)
+        if done["state"] != "SUCCEEDED":
+            raise _cell_failure(job.job_id, done)
+        got = decode_result(done["results"].get(job.client.snapshot()["chief"]))
+        if got is None:
+            return None
+        namespace.update(got["pulled"])
+        return got["value"]
+
+    def _interrupt(self, job: TonyJob, follower: CellFollower) -> dict:
+        job.client._call("POST", f"cells/{follower.cell_id}/interrupt")
+        deadline = time.monotonic() + INTERRUPT_GRACE_S
+        while time.monotonic() < deadline:
+            done = follower.poll(timeout=0.5)
+            if done["state"] in ("SUCCEEDED", "FAILED", "INTERRUPTED"):
+                return done
+        follower.finish(follower.poll())
+        print(f"[tony] a task did not stop within {INTERRUPT_GRACE_S:g} s of the interrupt: "
+              "restarting the session (its state is lost)")
+        self.restart()
+        raise KeyboardInterrupt
+
+
+def _cell_failure(job_id: str, cell: dict) -> JobFailedError:
+    for task, r in sorted(cell["results"].items()):
+        if r.get("status") in ("error", "interrupted"):
+            state = "INTERRUPTED" if r["status"] == "interrupted" else "FAILED"
+            return JobFailedError(job_id, state, f"cell {cell['id']} {state.lower()} on {task}",
+                                  task=task, remote_traceback=r.get("traceback"))
+    return JobFailedError(job_id, cell["state"], f"cell {cell['id']} {cell['state'].lower()}")
+
+
+class CellFollower:
+    """Feeds a JobView with one cell: the session's tasks, and each task's log since the
+    cell started."""
+
+    def __init__(self, job: TonyJob, cell_id: int, view):
+        self.job, self.cell_id, self.view = job, cell_id, view
+        self.offsets: dict[str, int] = {}
+        self.last: dict = {}
+
+    def poll(self, timeout: float = 0.0) -> dict:
+        cell = self.job.client._call("GET", f"cells/{self.cell_id}", timeout=timeout + 10,
+                                     params={"timeout": timeout})
+        if cell is None:  # the AM is gone: the session died under the cell
+            snap = self.job.client.snapshot()
+            cell = dict(self.last, state="FAILED",
+                        results={"session": {"status": "error", "traceback": snap["reason"]}})
+        self.last = cell
+        if self.view is not None:
+            self._feed(cell)
+        return cell
+
+    def _feed(self, cell: dict) -> None:
+        snap = self.job.client.snapshot()
+        for task, start in cell.get("log_start", {}).items():
+            offset = self.offsets.get(task, start)
+            text, self.offsets[task] = self.job.client.logs(task, offset)
+            end = cell.get("log_end", {}).get(task)
+            if end is not None and self.offsets[task] > end:  # the next cell's output
+                text = text[: len(text) - (self.offsets[task] - end)]
+            if text:
+                self.view.append_log(task, text)
+        self.view.update(self._as_job(snap, cell))
+
+    def _as_job(self, snap: dict, cell: dict) -> dict:
+        failed = [t for t, r in cell.get("results", {}).items() if r.get("status") != "ok"]
+        return dict(snap, state=CELL_STATE.get(cell["state"], cell["state"]),
+                    name=f"{snap.get('name')} · cell {self.cell_id}",
+                    started=cell.get("submitted"), finished=cell.get("finished"),
+                    reason=f"failed on {', '.join(failed)}" if failed else "",
+                    failed_task=failed[0] if failed else None)
+
+    def wait(self) -> dict:
+        while (cell := self.poll(timeout=0.5))["state"] not in ("SUCCEEDED", "FAILED",
+                                                                   "INTERRUPTED"):
+            pass
+        return cell
+
+    def finish(self, cell: dict) -> None:
+        if self.view is not None:
+            self._feed(cell)
+            self.view.finish(self._as_job(self.job.client.snapshot(), cell))
+
+
+_current: dict[str, Session | None] = {"session": None}
+_lock = threading.Lock()
+
+
+def current() -> Session | None:
+    return _current["session"]
+
+
+def set_current(session: Session | None) -> None:
+    with _lock:
+        _current["session"] = session
+
+
+def session_spec(spec: JobSpec, idle_timeout: float | None) -> JobSpec:
+    if spec.max_attempts != 1:
+        raise SpecError("--max-attempts does not apply to a session: a lost task breaks it, "
+                        "and %tony session restart brings it back")
+    changes: dict = {"session": True, "tensorboard": spec.tensorboard}
+    if idle_timeout is not None:
+        if idle_timeout <= 0:
+            raise SpecError("--idle-timeout must be a positive number of seconds")
+        changes["idle_timeout_s"] = idle_timeout
+    return dataclasses.replace(spec, **changes)
