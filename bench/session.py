@@ -1,0 +1,77 @@
+"""Latency of a trivial cell in a warm session vs the same cell as a one-shot job
+(A B A B ..., medians). Local backend; YARN too with --yarn (needs HADOOP_CONF_DIR, e.g. from
+`tony-jupyter devcluster env`). Prints JSON; writes bench/results/session.json.
+
+    .venv/bin/python bench/session.py [--runs 7] [--yarn]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from IPython.testing.globalipapp import start_ipython
+
+CELL = "import os\nint(os.environ['TASK_INDEX'])"
+
+
+def measure(ip, line: str, runs: int) -> dict:
+    ip.run_line_magic("tony", f"session start {line}")
+    warm, oneshot = [], []
+    try:
+        from tony_jupyter import session as sessions
+
+        warm_session = sessions.current()
+        for _ in range(runs):
+            t = time.perf_counter()
+            assert ip.run_cell_magic("tony", "", CELL) == 0
+            warm.append(time.perf_counter() - t)
+            sessions.set_current(None)  # the next cell is a one-shot job
+            t = time.perf_counter()
+            assert ip.run_cell_magic("tony", line, CELL) == 0
+            oneshot.append(time.perf_counter() - t)
+            sessions.set_current(warm_session)
+    finally:
+        ip.run_line_magic("tony", "session stop")
+    return {
+        "warm_cell_median_s": round(statistics.median(warm), 3),
+        "one_shot_job_median_s": round(statistics.median(oneshot), 3),
+        "speedup": round(statistics.median(oneshot) / statistics.median(warm), 1),
+        "warm_all_s": [round(x, 3) for x in warm],
+        "one_shot_all_s": [round(x, 3) for x in oneshot],
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--runs", type=int, default=7)
+    p.add_argument("--yarn", action="store_true")
+    p.add_argument("--quick", action="store_true")
+    args = p.parse_args()
+    runs = 2 if args.quick else args.runs
+    os.environ.setdefault("TONY_JUPYTER_HOME", tempfile.mkdtemp(prefix="tony-bench-"))
+    hadoop = os.environ.pop("HADOOP_CONF_DIR", None)
+    ip = start_ipython()
+    ip.run_line_magic("load_ext", "tony_jupyter")
+    ip.display_formatter.active_types = ["text/plain"]
+    result = {"bench": "session", "runs": runs, "cell": CELL,
+              "local_2_workers": measure(ip, "--workers 2 --no-tensorboard", runs)}
+    if args.yarn:
+        if not hadoop:
+            raise SystemExit("--yarn needs HADOOP_CONF_DIR (tony-jupyter devcluster env)")
+        os.environ["HADOOP_CONF_DIR"] = hadoop
+        result["yarn_2_workers"] = measure(ip, "--workers 2 --memory 512m --no-tensorboard", runs)
+    text = json.dumps(result, indent=1)
+    print(text)
+    out = Path(__file__).parent / "results" / "session.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
