@@ -173,7 +173,7 @@ TRAIN = """
 import tensorflow as tf
 import tony_jupyter
 
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
+strategy = tf.distribute.MultiWorkerMirroredStrategy()  # before any other TF op
 features = df[[c for c in df.columns if c.startswith("p")]].to_numpy("float32")
 ds = tf.data.Dataset.from_tensor_slices((features, df["label"].to_numpy())).repeat().batch(32)
 with strategy.scope():

@@ -33,6 +33,10 @@ from urllib.parse import urlparse
 from .errors import TonyError
 
 DEFAULT_BATCH_SIZE = 1024
+# Rows cross from Python into TensorFlow in chunks this large (rebatched to batch_size in C++):
+# one generator call per chunk, not per batch, is what keeps up with plain pyarrow.
+CHUNK_ROWS = 65536
+CHUNK_BYTES = 16 << 20
 INDEX_PREFIX = "__index_level_"  # pandas' index column: not a feature unless asked for
 
 
@@ -366,6 +370,8 @@ def _pieces_batches(plan: ShardPlan, columns: list[str], batch_size: int, rng):
         order = [order[i] for i in rng.permutation(len(order))]
     for p in order:
         pf = plan.opened.get(p.file) or _open(plan.fs, plan.files[p.file])
+        # One row group per read: a reader given many row groups buffers ahead across them,
+        # and memory then grows with the file (measured: bench/data.py).
         it = pf.iter_batches(batch_size=batch_size, row_groups=[p.row_group], columns=columns)
         if p.stop is None:
             yield from it
@@ -451,6 +457,11 @@ def dataset(
             x = cols
         return x if label is None else (x, y)
 
+    row_bytes = sum(
+        (specs[c][0].size if specs[c][0] != tf.string else 32) * int(np.prod(specs[c][1] or 1))
+        for c in read_cols
+    )
+    chunk = max(batch_size, min(CHUNK_ROWS, CHUNK_BYTES // max(row_bytes, 1)))
     epochs = [0]
 
     def generate():
@@ -458,24 +469,21 @@ def dataset(
         if shuffle:  # a new order every pass (every .repeat() epoch), reproducible with seed
             rng = np.random.default_rng(None if seed is None else [seed, epochs[0]])
         epochs[0] += 1
-        for b in _stream(plan, read_cols, batch_size, rng, shuffle_window):
-            if drop_remainder and b.num_rows < batch_size:
-                return
+        for b in _stream(plan, read_cols, chunk, rng, shuffle_window):
             yield to_tensors(b)
-
-    dim = batch_size if drop_remainder else None
 
     def tensor_spec(c):
         dtype, width, _ = specs[c]
-        return tf.TensorSpec((dim, *width), dtype, name=c)
+        return tf.TensorSpec((None, *width), dtype, name=c)
 
     if stack:
         total = sum(int(np.prod(specs[c][1])) if specs[c][1] else 1 for c in wanted)
-        x_sig = tf.TensorSpec((dim, total), tf.float32, name="features")
+        x_sig = tf.TensorSpec((None, total), tf.float32, name="features")
     else:
         x_sig = {c: tensor_spec(c) for c in wanted}
     sig = x_sig if label is None else (x_sig, tensor_spec(label))
-    ds = tf.data.Dataset.from_generator(generate, output_signature=sig)
+    ds = tf.data.Dataset.from_generator(generate, output_signature=sig).prefetch(1)
+    ds = ds.rebatch(batch_size, drop_remainder=drop_remainder)  # == unbatch().batch(), one copy
     n = plan.rows // batch_size if drop_remainder else -(-plan.rows // batch_size)
     ds = ds.apply(tf.data.experimental.assert_cardinality(n))
     options = tf.data.Options()

@@ -1,0 +1,53 @@
+"""dataset()/record_batches() over hdfs:// on the real devcluster (WebHDFS, no libhdfs)."""
+
+import getpass
+import io
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from tony_jupyter import data
+
+pytestmark = pytest.mark.yarn
+
+
+@pytest.fixture
+def hdfs_dir(devcluster, monkeypatch):
+    from hdfs import InsecureClient
+
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(devcluster.conf_dir))
+    monkeypatch.delenv("TONY_WEBHDFS_URL", raising=False)
+    user = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+    client = InsecureClient(devcluster.webhdfs_url, user=user)
+    base = f"/user/{user}/tony-data-test-{os.getpid()}"
+    client.makedirs(base)
+    for i in range(3):  # 3 files x 4 row groups of 25 rows: ids 0..299
+        buf = io.BytesIO()
+        pq.write_table(pa.table({"id": np.arange(i * 100, (i + 1) * 100)}), buf, row_group_size=25)
+        client.write(f"{base}/part-{i}.parquet", data=buf.getvalue(), overwrite=True)
+    client.write(f"{base}/_SUCCESS", data=b"", overwrite=True)
+    yield client, f"{devcluster.fs_default_name.rstrip('/')}{base}", base
+    client.delete(base, recursive=True)
+
+
+@pytest.mark.parametrize("count,mode", [(2, "file"), (4, "row_group")])
+def test_hdfs_shards_disjoint_and_complete(hdfs_dir, count, mode):
+    _, url, _ = hdfs_dir
+    ids = []
+    for i in range(count):
+        assert data.shard_plan(f"{url}/*.parquet", shard=(i, count)).mode == mode
+        for b in data.record_batches(url, batch_size=16, shard=(i, count)):
+            ids += b.column("id").to_pylist()
+    assert sorted(ids) == list(range(300))
+
+
+def test_hdfs_bad_inputs(hdfs_dir):
+    client, url, base = hdfs_dir
+    with pytest.raises(data.DataError, match="matches no file on HDFS"):
+        data.resolve(f"{url}/nope-*.parquet")
+    client.write(f"{base}/bad.parquet", data=b"not parquet", overwrite=True)
+    with pytest.raises(data.DataError, match="bad.parquet is not a Parquet file"):
+        data.shard_plan(url, shard=(0, 1))
