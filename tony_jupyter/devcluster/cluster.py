@@ -234,10 +234,16 @@ class DevCluster:
         log.info("devcluster is up in %s", self.dir)
 
     def down(self) -> None:
-        """Stop exactly what the pid files name; remove the pid files, stale ones included."""
-        pid_files = [self.layout.pid_file(name) for name in SERVICE_NAMES]
-        for pid_file in process.stop_all(pid_files):
-            log.info("stopped %s", pid_file.stem)
+        """Stop exactly what the pid files name; remove the pid files, stale ones included.
+
+        NodeManagers go first: a stopping NM unregisters from the RM, and with the RM already
+        gone it retries the connection until it is killed.
+        """
+        masters = [name for name in SERVICE_NAMES if name not in NODEMANAGERS]
+        for group in (NODEMANAGERS, masters):
+            pid_files = [self.layout.pid_file(name) for name in group]
+            for pid_file in process.stop_all(pid_files):
+                log.info("stopped %s", pid_file.stem)
 
     def _clear_pid_files(self) -> None:
         """Drop pid files of dead daemons; refuse to start over a half-running cluster."""

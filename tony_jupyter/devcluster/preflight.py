@@ -16,9 +16,9 @@ from pathlib import Path
 
 from .errors import DevClusterError
 
-# Hadoop 3.5 requires Java 17; 3.x's UserGroupInformation breaks on JDK 23+ (Subject.getSubject
-# is gone, HADOOP-19212), and this range is what was tried here.
-JAVA_MIN, JAVA_MAX = 17, 21
+# Hadoop 3.5 requires Java 17. It was tried on 17 and 25 (3.4 breaks on 23+ where
+# Subject.getSubject is gone, HADOOP-19212; 3.5 does not); nothing newer has been tried.
+JAVA_MIN, JAVA_MAX = 17, 25
 
 # Below this the NameNode (dfs.namenode.resource.du.reserved, 100 MB) drops into safe mode and
 # the first TensorFlow container fills the rest; the margin is for container logs and jars.
@@ -71,10 +71,14 @@ def java_major_version(java_home: Path) -> int:
 def check_java(java_home: Path) -> int:
     major = java_major_version(java_home)
     if not JAVA_MIN <= major <= JAVA_MAX:
+        why = (
+            f"Hadoop 3.5 needs Java {JAVA_MIN} or newer"
+            if major < JAVA_MIN
+            else f"it has been tried on Java {JAVA_MIN} to {JAVA_MAX} only"
+        )
         raise DevClusterError(
-            f"Java {major} at {java_home} cannot run the devcluster's Hadoop: Hadoop 3.5 needs "
-            f"Java {JAVA_MIN} or newer and fails on Java 23+ (Subject.getSubject was removed). "
-            f"Point JAVA_HOME at a JDK {JAVA_MIN}-{JAVA_MAX}, e.g. "
+            f"Java {major} at {java_home} cannot run the devcluster's Hadoop: {why}. Point "
+            f"JAVA_HOME at a JDK {JAVA_MIN}-{JAVA_MAX}, e.g. "
             "`export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64`."
         )
     return major
