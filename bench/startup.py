@@ -27,7 +27,10 @@ from tony_jupyter.launcher import backend_local
 from tony_jupyter.options import parse_job_args
 
 # The first line of user code records when it ran; nothing else, so the figure is pure overhead.
-CELL = "import os, time\nopen(os.path.join(OUT, os.environ['TASK_INDEX']), 'w').write(repr(time.time()))\n"
+CELL = (
+    "import os, time\n"
+    "open(os.path.join(OUT, os.environ['TASK_INDEX']), 'w').write(repr(time.time()))\n"
+)
 
 
 def wait_for(out: Path, n: int, timeout: float = 60) -> float:
@@ -121,8 +124,11 @@ def main() -> None:
             "by_hand_all": [round(x, 4) for x in hand],
         },
         "footprint": footprint(),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "platform": platform.platform()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
     }
     text = json.dumps(result, indent=1)
     print(text)

@@ -1,0 +1,1 @@
+"""tony-jupyter's benchmark suite: ``python -m bench [--quick] [--only NAME]`` (see README.md)."""

@@ -1,0 +1,24 @@
+"""``python -m bench.am_host JOB_DIR``: tony-jupyter's AM (Coordinator + HTTP API, unchanged)
+with the FakeProvider, in its own process so its CPU and memory can be measured alone."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from bench.fake_provider import FakeProvider
+from tony_jupyter.launcher.am import AM
+
+
+def main() -> int:
+    job_dir = Path(sys.argv[1]).resolve()
+
+    async def amain() -> int:
+        return await AM(job_dir, FakeProvider()).run()
+
+    return asyncio.run(amain())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

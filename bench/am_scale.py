@@ -1,0 +1,155 @@
+"""Part 5: the AM (Coordinator + HTTP API, with a provider that launches nothing) under N
+simulated executors: real HTTP clients in other processes that register, long-poll the cluster
+spec and heartbeat at the default period. AM CPU and RSS, API latency p50/p99; N grows until
+p99 > 1 s or requests fail: where it breaks."""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import requests
+
+from bench.common import REPO, log, pct
+from tony_jupyter.options import parse_job_args
+
+NAME = "am_scale"
+BREAK_P99_S = 1.0
+
+
+def _start_am(n: int) -> tuple[subprocess.Popen, dict, Path]:
+    d = Path(tempfile.mkdtemp(prefix="tony-bench-am-"))
+    _, spec = parse_job_args(f"--workers {n} --no-tensorboard --conf tony.am.linger-sec=5")
+    (d / "spec.json").write_text(spec.to_json())
+    (d / "token").write_text(secrets.token_urlsafe(32))
+    am = subprocess.Popen(
+        [sys.executable, "-m", "bench.am_host", str(d)],
+        cwd=REPO,
+        stdout=open(d / "am.log", "wb"),  # noqa: SIM115 - the child holds it
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 30
+    while not (d / "am.json").exists():
+        if am.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"bench AM did not start: {(d / 'am.log').read_text()[-2000:]}")
+        time.sleep(0.05)
+    return am, json.loads((d / "am.json").read_text()), d
+
+
+def level(n: int, steady_s: float) -> dict:
+    am, info, d = _start_am(n)
+    token = (d / "token").read_text()
+    auth = {"Authorization": f"Bearer {token}"}
+    procs_n = max(1, min(4, math.ceil(n / 400)))
+    per = math.ceil(n / procs_n)
+    seconds = steady_s + (15 if n > 100 else 4) + n / 200  # every executor registers first
+    sims = []
+    for p in range(procs_n):
+        count = min(per, n - p * per)
+        out = d / f"sim-{p}.json"
+        cmd = [
+            sys.executable,
+            "-m",
+            "bench.sim_executors",
+            info["url"],
+            token,
+            str(p * per),
+            str(count),
+            str(seconds),
+            str(out),
+        ]
+        sims.append((subprocess.Popen(cmd, cwd=REPO), out))
+    proc = psutil.Process(am.pid)
+    t_start = time.monotonic()
+    try:
+        state = ""
+        while state != "RUNNING" and time.monotonic() - t_start < seconds:
+            state = requests.get(f"{info['url']}/api/v1/job", headers=auth, timeout=30).json()[
+                "state"
+            ]
+            time.sleep(0.2)
+        t_running = time.monotonic() - t_start
+        time.sleep(min(2.0, steady_s / 4))  # heartbeats settle into their period
+        cpu0, t0 = proc.cpu_times(), time.monotonic()
+        rss = []
+        while time.monotonic() - t0 < steady_s / 2:
+            rss.append(proc.memory_info().rss)
+            time.sleep(0.5)
+        cpu1, t1 = proc.cpu_times(), time.monotonic()
+        for sim, _ in sims:
+            sim.wait(seconds + 120)
+        snap = requests.get(f"{info['url']}/api/v1/job", headers=auth, timeout=30).json()
+    finally:
+        for sim, _ in sims:
+            if sim.poll() is None:
+                sim.kill()
+        try:
+            requests.post(f"{info['url']}/api/v1/kill", headers=auth, json={}, timeout=30)
+            requests.post(f"{info['url']}/api/v1/release", headers=auth, timeout=30)
+            am.wait(30)
+        except (requests.RequestException, subprocess.TimeoutExpired):
+            am.kill()
+            am.wait()
+    got: dict = {"register": [], "cluster_spec": [], "heartbeat": [], "errors": []}
+    for _, out in sims:
+        if out.exists():
+            part = json.loads(out.read_text())
+            for k in got:
+                got[k] += part[k]
+    cpu_s = (cpu1.user + cpu1.system) - (cpu0.user + cpu0.system)
+    return {
+        "executors": n,
+        "client_processes": procs_n,
+        "all_registered_s": round(t_running, 2),
+        "job_state_after": snap["state"],
+        "job_reason_after": snap.get("reason", "")[:300],
+        "am_cpu_percent": round(100 * cpu_s / (t1 - t0), 1),
+        "am_rss_mib": round(max(rss) / 2**20, 1),
+        "heartbeats": len(got["heartbeat"]),
+        "heartbeats_per_s": round(len(got["heartbeat"]) / max(1.0, seconds - t_running), 1),
+        "heartbeat_p50_s": pct(got["heartbeat"], 50),
+        "heartbeat_p99_s": pct(got["heartbeat"], 99),
+        "register_p99_s": pct(got["register"], 99),
+        "errors": len(got["errors"]),
+        "first_errors": got["errors"][:5],
+    }
+
+
+def run(quick: bool, cluster, runs: int | None = None) -> dict:
+    levels = (50,) if quick else (100, 500, 1000, 2000, 4000)
+    steady = 6.0 if quick else 20.0
+    rows = []
+    for n in levels:
+        log(f"am_scale: {n} simulated executors")
+        row = level(n, steady)
+        log(
+            f"  cpu {row['am_cpu_percent']}%, rss {row['am_rss_mib']} MiB, "
+            f"p99 {row['heartbeat_p99_s']} s, errors {row['errors']}, {row['job_state_after']}"
+        )
+        rows.append(row)
+        p99 = row["heartbeat_p99_s"]
+        if row["errors"] or p99 is None or p99 > BREAK_P99_S or row["job_state_after"] != "RUNNING":
+            break
+    broke = next(
+        (
+            r["executors"]
+            for r in rows
+            if r["errors"]
+            or (r["heartbeat_p99_s"] or 9) > BREAK_P99_S
+            or r["job_state_after"] != "RUNNING"
+        ),
+        None,
+    )
+    return {
+        "levels": rows,
+        "steady_s": steady,
+        "breaks_at_executors": broke,
+        "break_rule": f"heartbeat p99 > {BREAK_P99_S} s, any error, or the job failed",
+    }

@@ -1,0 +1,21 @@
+"""A Provider that launches nothing: the AM-scale bench's simulated executors (real HTTP
+clients in other processes) register for the tasks it was asked to launch."""
+
+from __future__ import annotations
+
+from tony_jupyter.launcher.provider import Provider
+from tony_jupyter.spec import TaskSpec
+
+
+class FakeProvider(Provider):
+    def __init__(self) -> None:
+        self.launched: list[tuple[str, int]] = []
+
+    def launch(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> None:
+        self.launched.append((task_id, attempt))
+
+    def stop_task(self, task_id: str, attempt: int) -> None:
+        self.on_exit(task_id, attempt, 143, "stopped by the AM (no process: bench)")
+
+    def shutdown(self) -> None:
+        pass

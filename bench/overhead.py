@@ -1,0 +1,47 @@
+"""Part 2: steps/s of the same training under tony-jupyter (local backend, and YARN when a
+devcluster runs) vs the same processes started by hand. Goal: ratio >= 0.98."""
+
+from __future__ import annotations
+
+from bench import runners
+from bench.common import column, interleave, log, median, ratio
+
+NAME = "overhead"
+GOAL = 0.98
+
+
+def run(quick: bool, cluster, runs: int | None = None) -> dict:
+    workers = 1 if quick else 2
+    runs = runs or (1 if quick else 3)
+    conf = {"steps": 100 if quick else 1500}
+    sides = {
+        "hand": lambda: runners.by_hand(workers, conf),
+        "tony_local": lambda: runners.tony("local", workers, conf),
+    }
+    if cluster is not None and not quick:
+        sides["tony_yarn"] = lambda: runners.tony("yarn", workers, conf)
+    log(f"overhead: {workers} worker(s), {conf['steps']} steps, {runs} round(s)")
+    rows = interleave(runs, sides, log)
+    med = {side: median(column(got, "steps_per_s")) for side, got in rows.items()}
+    # Ratio of the medians, and the median of per-round ratios (robust to drift across rounds).
+    per_round = {
+        side: median(
+            [
+                a["steps_per_s"] / b["steps_per_s"]
+                for a, b in zip(rows[side], rows["hand"], strict=True)
+                if "steps_per_s" in a and "steps_per_s" in b
+            ]
+        )
+        for side in sides
+        if side != "hand"
+    }
+    return {
+        "workers": workers,
+        "steps": conf["steps"],
+        "runs": runs,
+        "goal_ratio": GOAL,
+        "steps_per_s_median": med,
+        "ratio_vs_hand": {s: ratio(med[s], med["hand"]) for s in med if s != "hand"},
+        "ratio_vs_hand_per_round_median": per_round,
+        "all": rows,
+    }

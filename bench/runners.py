@@ -1,0 +1,138 @@
+"""One run of bench/workload.py on each side: tony-jupyter (local or YARN backend), processes
+started by hand with TF_CONFIG, and Hadoop's distributed-shell AM on the devcluster. Each returns
+a row of seconds measured from the moment the side was asked to start (t0)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.common import free_port
+from tony_jupyter.bundle import make_bundle
+from tony_jupyter.job import TonyJob
+from tony_jupyter.options import parse_job_args
+
+WORKLOAD = Path(__file__).with_name("workload.py")
+TIMEOUT_S = 300.0
+
+
+def _new_out(conf: dict) -> dict:
+    out = Path(tempfile.mkdtemp(prefix="tony-bench-"))
+    return dict(conf, out=str(out))
+
+
+def wait_tasks(out: Path, n: int, timeout: float = TIMEOUT_S, alive=None) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = sorted(out.glob("[0-9]*.json"))
+        if len(done) >= n:
+            return [json.loads(p.read_text()) for p in done]
+        if alive is not None:
+            alive()
+        time.sleep(0.02)
+    got = len(list(out.glob("[0-9]*.json")))
+    raise TimeoutError(f"only {got}/{n} tasks finished in {out}")
+
+
+def summarize(t0: float, tasks: list[dict], t_done: float | None = None) -> dict:
+    chief = min(tasks, key=lambda t: t["index"])
+    row = {
+        "to_user_code_s": max(t["t_tf_config"] for t in tasks) - t0,
+        "to_first_step_s": max(t["t_first_step"] for t in tasks) - t0,
+        "steps_per_s": chief["steps_per_s"],
+        "worker_max_rss_mib": chief["max_rss_mib"],
+    }
+    if t_done is not None:
+        row["to_job_end_s"] = t_done - t0
+    return row
+
+
+def by_hand(workers: int, conf: dict) -> dict:
+    """The floor: the same processes, started directly with TF_CONFIG."""
+    conf = _new_out(dict(conf, workers=workers))
+    out = Path(conf["out"])
+    (out / "conf.json").write_text(json.dumps(conf))
+    cluster = {"worker": [f"127.0.0.1:{free_port()}" for _ in range(workers)]}
+    t0 = time.time()
+    procs = []
+    for i in range(workers):
+        tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})
+        env = dict(os.environ, TF_CONFIG=tf_config, BENCH_CONF=str(out / "conf.json"))
+        with open(out / f"worker-{i}.log", "wb") as log:
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, str(WORKLOAD)], env=env, stdout=log, stderr=subprocess.STDOUT
+                )
+            )
+
+    def alive() -> None:
+        for p in procs:
+            if p.poll() not in (None, 0):
+                raise RuntimeError(f"hand-launched worker exited {p.returncode}; see {out}")
+
+    try:
+        tasks = wait_tasks(out, workers, alive=alive)
+        for p in procs:
+            p.wait(60)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return summarize(t0, tasks, time.time())
+
+
+def tony(backend: str, workers: int, conf: dict, flags: str = "", on_job=None) -> dict:
+    """tony-jupyter: what the magic does after parsing (submit, then follow the job).
+    ``on_job(job)`` runs while the job does (the streaming bench follows it there)."""
+    from tony_jupyter.job import submit
+
+    conf = _new_out(dict(conf, workers=workers))
+    _, spec = parse_job_args(f"--workers {workers} --backend {backend} --memory 1g {flags}")
+    bundle = make_bundle(WORKLOAD.read_text(), {"BENCH": conf}, extra=("BENCH",))
+    t0 = time.time()
+    job = TonyJob(submit(spec, bundle))
+    extra: dict = {}
+    try:
+        if on_job is not None:
+            extra = on_job(job) or {}
+        snap = job.wait(TIMEOUT_S)
+        t_done = time.time()
+        if snap["state"] != "SUCCEEDED":
+            raise RuntimeError(f"{job.job_id} {snap['state']}: {snap.get('reason', '')[:500]}")
+        tasks = wait_tasks(Path(conf["out"]), workers, timeout=10)
+    finally:
+        if job.state not in ("SUCCEEDED", "FAILED", "KILLED", "LOST"):
+            job.kill()
+        job.client.release()
+        job.client.wait_am_exit(60)
+    return {**summarize(t0, tasks, t_done), **extra}
+
+
+def distributed_shell(cluster, workers: int, conf: dict) -> dict:
+    """Hadoop's own distributed-shell AM launching the same script in ``workers`` containers."""
+    from bench import dshell
+
+    conf = _new_out(dict(conf, workers=workers))
+    out = Path(conf["out"])
+    rendezvous = out / "rendezvous"
+    rendezvous.mkdir()
+    conf["rendezvous"] = str(rendezvous)
+    (out / "conf.json").write_text(json.dumps(conf))
+    command = (
+        f"env BENCH_CONF={out / 'conf.json'} TF_USE_LEGACY_KERAS=1 {sys.executable} {WORKLOAD}"
+    )
+    t0 = time.time()
+    app_id = dshell.submit(cluster, out, command, workers)
+    try:
+        tasks = wait_tasks(out, workers, alive=lambda: dshell.check_alive(cluster, app_id))
+        dshell.wait_end(cluster, app_id)
+    except BaseException:
+        dshell.kill(cluster, app_id)
+        raise
+    return summarize(t0, tasks, time.time())

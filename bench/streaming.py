@@ -1,0 +1,77 @@
+"""Part 3: delay from a worker to the widget's model (a JobView fed by follow(), as the magic
+does) for stamped log lines and for heartbeats (a stamped progress value), p50/p99, at 1 and
+1,000 lines/s per worker; and steps/s at those rates vs silent training (does it slow it?)."""
+
+from __future__ import annotations
+
+import time
+
+from bench import runners
+from bench.common import column, interleave, log, median, pct, ratio
+from tony_jupyter.widgets.follow import follow
+from tony_jupyter.widgets.view import JobView
+
+NAME = "streaming"
+
+
+class ProbeView(JobView):
+    """A widget-mode JobView (not displayed) that stamps what reaches its model."""
+
+    def __init__(self, job_id: str):
+        super().__init__(job_id, mode="widget")
+        self.log_delays: list[float] = []
+        self.beat_delays: list[float] = []
+        self._last_probe: dict[str, float] = {}
+
+    def update(self, snapshot: dict) -> None:
+        now = time.time()
+        for task in snapshot.get("tasks") or []:
+            probe = (task.get("progress") or {}).get("probe")
+            if probe and probe != self._last_probe.get(task["id"]):
+                self._last_probe[task["id"]] = probe
+                self.beat_delays.append(now - probe)
+        super().update(snapshot)
+
+    def append_log(self, task_id: str, text: str) -> None:
+        now = time.time()
+        for line in text.splitlines():
+            if line.startswith("BENCHLOG "):
+                self.log_delays.append(now - float(line.split()[1]))
+        super().append_log(task_id, text)
+
+
+def _followed(workers: int, conf: dict) -> dict:
+    def watch(job) -> dict:
+        view = ProbeView(job.job_id)
+        follow(job.client, view)
+        return {
+            "log_p50_s": pct(view.log_delays, 50),
+            "log_p99_s": pct(view.log_delays, 99),
+            "log_lines_seen": len(view.log_delays),
+            "beat_p50_s": pct(view.beat_delays, 50),
+            "beat_p99_s": pct(view.beat_delays, 99),
+            "beats_seen": len(view.beat_delays),
+        }
+
+    return runners.tony("local", workers, conf, on_job=watch)
+
+
+def run(quick: bool, cluster, runs: int | None = None) -> dict:
+    workers = 1 if quick else 2
+    runs = runs or (1 if quick else 3)
+    steps = 200 if quick else 1500
+    rates = (1000,) if quick else (0, 1, 1000)
+    sides = {
+        f"{rate}_lines_per_s": (
+            lambda rate=rate: _followed(workers, {"steps": steps, "lines_per_s": rate, "probe": 1})
+        )
+        for rate in rates
+    }
+    log(f"streaming: {workers} worker(s), rates {rates}, {runs} round(s)")
+    rows = interleave(runs, sides, log)
+    keys = ("log_p50_s", "log_p99_s", "beat_p50_s", "beat_p99_s", "steps_per_s")
+    med = {side: {k: median(column(got, k)) for k in keys} for side, got in rows.items()}
+    silent = med.get("0_lines_per_s", {}).get("steps_per_s")
+    for side in med:
+        med[side]["steps_per_s_vs_silent"] = ratio(med[side]["steps_per_s"], silent)
+    return {"workers": workers, "steps": steps, "runs": runs, "median": med, "all": rows}

@@ -1,0 +1,131 @@
+"""The README's table, from the latest results: ``python -m bench.table`` prints it, with
+``--write`` also puts it between the markers in bench/README.md (a full ``python -m bench``
+run does that itself)."""
+
+from __future__ import annotations
+
+import json
+
+from bench.common import BENCH, RESULTS
+
+START, END = "<!-- table:start -->", "<!-- table:end -->"
+
+
+def _load(name: str) -> dict:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _f(x, unit: str = "") -> str:
+    if x is None:
+        return "—"
+    return f"{x:.3g}{unit}" if isinstance(x, float) else f"{x}{unit}"
+
+
+def rows() -> list[tuple[str, str, str, str]]:
+    """(figure, tony-jupyter, beside it, ratio)."""
+    out = []
+    ttt = _load("time_to_training")
+    for n, got in ttt.get("workers", {}).items():
+        med, r = got["median"], got["ratios"]
+        for key, label in (("to_user_code_s", "user code"), ("to_first_step_s", "first step")):
+            for side, other, vs in (
+                ("tony_local", "hand", "hand-launched"),
+                ("tony_yarn", "dshell_yarn", "distributed shell (YARN)"),
+                ("tony_yarn", "hand", "hand-launched"),
+            ):
+                if side in med and other in med:
+                    out.append(
+                        (
+                            f"cell → {label}, {n} worker(s), {side.replace('_', ' ')}",
+                            _f(med[side][key], " s"),
+                            f"{vs}: {_f(med[other][key], ' s')}",
+                            _f(r.get(f"{side}/{other} {key}")),
+                        )
+                    )
+    ov = _load("overhead")
+    for side, value in ov.get("ratio_vs_hand", {}).items():
+        out.append(
+            (
+                f"training steps/s, {ov['workers']} worker(s), {side.replace('_', ' ')} "
+                f"(goal ≥ {ov['goal_ratio']})",
+                _f(ov["steps_per_s_median"][side]),
+                f"hand-launched: {_f(ov['steps_per_s_median']['hand'])}",
+                _f(value),
+            )
+        )
+    st = _load("streaming")
+    for rate, m in st.get("median", {}).items():
+        rate_s = rate.replace("_", " ").replace("lines per s", "lines/s")
+        out.append(
+            (
+                f"log line → widget model p50 / p99, {rate_s}",
+                f"{_f(m['log_p50_s'], ' s')} / {_f(m['log_p99_s'], ' s')}",
+                "",
+                "",
+            )
+        )
+        out.append(
+            (
+                f"heartbeat → widget model p50 / p99; steps/s vs silent, {rate_s}",
+                f"{_f(m['beat_p50_s'], ' s')} / {_f(m['beat_p99_s'], ' s')}",
+                "silent training",
+                _f(m.get("steps_per_s_vs_silent")),
+            )
+        )
+    sg = _load("staging")
+    if "first" in sg:
+        for which in ("first", "second"):
+            out.append(
+                (
+                    f"YARN staging, {which} submission (environment bytes: 0, not packed)",
+                    f"{sg[which]['bytes']} B in {_f(sg[which]['staging_s'], ' s')}",
+                    f"raw WebHDFS, same files: {_f(sg['raw_webhdfs_same_files_s'], ' s')}",
+                    _f(sg["staging_vs_raw_webhdfs"]) if which == "first" else "",
+                )
+            )
+    am = _load("am_scale")
+    for lv in am.get("levels", []):
+        out.append(
+            (
+                f"AM, {lv['executors']} simulated executors: heartbeat p50 / p99",
+                f"{_f(lv['heartbeat_p50_s'], ' s')} / {_f(lv['heartbeat_p99_s'], ' s')}",
+                f"AM CPU {_f(lv['am_cpu_percent'], ' %')}, RSS {_f(lv['am_rss_mib'], ' MiB')}, "
+                f"errors {lv['errors']}, job {lv['job_state_after']}",
+                "",
+            )
+        )
+    fp = _load("footprint")
+    for key, value in fp.items():
+        if key.endswith("_mib"):
+            out.append(
+                (f"RSS: {key.removesuffix('_mib').replace('_', ' ')}", _f(value, " MiB"), "", "")
+            )
+    if "tony_worker_vs_hand" in fp:
+        out.append(
+            ("RSS: TF worker under tony-jupyter / by hand", "", "", _f(fp["tony_worker_vs_hand"]))
+        )
+    return out
+
+
+def markdown() -> str:
+    lines = ["| figure | tony-jupyter | beside it | ratio |", "|---|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows()]
+    return "\n".join(lines)
+
+
+def update_readme() -> None:
+    readme = BENCH / "README.md"
+    text = readme.read_text()
+    if START in text and END in text:
+        head, rest = text.split(START, 1)
+        _, tail = rest.split(END, 1)
+        readme.write_text(f"{head}{START}\n{markdown()}\n{END}{tail}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(markdown())
+    if "--write" in sys.argv:
+        update_readme()

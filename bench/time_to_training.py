@@ -1,0 +1,49 @@
+"""Part 1: cell -> every task running user code, and -> first training step done; local backend
+and YARN devcluster; 1, 2, 4 workers; beside processes started by hand with TF_CONFIG and (on
+YARN) Hadoop's distributed-shell AM, TonY's stand-in (TonY itself cannot be had: see README)."""
+
+from __future__ import annotations
+
+from bench import runners
+from bench.common import column, interleave, log, median, ratio
+
+NAME = "time_to_training"
+
+
+def _sides(workers: int, conf: dict, cluster) -> dict:
+    sides = {
+        "hand": lambda: runners.by_hand(workers, conf),
+        "tony_local": lambda: runners.tony("local", workers, conf),
+    }
+    if cluster is not None:
+        sides["tony_yarn"] = lambda: runners.tony("yarn", workers, conf)
+        sides["dshell_yarn"] = lambda: runners.distributed_shell(cluster, workers, conf)
+    return sides
+
+
+def run(quick: bool, cluster, runs: int | None = None) -> dict:
+    counts = (1,) if quick else (1, 2, 4)
+    runs = runs or (1 if quick else 3)
+    conf = {"steps": 20}
+    result: dict = {"runs": runs, "steps": conf["steps"], "workers": {}}
+    for n in counts:
+        log(f"time_to_training: {n} worker(s), {runs} round(s)")
+        rows = interleave(runs, _sides(n, conf, None if quick else cluster), log)
+        med = {
+            side: {k: median(column(got, k)) for k in ("to_user_code_s", "to_first_step_s")}
+            for side, got in rows.items()
+        }
+        for side in med:
+            med[side]["errors"] = sum("error" in r for r in rows[side])
+        ratios = {}
+        for side in ("tony_local", "tony_yarn", "dshell_yarn"):
+            if side in med:
+                for k in ("to_user_code_s", "to_first_step_s"):
+                    ratios[f"{side}/hand {k}"] = ratio(med[side][k], med["hand"][k])
+        if "tony_yarn" in med:
+            for k in ("to_user_code_s", "to_first_step_s"):
+                ratios[f"tony_yarn/dshell_yarn {k}"] = ratio(
+                    med["tony_yarn"][k], med["dshell_yarn"][k]
+                )
+        result["workers"][str(n)] = {"median": med, "ratios": ratios, "all": rows}
+    return result
