@@ -33,13 +33,12 @@ def containers_while_running(cluster, app_id, count, timeout=90):
 def test_mwms_two_workers_train_in_yarn_containers_of_the_asked_size(digits, tony_home, cluster):
     job = digits.run_cell_magic(
         "tony",
-        "--workers 2 --memory 1536m --vcores 2 --conf tony.am.memory=768m --async "
-        "--pull history,replicas",
+        "--workers 2 --memory 1280m --conf tony.am.memory=768m --async --pull history,replicas",
         MWMS,
     )
     found = containers_while_running(cluster, job.job_id, 3)
     sizes = sorted((c["allocatedMB"], c["allocatedVCores"]) for c in found)
-    assert sizes == [(768, 1), (1536, 2), (1536, 2)]  # the AM, then the two workers
+    assert sizes == [(768, 1), (1280, 1), (1280, 1)]  # the AM, then the two workers
     last = job.result(timeout=300)
     history = digits.user_ns["history"]
     assert digits.user_ns["replicas"] == 2
@@ -53,9 +52,12 @@ def test_mwms_two_workers_train_in_yarn_containers_of_the_asked_size(digits, ton
 
 
 def test_parameter_server_training_with_chief_workers_and_ps(digits, tony_home, cluster):
+    # Five containers need more vcores than the CPU node has (4), so the job uses queue gpu:
+    # chief and workers on the gpu node; the ps ("" = unlabelled) and the AM on the plain one.
     last = digits.run_cell_magic(
         "tony",
-        "--chief --workers 2 --ps 1 --memory 1g --conf tony.ps.memory=768m "
+        "--chief --workers 2 --ps 1 --memory 1g --queue gpu --node-label gpu "
+        "--conf tony.ps.memory=768m --conf tony.ps.node-label= --conf tony.am.memory=768m "
         "--pull history,ps_devices",
         PS,
     )
