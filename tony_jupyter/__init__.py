@@ -9,6 +9,14 @@ def load_ipython_extension(ipython):  # noqa: ANN001 - IPython's hook signature
     ipython.register_magics(TonyMagics(ipython))
 
 
+def _jupyter_server_extension_points():
+    return [{"module": "tony_jupyter.server_ext"}]
+
+
+def _jupyter_labextension_paths():
+    return [{"src": "labextension", "dest": "tony-jupyter"}]
+
+
 def progress(**kwargs):
     """A Keras callback that reports epoch/step/loss/metrics to the job's widget."""
     from .runtime import progress as _progress

@@ -59,13 +59,22 @@ def tensorboard_dir() -> str:
     return _dir("TONY_TENSORBOARD_DIR", "tensorboard")
 
 
-def progress(every_n_steps: int = 1):
+def progress(every_n_steps: int = 1, summary_every_n_steps: int = 10, tensorboard=None):
     """A Keras callback reporting epoch/step/loss/metrics through the heartbeat.
+
+    On the chief of a job it also writes them as TensorBoard scalars to tensorboard_dir()
+    (``epoch_<metric>`` per epoch, as Keras' TensorBoard callback names them, and
+    ``batch_<metric>`` every ``summary_every_n_steps`` steps), which the job's TensorBoard shows
+    while training runs. ``tensorboard=False`` turns that off; ``True`` writes outside a job too.
 
     Under ParameterServerStrategy, Keras refuses batch-level callbacks: there it reports
     per epoch only.
     """
     import tensorflow as tf  # the user's cell has imported it already; resolves tf.keras
+
+    if tensorboard is None:
+        tensorboard = "TONY_TASK_ID" in os.environ and task()["is_chief"]
+    summaries = _Summaries(tf) if tensorboard else None
 
     class EpochProgress(tf.keras.callbacks.Callback):
         def on_train_begin(self, logs=None):
@@ -75,19 +84,52 @@ def progress(every_n_steps: int = 1):
             report(epoch=epoch + 1)
 
         def on_epoch_end(self, epoch, logs=None):
-            report(epoch=epoch + 1, epoch_done=epoch + 1, **_floats(logs))
+            values = _floats(logs)
+            report(epoch=epoch + 1, epoch_done=epoch + 1, **values)
+            if summaries:
+                summaries.write("epoch_", values, epoch + 1)
 
     class BatchProgress(EpochProgress):
         global_step = 0
 
         def on_train_batch_end(self, batch, logs=None):
             self.global_step += 1
-            if self.global_step % every_n_steps == 0:
-                scale = 1.0 / _summed_replicas(self.model)
-                report(step=self.global_step, batch=batch + 1, **_floats(logs, scale))
+            n = self.global_step
+            if n % every_n_steps == 0 or (summaries and n % summary_every_n_steps == 0):
+                values = _floats(logs, 1.0 / _summed_replicas(self.model))
+                if n % every_n_steps == 0:
+                    report(step=n, batch=batch + 1, **values)
+                if summaries and n % summary_every_n_steps == 0:
+                    summaries.write("batch_", values, n)
 
     cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {})
     return EpochProgress() if "ps" in cluster else BatchProgress()
+
+
+class _Summaries:
+    """TensorBoard scalars in tensorboard_dir(): ``train`` and ``validation`` runs, like Keras'
+    TensorBoard callback lays them out; flushed at once so TensorBoard shows them live."""
+
+    def __init__(self, tf):
+        self.tf, self.writers, self.broken = tf, {}, False
+
+    def write(self, prefix: str, values: dict, step: int) -> None:
+        tf = self.tf
+        if self.broken:
+            return
+        try:
+            for key, value in values.items():
+                run, name = ("validation", key[4:]) if key.startswith("val_") else ("train", key)
+                if run not in self.writers:
+                    path = os.path.join(tensorboard_dir(), run)
+                    self.writers[run] = tf.summary.create_file_writer(path)
+                with self.writers[run].as_default():
+                    tf.summary.scalar(prefix + name, value, step=step)
+            for writer in self.writers.values():
+                writer.flush()
+        except Exception as e:  # noqa: BLE001 - scalars are a convenience, training goes on
+            print(f"[tony] TensorBoard scalars not written: {e}", flush=True)
+            self.broken = True
 
 
 def _summed_replicas(model) -> int:

@@ -117,7 +117,10 @@ def test_attempt_history_and_endpoints_in_header():
     )
     header = view.header.value
     assert "attempt 2/3" in header and "worker:1 exited with code 1" in header
-    assert 'href="http://h:1/tb"' in header
+    assert 'href="/tony/proxy/job-1/tensorboard/"' in header  # through the server's proxy
+    assert "http://h:1" not in header
+    assert view.tabs.titles[-1] == "TensorBoard"
+    assert 'src="/tony/proxy/job-1/tensorboard/"' in view.panes["TensorBoard"].value
 
 
 def test_progress_bar_label_and_end_styles():

@@ -160,17 +160,20 @@ def header_html(snap: dict, notice: str = "") -> str:
         lines.append(f'<span style="color:{colour}">{e(snap["reason"])}</span>')
     if attempts_text(snap) and attempts_text(snap) not in (snap.get("reason") or ""):
         lines.append(f"<i>{e(attempts_text(snap))}</i>")
-    lines += [endpoints_html(snap.get("endpoints") or {})] if snap.get("endpoints") else []
+    if snap.get("endpoints"):
+        lines.append(endpoints_html(snap["endpoints"], snap.get("job_id", "")))
     lines += [f"<i>{e(notice)}</i>"] if notice else []
     return "<div style='line-height:1.5'>" + "<br>".join(lines) + "</div>"
 
 
-def endpoints_html(endpoints: dict) -> str:
-    # The hook for TensorBoard (and other endpoints): links for now; an iframe would need the
-    # server extension's proxy, which resolves job -> endpoint so no host appears here.
+def endpoints_html(endpoints: dict, job_id: str = "") -> str:
+    # Through the server extension's proxy, which resolves job -> endpoint: the browser may not
+    # reach the task's host, and no host appears here.
+    from ..server_ext.urls import proxy_url
+
     links = [
-        f'<a href="{html.escape(url)}" target="_blank">{html.escape(name)}</a>'
-        for name, url in sorted(endpoints.items())
+        f'<a href="{html.escape(proxy_url(job_id, name))}" target="_blank">{html.escape(name)}</a>'
+        for name in sorted(endpoints)
     ]
     return "endpoints: " + " · ".join(links)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import ipywidgets as w
 
-from . import render
+from . import render, tensorboard
 from .logbuffer import LogBuffer
 
 BAR_MAX = 1000
@@ -116,6 +116,11 @@ class JobView:
         self.tracebacks.value = render.tracebacks_html(snap)
         for row in self.task_rows:
             self._pane(row["task"])
+        tb = tensorboard.TAB_TITLE
+        if "tensorboard" in (snap.get("endpoints") or {}) and tb not in self.panes:
+            self.panes[tb] = w.HTML(tensorboard.iframe_html(self.job_id))
+            self.tabs.children = tuple(self.panes.values())
+            self.tabs.titles = tuple(self.panes)
         self._render_logs(force=True)
 
     def _render_logs(self, force: bool = False) -> None:

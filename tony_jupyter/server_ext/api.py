@@ -1,0 +1,94 @@
+"""``/tony/api/jobs...``: the user's jobs (local and YARN, also those of dead kernels)."""
+
+from __future__ import annotations
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from tornado import web
+
+from ..errors import TonyError
+from .jobs import JOB_ID, all_summaries, blocking, client
+
+AUTH_RESOURCE = "tony"
+MAX_EVENTS_WAIT_S = 10.0
+
+
+class TonyAPIHandler(APIHandler):
+    auth_resource = AUTH_RESOURCE
+
+    def int_argument(self, name: str, default: int) -> int:
+        value = self.get_argument(name, str(default))
+        try:
+            n = int(value)
+        except ValueError:
+            raise web.HTTPError(400, f"{name} must be a whole number, not {value!r}") from None
+        if n < 0:
+            raise web.HTTPError(400, f"{name} cannot be negative")
+        return n
+
+    async def call(self, fn, *args):
+        try:
+            return await blocking(fn, *args)
+        except TonyError as e:
+            raise web.HTTPError(502, f"the job's AM: {e}") from None
+
+
+class JobsHandler(TonyAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.finish({"jobs": await all_summaries()})
+
+
+class JobHandler(TonyAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        self.finish(await self.call(client(job_id).snapshot))
+
+
+class EventsHandler(TonyAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        c = client(job_id)
+        since = self.int_argument("since", 0)
+        timeout = min(float(self.int_argument("timeout", 0)), MAX_EVENTS_WAIT_S)
+        events, nxt = await self.call(c.events, since, timeout)
+        self.finish({"events": events, "next": nxt})
+
+
+class LogsHandler(TonyAPIHandler):
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        c = client(job_id)
+        task = self.get_argument("task", "")
+        if not task:
+            snap = await self.call(c.snapshot)
+            tasks = [t["id"] for t in snap.get("tasks") or []]
+            raise web.HTTPError(400, f"name a task: ?task= one of {', '.join(tasks) or '(none)'}")
+        offset, attempt = self.int_argument("offset", 0), self.int_argument("attempt", 0)
+        text, nxt = await self.call(c.logs, task, offset, attempt)
+        self.finish({"task": task, "offset": nxt, "text": text})
+
+
+class KillHandler(TonyAPIHandler):
+    @web.authenticated
+    @authorized
+    async def post(self, job_id: str) -> None:
+        c = client(job_id)
+        killed = await self.call(c.kill, "killed from Jupyter")
+        snap = await self.call(c.snapshot)
+        self.finish({"killed": bool(killed), "state": snap.get("state")})
+
+
+def api_handlers() -> list[tuple]:
+    job = f"tony/api/jobs/(?P<job_id>{JOB_ID})"
+    return [
+        ("tony/api/jobs/?", JobsHandler),
+        (f"{job}/?", JobHandler),
+        (f"{job}/events", EventsHandler),
+        (f"{job}/logs", LogsHandler),
+        (f"{job}/kill", KillHandler),
+    ]

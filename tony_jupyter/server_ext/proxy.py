@@ -1,0 +1,89 @@
+"""``/tony/proxy/<job>/<endpoint>/<path>``: HTTP and WebSocket to what a job registered.
+
+Built on jupyter-server-proxy's ``ProxyHandler`` (it authenticates in ``prepare()``). The
+upstream host and port come only from the job's registered endpoints (``{"tensorboard":
+"http://host:port/"}``): the URL names a job and an endpoint, never a host, so this is not an
+open proxy. Everything after the endpoint is a path on that one upstream.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server_proxy.handlers import AddSlashHandler, ProxyHandler
+from tornado import web
+
+from .jobs import JOB_ID, EndpointCache
+
+ENDPOINT = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
+_cache = EndpointCache()
+
+
+class EndpointProxyHandler(ProxyHandler):
+    """Proxies to ``snapshot["endpoints"][endpoint]`` of the job, and nowhere else."""
+
+    async def upstream(self, job_id: str, endpoint: str) -> tuple[str, int]:
+        url = await _cache.endpoint(job_id, endpoint)  # 404 for an unknown job
+        if not url:
+            raise web.HTTPError(404, f"job {job_id} has no endpoint {endpoint!r}")
+        parsed = urlparse(url)
+        if parsed.scheme != "http" or not parsed.hostname or not parsed.port:
+            raise web.HTTPError(502, f"job {job_id} registered an unusable {endpoint} URL")
+        # The allowlist is exactly the registered host: ProxyHandler checks it again.
+        self.host_allowlist = [parsed.hostname]
+        self.proxy_base = f"tony/proxy/{job_id}/{endpoint}"
+        return parsed.hostname, parsed.port
+
+    async def _forward(self, job_id: str, endpoint: str, path: str | None):
+        host, port = await self.upstream(job_id, endpoint)
+        return await self.proxy(host, port, path or "/")
+
+    async def http_get(self, job_id, endpoint, path=None):
+        return await self._forward(job_id, endpoint, path)
+
+    async def post(self, job_id, endpoint, path=None):
+        return await self._forward(job_id, endpoint, path)
+
+    async def put(self, job_id, endpoint, path=None):
+        return await self._forward(job_id, endpoint, path)
+
+    async def delete(self, job_id, endpoint, path=None):
+        return await self._forward(job_id, endpoint, path)
+
+    async def head(self, job_id, endpoint, path=None):
+        return await self._forward(job_id, endpoint, path)
+
+    async def patch(self, job_id, endpoint, path=None):
+        return await self._forward(job_id, endpoint, path)
+
+    async def options(self, job_id, endpoint, path=None):
+        return await self._forward(job_id, endpoint, path)
+
+    async def open(self, job_id, endpoint, path=None):
+        host, port = await self.upstream(job_id, endpoint)
+        return await self.proxy_open(host, port, path or "/")
+
+    def check_xsrf_cookie(self) -> None:
+        """ProxyHandler leaves XSRF to the proxied app; TensorBoard has none. A state-changing
+        request needs Jupyter's XSRF token, or (TensorBoard's own POSTs from its page in an
+        iframe) a same-origin ``Origin`` header, which a cross-site form cannot forge."""
+        if self.request.method in ("GET", "HEAD", "OPTIONS"):
+            return
+        try:
+            JupyterHandler.check_xsrf_cookie(self)
+        except web.HTTPError:
+            origin = (self.request.headers.get("Origin") or "").lower()
+            host = (self.request.headers.get("Host") or "").lower()
+            if not origin or urlparse(origin).netloc != host:
+                raise web.HTTPError(
+                    403, "XSRF: send the _xsrf token (or a same-origin Origin header)"
+                ) from None
+
+
+def proxy_handlers() -> list[tuple]:
+    prefix = f"tony/proxy/({JOB_ID})/({ENDPOINT})"  # positional groups: AddSlashHandler
+    return [
+        (prefix, AddSlashHandler),  # TensorBoard's page uses URLs relative to its root
+        (f"{prefix}(/.*)", EndpointProxyHandler),
+    ]
