@@ -97,7 +97,7 @@ def submit(
     return app_id
 
 
-def wait_end(cluster: DevCluster, app_id: str, timeout: float = 90) -> dict:
+def wait_end(cluster: DevCluster, app_id: str, timeout: float = 180) -> dict:
     deadline = time.monotonic() + timeout
     while True:
         app = requests.get(f"{cluster.rm_url}/ws/v1/cluster/apps/{app_id}", timeout=10).json()

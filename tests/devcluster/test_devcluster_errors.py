@@ -244,3 +244,50 @@ def test_port_offset_out_of_range(tmp_path, capsys) -> None:
 def test_cli_logs_unknown_until_started(tmp_path, capsys) -> None:
     assert main(["logs", "nm1", "--dir", str(tmp_path / "dc")]) == 1
     assert "nm1 has no log yet" in capsys.readouterr().err
+
+
+def test_daemon_dying_during_up_stops_the_rest(tmp_path, monkeypatch) -> None:
+    """A stub `java`: the RM "crashes" at start, the other daemons idle; `up` must name the RM
+    with its log tail and leave none of the others running."""
+    home = tmp_path / "jdk"
+    _stub(
+        home / "bin" / "java",
+        """\
+        case "$*" in
+          -version) echo 'openjdk version "17.0.15" 2025-04-15' >&2 ;;
+          *" -format "*) ;;
+          *-Dproc_resourcemanager*) echo "java.net.BindException: boom"; exit 1 ;;
+          *) exec sleep 120 ;;
+        esac
+        """,
+    )
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    monkeypatch.setattr(maven, "resolve_jars", lambda *args, **kwargs: None)
+    monkeypatch.setattr(preflight, "check_ports", lambda ports: None)
+    started = []
+    real_start = process.start
+
+    def recording_start(*args):
+        started.append(real_start(*args))
+        return started[-1]
+
+    monkeypatch.setattr(process, "start", recording_start)
+    root = tmp_path / "dc"
+    dc = DevCluster(root, port_offset=30000)
+    with pytest.raises(DevClusterError) as err:
+        dc.up(timeout=60)
+    message = str(err.value)
+    assert "The resourcemanager exited during start-up; everything started has been stopped" in (
+        message
+    )
+    assert "java.net.BindException: boom" in message
+    assert len(started) == 5
+    assert not [pid for pid in started if psutil.pid_exists(pid) and not _zombie(pid)]
+    _assert_nothing_left(root)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

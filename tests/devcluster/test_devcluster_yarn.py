@@ -129,7 +129,7 @@ def test_down_leaves_no_process(devcluster: DevCluster, tmp_path) -> None:
     if not started_by_fixture(devcluster):
         pytest.skip(f"the devcluster in {devcluster.dir} was already running; not stopping it")
     app_id = submit(devcluster, tmp_path, "sleep 300")
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while len(container_dirs(devcluster, app_id)) < 2:
         assert time.monotonic() < deadline, "the sleep container never started"
         time.sleep(0.2)

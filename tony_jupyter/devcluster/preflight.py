@@ -50,6 +50,11 @@ def java_major_version(java_home: Path) -> int:
         proc = subprocess.run(
             [str(java), "-version"], capture_output=True, text=True, timeout=30, check=False
         )
+    except subprocess.TimeoutExpired as err:
+        raise DevClusterError(
+            f"`{java} -version` did not answer within 30 s. Check that JAVA_HOME={java_home} "
+            f"is a working JDK {JAVA_MIN}-{JAVA_MAX}."
+        ) from err
     except OSError as err:
         raise DevClusterError(
             f"Cannot run Java at {java} ({err.strerror}). JAVA_HOME={java_home} does not point "
