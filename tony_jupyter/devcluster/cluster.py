@@ -83,14 +83,20 @@ class DevCluster:
     """One devcluster rooted at ``dir``; every method works from its pid and state files, so
     separate processes (CLI, pytest, a notebook) can manage the same cluster."""
 
-    def __init__(self, dir: Path | None = None, port_offset: int | None = None) -> None:  # noqa: A002
+    def __init__(self, dir: Path | None = None, port_offset: int | None = None) -> None:
         """``port_offset`` shifts every port (e.g. 10000: RM on 18088) so that clusters can run
         side by side; by default the offset the cluster in ``dir`` was started with, else
         ``$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET``, else 0."""
         root = Path(dir or default_dir()).expanduser().resolve()
         if port_offset is None:
             env_offset = os.environ.get("TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET", "0")
-            port_offset = int(_state(root).get("port_offset", env_offset))
+            try:
+                port_offset = int(_state(root).get("port_offset", env_offset))
+            except ValueError:
+                raise DevClusterError(
+                    f"TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET={env_offset!r} is not a number; set it "
+                    "to a multiple of 1000 such as 10000, or unset it."
+                ) from None
         if not 0 <= port_offset <= MAX_PORT_OFFSET:
             raise DevClusterError(
                 f"Port offset {port_offset} is out of range: it must be between 0 and "
@@ -159,7 +165,8 @@ class DevCluster:
             "TONY_DEVCLUSTER_CLASSPATH": os.pathsep.join(self.hadoop_classpath),
             "TONY_DEVCLUSTER_JVM_FLAGS": " ".join(self.jvm_flags),
             "TONY_DEVCLUSTER_HADOOP_VERSION": self.hadoop_version,
-            "TONY_DEVCLUSTER_PYTHON": sys.executable,
+            # The interpreter that `up` put first on the containers' PATH.
+            "TONY_DEVCLUSTER_PYTHON": _state(self.dir).get("python", sys.executable),
         }
 
     # -- state ------------------------------------------------------------------------------
@@ -219,13 +226,15 @@ class DevCluster:
         log.info("resolving Hadoop %s jars through Maven", self.hadoop_version)
         maven.resolve_jars("pom.xml", self.layout.lib, java_home)
         maven.resolve_jars("apps-pom.xml", self.layout.apps, java_home)
-        write_config(self.layout, self.user, self._daemon_env(java_home)["PATH"])
         state = {
             "java_home": str(java_home),
             "hadoop_version": self.hadoop_version,
             "port_offset": self.layout.port_offset,
+            "python": sys.executable,
         }
+        self.dir.mkdir(parents=True, exist_ok=True)
         self.layout.state_file.write_text(json.dumps(state, indent=2) + "\n")
+        write_config(self.layout, self.user, self._daemon_env(java_home)["PATH"])
         try:
             self._format_namenode(java_home)
             for spec in SERVICES:

@@ -45,7 +45,10 @@ def start(cmd: list[str], env: dict[str, str], log_file: Path, pid_file: Path) -
     """Launch ``cmd`` in its own session (so a Ctrl-C at the terminal does not reach it)."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
     pid_file.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_file, "ab") as log:
+    # Keep the previous run's log for a post-mortem, but no more: logs never grow without bound.
+    if log_file.exists():
+        log_file.replace(log_file.with_name(log_file.name + ".1"))
+    with open(log_file, "wb") as log:
         proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,

@@ -46,8 +46,17 @@ def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]
         yield existing
         return
     root = existing.dir if env_dir else tmp_path_factory.mktemp("devcluster")
-    cluster = DevCluster(root, _free_port_offset(root))
-    cluster.up()
+    for attempt in range(3):
+        cluster = DevCluster(root, _free_port_offset(root))
+        try:
+            cluster.up()
+            break
+        except DevClusterError:
+            # Another session may have taken the ports between the check and the daemons'
+            # bind; `up` stopped ours, so a busy port now is theirs: try the next offset.
+            ports = cluster.layout.all_ports()
+            if attempt == 2 or not any(preflight.port_in_use(port) for port in ports):
+                raise
     _started.add(cluster.dir)
     try:
         yield cluster
