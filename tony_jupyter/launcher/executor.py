@@ -14,7 +14,6 @@ import os
 import socket
 import sys
 import threading
-import time
 import traceback
 from pathlib import Path
 
@@ -23,6 +22,8 @@ import requests
 
 from .. import runtime, shards, tables
 from ..bundle import split_last_expression
+from . import checkpoints
+from .heartbeat import Heartbeater
 
 LOG_FLUSH_S = 0.25
 
@@ -87,13 +88,13 @@ class LogCapture:
 
 
 class Background(threading.Thread):
-    """Heartbeats and log shipping; exits the process if the AM is gone or says stop."""
+    """Log shipping, and progress for the heartbeat sidecar; exits if the AM says stop."""
 
-    def __init__(self, am: AMLink, logs: LogCapture, interval: float, max_missed: int):
+    def __init__(self, am: AMLink, logs: LogCapture, beat: Heartbeater):
         super().__init__(daemon=True)
-        self.am, self.logs, self.interval, self.max_missed = am, logs, interval, max_missed
+        self.am, self.logs, self.beat = am, logs, beat
         self.stop = threading.Event()
-        self.on_command = None  # set by a session: the AM's answer to a heartbeat may be a command
+        self.cell: int | None = None  # the session cell running now, for interrupts
         self._ship_lock = threading.Lock()
 
     def ship_logs(self) -> None:
@@ -103,23 +104,14 @@ class Background(threading.Thread):
                 self.am.post("executor/logs", text=text)
 
     def run(self) -> None:
-        last_beat, last_ok = 0.0, time.monotonic()
         while not self.stop.wait(LOG_FLUSH_S):
+            self.beat.update(runtime.current_progress(), self.cell)
             try:
                 self.ship_logs()
-                if time.monotonic() - last_beat >= self.interval:
-                    answer = self.am.post("executor/heartbeat", progress=runtime.current_progress())
-                    last_beat = time.monotonic()
-                    if answer.get("command") and self.on_command:
-                        self.on_command(answer)
-                last_ok = time.monotonic()
             except Stale:
                 os._exit(143)
             except requests.RequestException:
-                if time.monotonic() - last_ok > self.interval * self.max_missed * 2:
-                    # The AM is gone (killed, or its host lost): don't live on as an orphan.
-                    os.write(self.logs.orig, b"[tony] AM unreachable; exiting\n")
-                    os._exit(1)
+                pass  # the sidecar decides when the AM is gone; these lines are lost
 
 
 def reserve_port() -> int:
@@ -182,11 +174,18 @@ def main() -> int:
     bundle_dir = Path(env.get("TONY_BUNDLE_DIR", "."))
     interval = int(env.get("TONY_HEARTBEAT_MS", "1000")) / 1000.0
     am = AMLink(env["TONY_AM_URL"], env["TONY_TOKEN"], task_id, attempt)
+    beat = Heartbeater.fork(am, interval, int(env.get("TONY_MAX_MISSED", "8")))
     logs = LogCapture()
-    bg = Background(am, logs, interval, int(env.get("TONY_MAX_MISSED", "5")))
+    bg = Background(am, logs, beat)
     host = env.get("TONY_EXECUTOR_HOST") or socket.getfqdn()
     try:
-        am.post("executor/register", host=host, port=reserve_port(), pid=os.getpid())
+        am.post(
+            "executor/register",
+            host=host,
+            port=reserve_port(),
+            pid=os.getpid(),
+            container=env.get("TONY_CONTAINER_ID"),
+        )
         bg.start()
         print(
             f"[tony] {task_id} attempt {attempt} registered; waiting for the cluster spec",
@@ -212,7 +211,11 @@ def main() -> int:
 
         serve(am, bg, bundle_dir, is_chief=task_id == env.get("TONY_CHIEF"))  # never returns
     try:
+        # YARN: checkpoint_dir() restored from HDFS before the user code runs (checkpoints.py).
+        mirror = checkpoints.from_env(is_chief=task_id == env.get("TONY_CHIEF"))
         outcome = run_user_code(bundle_dir, is_chief=task_id == env.get("TONY_CHIEF"))
+        if mirror is not None:
+            mirror.close()
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)

@@ -18,21 +18,15 @@ POLL_S = 30
 
 def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
     namespace: dict = {"__name__": "__main__", "__builtins__": __builtins__}
-    running: dict = {"cell": None, "interrupt": None}
-
-    def on_command(answer: dict) -> None:
-        if answer.get("command") == "interrupt" and running["cell"] == answer.get("cell"):
-            running["interrupt"] = answer["cell"]
-            # A real SIGINT, not interrupt_main(): it also wakes a blocking sleep or wait.
-            os.kill(os.getpid(), signal.SIGINT)
+    running: dict = {"cell": None}
 
     def on_sigint(signum, frame) -> None:
-        # Only the cell that was asked to stop is interrupted; a late signal is dropped.
-        if running["cell"] is not None and running["cell"] == running["interrupt"]:
+        # The heartbeat sidecar sends a real SIGINT (it also wakes a blocking sleep or wait)
+        # after naming the cell; only that cell is interrupted, a late signal is dropped.
+        if running["cell"] is not None and running["cell"] in bg.beat.interrupted_cells():
             raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, on_sigint)
-    bg.on_command = on_command
     after, code = 0, 0
     try:
         while True:
@@ -42,7 +36,7 @@ def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
             if got is None:
                 continue
             after = got["id"]
-            outcome = run_cell(got, namespace, is_chief, running)
+            outcome = run_cell(got, namespace, is_chief, running, bg)
             bg.ship_logs()  # this cell's output is logged before its result
             am.post("executor/cell-result", cell=got["id"], **outcome)
     except Stale:
@@ -60,9 +54,9 @@ def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
     os._exit(code)
 
 
-def run_cell(got: dict, namespace: dict, is_chief: bool, running: dict) -> dict:
+def run_cell(got: dict, namespace: dict, is_chief: bool, running: dict, bg: Background) -> dict:
     print(f"[tony] cell {got['id']}", flush=True)
-    running["cell"] = got["id"]
+    running["cell"] = bg.cell = got["id"]
     try:
         namespace.update(cloudpickle.loads(base64.b64decode(got["names"])))
         return execute(got["source"], got["filename"], namespace, got["pull"], is_chief)
@@ -73,4 +67,4 @@ def run_cell(got: dict, namespace: dict, is_chief: bool, running: dict) -> dict:
         traceback.print_exc()
         return {"status": "error", "traceback": traceback.format_exc()}
     finally:
-        running["cell"] = None
+        running["cell"] = bg.cell = None

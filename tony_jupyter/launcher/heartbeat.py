@@ -1,0 +1,109 @@
+"""Heartbeats from a forked sidecar process, not from a thread of the task's process.
+
+A thread cannot beat while the task's interpreter holds the GIL, and loading TensorFlow's
+libraries holds it for seconds (tens of seconds on a loaded machine): heartbeats from a thread
+then go missing although the task is fine. The sidecar beats while the task process exists and
+is not stopped (SIGSTOP, a debugger: a hung task goes silent), with the progress the task last
+handed it through a pipe. It also carries the AM's answers back: "stop" (the attempt is over)
+and "interrupt" (a session cell).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import psutil
+import requests
+
+STOPPED = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+
+
+class Heartbeater:
+    """The task side: hands progress (and the running session cell) to the sidecar."""
+
+    def __init__(self, write_fd: int, command_fd: int, pid: int):
+        self.write_fd, self.command_fd, self.pid = write_fd, command_fd, pid
+        self._last = b""
+
+    @classmethod
+    def fork(cls, link, interval: float, max_missed: int) -> Heartbeater:
+        """Fork the sidecar now: before the task starts a thread (fork copies only this one)
+        or opens a connection (the child must not share the parent's sockets)."""
+        progress_r, progress_w = os.pipe()
+        command_r, command_w = os.pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the sidecar
+            os.close(progress_w)
+            os.close(command_r)
+            try:
+                _beat(link, parent, progress_r, command_w, interval, max_missed)
+            finally:
+                os._exit(0)
+        os.close(progress_r)
+        os.close(command_w)
+        os.set_blocking(command_r, False)
+        return cls(progress_w, command_r, pid)
+
+    def update(self, progress: dict, cell: int | None = None) -> None:
+        line = json.dumps({"progress": progress, "cell": cell}).encode() + b"\n"
+        if line != self._last:
+            self._last = line
+            os.write(self.write_fd, line)
+
+    def interrupted_cells(self) -> set[int]:
+        """Cells the AM asked to interrupt (read by the task's SIGINT handler)."""
+        try:
+            data = os.read(self.command_fd, 4096)
+        except BlockingIOError:
+            return set()
+        return {int(x) for x in data.split()}
+
+
+def _beat(link, parent: int, progress_fd: int, command_fd: int, interval: float,
+          max_missed: int) -> None:
+    os.set_blocking(progress_fd, False)
+    state = {"progress": {}, "cell": None}
+    pending = b""
+    last_ok = time.monotonic()
+    from .executor import Stale  # the caller's module, already imported
+
+    while True:
+        if os.getppid() != parent:
+            return  # the task is gone
+        try:
+            status = psutil.Process(parent).status()
+        except psutil.NoSuchProcess:
+            return
+        if status == psutil.STATUS_ZOMBIE:
+            return
+        try:
+            data = os.read(progress_fd, 1 << 16)
+            if not data:
+                return  # the task closed its end: it exited
+            pending += data
+            *lines, pending = pending.split(b"\n")
+            if lines:
+                state = json.loads(lines[-1])
+        except BlockingIOError:
+            pass
+        if status not in STOPPED:
+            try:
+                answer = link.post("executor/heartbeat", progress=state["progress"])
+                last_ok = time.monotonic()
+                cell = answer.get("cell")
+                if answer.get("command") == "interrupt" and cell == state["cell"]:
+                    os.write(command_fd, f"{cell}\n".encode())
+                    os.kill(parent, signal.SIGINT)
+            except Stale:
+                os.kill(parent, signal.SIGTERM)  # the attempt is over
+                return
+            except requests.RequestException:
+                if time.monotonic() - last_ok > interval * max_missed * 2:
+                    # The AM is gone (killed, or its host lost): take the task down with us
+                    # rather than leave it running as an orphan.
+                    os.killpg(os.getpgid(0), signal.SIGKILL)
+        time.sleep(interval)
