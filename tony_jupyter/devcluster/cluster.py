@@ -13,6 +13,7 @@ from pathlib import Path
 
 import requests
 
+from ..launcher.yarn.jvm import JPMS_FLAGS
 from . import maven, preflight, process, ready
 from .config import (
     HOST,
@@ -28,30 +29,9 @@ from .errors import DevClusterError
 
 log = logging.getLogger(__name__)
 
-# What Hadoop's own launcher adds on Java 17+ (hadoop_finalize_jpms_opts in hadoop-functions.sh,
-# HADOOP-19310). Without java.lang the RM dies in Guice/cglib; any JVM that runs Hadoop code
-# (containers, a JPype AM) needs the same list.
-JVM_FLAGS: tuple[str, ...] = (
-    "-XX:+IgnoreUnrecognizedVMOptions",
-    "-Djava.net.preferIPv4Stack=true",
-    "--enable-native-access=ALL-UNNAMED",
-    *(
-        f"--add-opens=java.base/{pkg}=ALL-UNNAMED"
-        for pkg in (
-            "java.io",
-            "java.lang",
-            "java.lang.reflect",
-            "java.math",
-            "java.net",
-            "java.text",
-            "java.util",
-            "java.util.concurrent",
-            "java.util.zip",
-            "sun.security.util",
-            "sun.security.x509",
-        )
-    ),
-)
+# Any JVM that runs Hadoop code (daemons, containers, the JPype AM) needs the JPMS flags of
+# Hadoop's own launcher; one list, kept beside the AM that also uses it.
+JVM_FLAGS = JPMS_FLAGS
 
 # Daemons only. Measured here on 2 cores (start-up CPU-seconds and RSS summed over the five):
 # C1 only halves start-up CPU (about 21 s against 45 s), and the RM's load never needs C2; the
