@@ -182,6 +182,23 @@ def files(manifest: dict | None) -> list[str]:
     return [p for entry in manifest["names"].values() for p in entry["parts"]]
 
 
+def parts_for(manifest: dict | None, task_id: str, name: str | None = None) -> list[str]:
+    """The parts ``task_id`` reads (of ``name``, or of every name): what a remote backend
+    localizes into that task's container."""
+    if not manifest:
+        return []
+    who = manifest["readers"]
+    out = []
+    for n, entry in manifest["names"].items():
+        if name is not None and n != name:
+            continue
+        if task_id in who:
+            out.append(entry["parts"][who.index(task_id)])
+        elif task_id.startswith("evaluator:"):
+            out += entry["parts"]
+    return out
+
+
 def bind(bundle_dir: Path, manifest: dict | None, task_id: str | None = None) -> dict:
     """In a task: {name: this task's shard} (see the module docstring for who gets what)."""
     if not manifest:
@@ -192,14 +209,10 @@ def bind(bundle_dir: Path, manifest: dict | None, task_id: str | None = None) ->
     from . import tables
 
     task_id = task_id or os.environ.get("TONY_TASK_ID", "worker:0")
-    who = manifest["readers"]
     out: dict = {}
-    for name, entry in manifest["names"].items():
-        if task_id in who:
-            parts = [entry["parts"][who.index(task_id)]]
-        elif task_id.startswith("evaluator:"):
-            parts = entry["parts"]
-        else:
+    for name in manifest["names"]:
+        parts = parts_for(manifest, task_id, name)
+        if not parts:
             out[name] = None
             continue
         table = pa.concat_tables([pq.read_table(bundle_dir / p) for p in parts])

@@ -88,6 +88,7 @@ class JobSpec:
     am_linger_s: float = 30.0
     am_memory_mb: int = 1024
     am_vcores: int = 1
+    am_retries: int = 0  # YARN: AM attempts after the first (tony.am.retry-count, as TonY)
     legacy_keras: bool = True
     tensorboard: bool = True  # the chief starts TensorBoard on tensorboard_dir()
     session: bool = False  # executors stay up and run cell after cell (%tony session)
@@ -158,6 +159,7 @@ _JOB_KEYS = {
     "tony.am.memory": "am_memory",
     "tony.am.vcores": "am_vcores",
     "tony.am.linger-sec": "am_linger_s",
+    "tony.am.retry-count": "am_retries",
     "tony.containers.envs": "env",
     "tony.execution.envs": "env",
     "tony.keras.legacy": "legacy_keras",
@@ -228,6 +230,8 @@ class SpecBuilder:
             self.untracked = tuple(t.strip() for t in value.split(",") if t.strip())
         elif what == "node_label":
             self.default_node_label = value or None
+        elif what == "am_retries":
+            self.job["am_retries"] = _parse_int(value, key)
         elif what == "am_memory":
             self.job["am_memory_mb"] = parse_memory(value, key)
         elif what in ("heartbeat_interval_ms", "max_missed_heartbeats", "am_vcores"):

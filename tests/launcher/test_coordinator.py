@@ -165,3 +165,36 @@ def test_events_are_logged_to_disk(tmp_path):
     c.close()
     lines = (tmp_path / "events.jsonl").read_text().splitlines()
     assert len(lines) == len(c.events) and '"SUCCEEDED"' in lines[-1]
+
+
+def test_new_am_recovers_the_job_from_the_event_log_and_starts_the_next_attempt(tmp_path):
+    first, _, _ = make("--workers 2", tmp_path / "am1")
+    register_all(first)
+    first.endpoints["tensorboard"] = "http://h:1/"
+    first.emit("endpoint", name="tensorboard", url="http://h:1/")
+    log = list(first.events)  # what the lost AM had written to staging
+    _, spec = parse_job_args("--workers 2")
+    provider = FakeProvider()
+    (tmp_path / "am2").mkdir()
+    second = Coordinator("job1", spec, tmp_path / "am2", provider, {}, clock=Clock())
+    provider.bind(second.on_exit)
+    second.recover(log)
+    second.start()
+    assert second.attempt == 2 and second.state == "STARTING"
+    assert [x[1] for x in provider.launched] == [2, 2]
+    assert second.endpoints == {"tensorboard": "http://h:1/"}
+    assert second.events[: len(log)] == log  # the history goes on, same sequence numbers
+    (lost,) = second.attempt_history
+    assert lost["attempt"] == 1 and "the AM was lost" in lost["reason"]
+
+
+def test_new_am_of_a_job_that_had_ended_only_reports_the_end(tmp_path):
+    first, _, _ = make("--workers 1", tmp_path / "am1")
+    first.kill("killed on request")
+    _, spec = parse_job_args("--workers 1")
+    provider = FakeProvider()
+    (tmp_path / "am2").mkdir()
+    second = Coordinator("job1", spec, tmp_path / "am2", provider, {}, clock=Clock())
+    second.recover(list(first.events))
+    second.start()
+    assert second.state == "KILLED" and provider.launched == []

@@ -35,6 +35,8 @@ def assert_nothing_left(cluster, name):
         ("--queue nope", "YARN queue 'nope' does not exist; this cluster's queues: default, gpu"),
         ("--node-label nolabel", "node label 'nolabel' does not exist on this cluster"),
         ("--node-label gpu", "queue 'default' cannot use node label 'gpu'"),
+        # Each container fits a node, all of them (and the AM) never fit the partition.
+        ("--workers 4", "the job asks for 5 vcores in all in the default partition"),
     ],
 )
 def test_request_yarn_cannot_satisfy_is_refused_before_submitting(

@@ -110,6 +110,9 @@ class AM:
             },
         )
         self.provider.start(self.url)
+        recovered = await loop.run_in_executor(None, self.provider.recovered_events)
+        if recovered:
+            self.coordinator.recover(recovered)
         self.coordinator.start()
         ticker = PeriodicCallback(self._tick, TICK_MS)
         ticker.start()

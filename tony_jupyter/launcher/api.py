@@ -124,7 +124,12 @@ class RegisterHandler(BaseHandler):
         b = self.body()
         try:
             self.coord.register(
-                b["task"], int(b["attempt"]), b["host"], int(b["port"]), int(b["pid"])
+                b["task"],
+                int(b["attempt"]),
+                b["host"],
+                int(b["port"]),
+                int(b["pid"]),
+                b.get("container"),
             )
         except StaleAttempt as e:
             return self.stale(e)

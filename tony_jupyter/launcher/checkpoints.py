@@ -102,9 +102,16 @@ class CheckpointMirror:
                 self.named[rel] = prefix
                 changed.append(rel)
                 break
-        # Never delete what an index on HDFS still names.
+        # Never delete an index, nor what an index on HDFS still names (the job's end deletes
+        # the whole staging directory).
         keep = tuple(p + "." for p in self.named.values() if p)
-        gone = [rel for rel in self.sent if rel not in current and not rel.startswith(keep or "\0")]
+        gone = [
+            rel
+            for rel in self.sent
+            if rel not in current
+            and posixpath.basename(rel) != "checkpoint"
+            and not rel.startswith(keep or "\0")
+        ]
         for rel in gone:
             self.client.delete(f"{self.remote}/{rel}")
             del self.sent[rel]
@@ -172,7 +179,16 @@ def from_env(is_chief: bool) -> CheckpointMirror | None:
     mirror = CheckpointMirror(local, remote, os.environ["TONY_WEBHDFS_URL"], user)
     restored = mirror.restore()
     if restored:
-        print(f"[tony] restored {restored} checkpoint files from hdfs {remote}", flush=True)
+        newest = sorted(
+            f"{rel}: {mirror._named(rel, (local / rel).read_text(errors='replace'))}"
+            for rel in mirror.sent
+            if posixpath.basename(rel) == "checkpoint"
+        )
+        print(
+            f"[tony] restored {restored} checkpoint files from hdfs {remote} "
+            f"(newest: {', '.join(newest) or 'no TensorFlow index'})",
+            flush=True,
+        )
     if is_chief:
         mirror.start()
     return mirror

@@ -29,6 +29,7 @@ class Task:
     host: str | None = None
     port: int | None = None
     pid: int | None = None
+    container: str | None = None  # YARN: the task's container id
     exit_code: int | None = None
     launched_at: float | None = None
     registered_at: float | None = None
@@ -77,6 +78,7 @@ class Coordinator:
         self.events.append(event)
         self._event_file.write(json.dumps(event) + "\n")
         self._event_file.flush()
+        self.provider.record_event(event)
         self.changed()
 
     def changed(self) -> None:
@@ -90,8 +92,42 @@ class Coordinator:
     # --- lifecycle --------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._set_state("STARTING")
+        if self.state in TERMINAL:  # recovered: the job had ended before the AM was lost
+            self.finished_at = self.clock()
+            self.write_status()
+            return
+        if self.attempt:  # recovered: the attempt that ran under the lost AM is over
+            why = "the AM was lost (YARN started a new AM attempt); its tasks went with it"
+            self.attempt_history.append({"attempt": self.attempt, "reason": why, "task": None})
+            self.emit("attempt", attempt=self.attempt, state="FAILED", reason=why, task=None)
+            self._set_state("STARTING", f"attempt {self.attempt} failed: {why}")
+        else:
+            self._set_state("STARTING")
         self._start_attempt()
+
+    def recover(self, events: list[dict]) -> None:
+        """Take over a job from the event log of an earlier AM attempt: its history, attempt
+        number, endpoints and state. :meth:`start` then goes on with the next attempt (an
+        attempt lost with its AM counts against --max-attempts for later failures)."""
+        for e in sorted(events, key=lambda e: e["seq"]):
+            e = dict(e, seq=len(self.events))
+            self.events.append(e)
+            self._event_file.write(json.dumps(e) + "\n")
+            if e["kind"] == "attempt":
+                self.attempt = max(self.attempt, int(e["attempt"]))
+                if e.get("state") == "FAILED":
+                    self.failed_task = e.get("task")
+                    self.attempt_history.append(
+                        {"attempt": e["attempt"], "reason": e.get("reason"), "task": e.get("task")}
+                    )
+            elif e["kind"] == "endpoint":
+                self.endpoints[str(e["name"])] = str(e["url"])
+            elif e["kind"] == "job":
+                self.state = e["state"]
+                self.reason = e.get("reason") or self.reason
+        self._event_file.flush()
+        if self.events:
+            self.started_at = self.events[0]["time"]
 
     def _set_state(self, state: str, reason: str = "") -> None:
         self.state = state
@@ -126,9 +162,11 @@ class Coordinator:
 
     # --- executor calls ---------------------------------------------------------------------
 
-    def register(self, task_id: str, attempt: int, host: str, port: int, pid: int) -> None:
+    def register(
+        self, task_id: str, attempt: int, host: str, port: int, pid: int, container=None
+    ) -> None:
         task = self._task(task_id, attempt)
-        task.host, task.port, task.pid = host, port, pid
+        task.host, task.port, task.pid, task.container = host, port, pid, container
         task.registered_at = task.last_heartbeat = self.clock()
         self._set_task_state(task, "REGISTERED", host=f"{host}:{port}")
         if all(t.registered_at for t in self.tasks.values()):
@@ -218,10 +256,17 @@ class Coordinator:
         if self.cluster_spec is None:
             waiting = [t.id for t in self.tasks.values() if not t.registered_at]
             if waiting and now - self._attempt_started > self.spec.registration_timeout_s:
+                limit_s = f"{self.spec.registration_timeout_s:g} s"
+                why = f"{', '.join(waiting)} did not register within {limit_s}"
+                unplaced = self.provider.unallocated(self.attempt)
+                if unplaced:
+                    why = (
+                        f"YARN allocated no container for {', '.join(unplaced)} within "
+                        f"{limit_s}: queue {self.spec.queue!r} has no room for them now "
+                        "(other applications hold its resources)"
+                    )
                 self._fail_attempt(
-                    self.tasks[waiting[0]],
-                    f"{', '.join(waiting)} did not register within "
-                    f"{self.spec.registration_timeout_s:g} s (tony.task.registration-timeout-sec)",
+                    self.tasks[waiting[0]], f"{why} (tony.task.registration-timeout-sec)"
                 )
                 return
         limit = self.spec.heartbeat_interval_ms / 1000.0 * self.spec.max_missed_heartbeats

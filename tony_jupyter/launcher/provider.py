@@ -33,6 +33,17 @@ class Provider(abc.ABC):
     def set_outcome(self, state: str, reason: str) -> None:  # noqa: B027 - optional hook
         """How the job ended, told before :meth:`shutdown` (YARN unregisters with it)."""
 
+    def record_event(self, event: dict) -> None:  # noqa: B027 - optional hook
+        """Every job event as it happens (YARN keeps them on HDFS for a restarted AM)."""
+
+    def recovered_events(self) -> list[dict]:
+        """The events an earlier AM attempt of this job recorded; [] on the first."""
+        return []
+
+    def unallocated(self, attempt: int) -> list[str]:
+        """Tasks of ``attempt`` still waiting for somewhere to run (YARN: a container)."""
+        return []
+
     def poll(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Called periodically on the AM's loop; providers that must look for exits do it here."""
 

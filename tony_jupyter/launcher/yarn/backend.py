@@ -17,6 +17,7 @@ import time
 
 import requests
 
+from ... import shards
 from ...bundle import Bundle
 from ...errors import BackendError
 from ...spec import JobSpec
@@ -31,16 +32,30 @@ EXECUTOR_FILES = ("cell.py", "names.pkl", "bundle.json")
 
 
 def _bundle_files(spec: JobSpec, bundle: Bundle, argv: list[str] | None, token: str) -> dict:
-    meta = {"filename": bundle.filename, "pull": list(spec.pull), "pushed": list(bundle.pushed)}
+    meta: dict = {
+        "filename": bundle.filename,
+        "pull": list(spec.pull),
+        "pushed": list(bundle.pushed),
+    }
     if argv:
         meta["argv"] = argv
+    shard_files: dict[str, bytes] = {}
+    if bundle.shards is not None:
+        # Parquet parts at the same relative paths as the local backend's; each container
+        # localizes only the parts its task reads (YarnProvider), the AM none.
+        meta["shards"], shard_files = shards.staged(bundle.shards)  # type: ignore[arg-type]
     return {
         "spec.json": spec.to_json().encode(),
         "token": token.encode(),
         "cell.py": bundle.source.encode(),
         "names.pkl": bundle.names,
         "bundle.json": json.dumps(meta).encode(),
+        **shard_files,
     }
+
+
+def _executor_file(name: str) -> bool:
+    return name in EXECUTOR_FILES or name.startswith(shards.SHARDS_DIR + "/")
 
 
 def am_context(
@@ -54,6 +69,8 @@ def am_context(
         "TONY_STAGING_DIR": f"{conf.default_fs.rstrip('/')}{staging_dir}",
         "TONY_PYTHON": python,
         "HADOOP_USER_NAME": conf.user,
+        # Passed on to the executors: tony_jupyter.data reads hdfs:// and checkpoints sync here.
+        "TONY_WEBHDFS_URL": conf.webhdfs.url,
         "PYTHONUNBUFFERED": "1",
     }
     cmd = (
@@ -67,8 +84,10 @@ def am_context(
         "application-tags": {"tag": ["tony-jupyter"]},
         "queue": spec.queue,
         "resource": {"memory": spec.am_memory_mb, "vCores": spec.am_vcores},
-        # One AM attempt: a second one would re-run the cell from scratch (no AM recovery yet).
-        "max-app-attempts": 1,
+        # A lost AM is replaced by YARN's next application attempt, which recovers the job
+        # from the event log in staging (tony.am.retry-count; the RM caps it at its own
+        # yarn.resourcemanager.am.max-attempts). The old attempt's containers go with it.
+        "max-app-attempts": 1 + spec.am_retries,
         "unmanaged-AM": False,
         "keep-containers-across-application-attempts": False,
         "am-container-spec": {
@@ -92,7 +111,8 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
         token = secrets.token_urlsafe(32)
         files = _bundle_files(spec, bundle, argv, token)
         resources = staging.upload(app_id, files, private=("token",))
-        executor_resources = {k: v for k, v in resources.items() if k in EXECUTOR_FILES}
+        executor_resources = {k: v for k, v in resources.items() if _executor_file(k)}
+        resources = {k: v for k, v in resources.items() if not k.startswith(shards.SHARDS_DIR)}
         resources["resources.json"] = staging.upload_json(
             app_id, "resources.json", executor_resources
         )

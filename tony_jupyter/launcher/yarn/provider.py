@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+from ... import shards
 from ...spec import JobSpec, TaskSpec
 from ..provider import Provider
-from . import jvm
+from . import eventlog, jvm
 
 log = logging.getLogger("tony_jupyter.am.yarn")
 
@@ -64,9 +65,15 @@ class YarnProvider(Provider):
         self.keep_staging = JobSpec.from_json((job_dir / "spec.json").read_text()).keep_staging
         self.outcome = ("FAILED", "the AM ended without an outcome")
         self.resources = json.loads((job_dir / "resources.json").read_text())
+        self.shards = json.loads((job_dir / "bundle.json").read_text()).get("shards")
         jvm.start()
         self.J = _Classes()
         self.conf = self.J.YarnConfiguration()
+        self.am_attempt = eventlog.am_attempt()
+        self.events = None
+        if self.staging:
+            fs = self.J.Path(self.staging).getFileSystem(self.conf)
+            self.events = eventlog.EventLog(fs, self.J, self.staging, self.am_attempt)
         self.amrm = self.J.AMRMClient.createAMRMClient()
         self.amrm.init(self.conf)
         self.amrm.start()
@@ -95,6 +102,17 @@ class YarnProvider(Provider):
         self.max_capability = resp.getMaximumResourceCapability()
         log.info("registered with the RM; tracking URL %s", am_url)
         self.loop.start()
+
+    def record_event(self, event: dict) -> None:
+        if self.events is not None:
+            self.events.append(event)
+
+    def recovered_events(self) -> list[dict]:
+        return self.events.previous() if self.events is not None else []
+
+    def unallocated(self, attempt: int) -> list[str]:
+        with self.lock:
+            return sorted(x.task_id for x in self.pending.values() if x.attempt == attempt)
 
     def set_outcome(self, state: str, reason: str) -> None:
         self.outcome = (state, reason)
@@ -237,8 +255,12 @@ class YarnProvider(Provider):
             TONY_EXECUTOR_HOST=str(c.getNodeId().getHost()),
             TONY_CONTAINER_ID=str(c.getId().toString()),
         )
-        if os.environ.get("HADOOP_USER_NAME"):
-            env["HADOOP_USER_NAME"] = os.environ["HADOOP_USER_NAME"]
+        if self.staging:
+            # checkpoint_dir() is container-local, mirrored here (launcher/checkpoints.py).
+            env["TONY_CHECKPOINT_REMOTE"] = urlparse(self.staging).path + "/checkpoints"
+        for name in ("HADOOP_USER_NAME", "TONY_WEBHDFS_URL"):
+            if os.environ.get(name):
+                env[name] = os.environ[name]
         if launch.gpus:
             # No GPU plugin (counting-only GPUs): YARN names no device, so the AM assigns
             # per-node slots itself.
@@ -247,7 +269,10 @@ class YarnProvider(Provider):
         for k, v in env.items():
             jenv.put(k, v)
         resources = J.HashMap()
+        mine = set(shards.parts_for(self.shards, launch.task_id))
         for name, r in self.resources.items():
+            if name.startswith(shards.SHARDS_DIR + "/") and name not in mine:
+                continue  # a container only gets the parts its task reads
             resources.put(
                 name,
                 J.LocalResource.newInstance(
@@ -313,6 +338,8 @@ class YarnProvider(Provider):
     def _wrap_up_staging(self) -> None:
         """Keep the AM's record (status, events, logs) in staging with --keep-staging; else
         delete the staging directory: nothing of the job stays on HDFS."""
+        if self.events is not None:
+            self.events.close()
         if not self.staging:
             return
         J = self.J

@@ -132,6 +132,61 @@ class RMClient:
                         f"them. Lower {flag}"
                     )
 
+        self._check_total(spec, q)
+
+    def partitions(self) -> dict[str, dict[str, int]]:
+        """The resources of the cluster's usable nodes, summed per partition ('' = default)."""
+        got = self._request("GET", "/nodes").json().get("nodes") or {}
+        out: dict[str, dict[str, int]] = {}
+        for n in as_list(got.get("node")):
+            if n.get("state") in ("DECOMMISSIONED", "DECOMMISSIONING", "LOST", "SHUTDOWN"):
+                continue
+            labels = as_list(n.get("nodeLabels"))
+            total = _resource(n.get("totalResource") or {})
+            part = out.setdefault(labels[0] if labels else "", {"memory": 0, "vCores": 0, GPU: 0})
+            for k, v in total.items():
+                part[k] = part.get(k, 0) + v
+        return out
+
+    def _check_total(self, spec: JobSpec, q: dict) -> None:
+        """Containers that each fit but together never can (5 vcores in a 4-vcore partition)
+        would wait forever for the last ones: refuse them, naming the totals."""
+        default = q.get("defaultNodeLabelExpression") or ""
+        asks: dict[str, list[tuple[str, int, int, int]]] = {}
+        for t in spec.tasks:
+            part = default if t.node_label is None else t.node_label
+            asks.setdefault(part, []).append(
+                (
+                    f"{t.instances} {t.type}",
+                    t.instances * t.memory_mb,
+                    t.instances * t.vcores,
+                    t.instances * t.gpus,
+                )
+            )
+        asks.setdefault(default, []).append(("the AM", spec.am_memory_mb, spec.am_vcores, 0))
+        share = {
+            p.get("partitionName", ""): float(p.get("absoluteMaxCapacity", 100.0)) / 100.0
+            for p in as_list((q.get("capacities") or {}).get("queueCapacitiesByPartition"))
+        }
+        have = self.partitions()
+        for part, items in asks.items():
+            room = {k: int(v * share.get(part, 1.0)) for k, v in have.get(part, {}).items()}
+            where = f"partition {part!r}" if part else "the default partition"
+            for i, (name, label, unit) in enumerate(
+                (("memory", "memory", " MB"), ("vCores", "vcores", ""), (GPU, "GPUs", ""))
+            ):
+                need = sum(item[1 + i] for item in items)
+                most = room.get(name, 0)
+                if need > most:
+                    split = ", ".join(f"{item[0]}: {item[1 + i]}{unit}" for item in items)
+                    raise SpecError(
+                        f"the job asks for {need}{unit} {label} in all in {where} ({split}), "
+                        f"but queue {spec.queue!r} can have at most {most}{unit} there; YARN "
+                        "could never run all its tasks at once. Ask for fewer or smaller "
+                        "tasks (--workers, --memory, --vcores, tony.am.*), or use another "
+                        "queue or node label"
+                    )
+
     # --- applications ----------------------------------------------------------------------
 
     def new_application(self) -> str:

@@ -1,0 +1,93 @@
+"""The AM's event log in the job's HDFS staging directory, so that a new AM attempt (YARN's
+application attempts, ``tony.am.retry-count``) can recover the job: attempt number, endpoints
+and the event history.
+
+One file per AM attempt, ``<staging>/events/am-<N>.jsonl``, written through Hadoop's own
+FileSystem and made visible to readers with ``hflush`` in batches (every ``FLUSH_S``), off the
+AM's event loop. A file whose writer was killed stays readable up to its last hflush.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import re
+import threading
+import time
+
+log = logging.getLogger("tony_jupyter.am.yarn")
+
+FLUSH_S = 0.2
+
+
+def am_attempt() -> int:
+    """This AM's attempt number, from the container id YARN gives it
+    (container_[e<epoch>_]<cluster ts>_<app>_<attempt>_<container>)."""
+    m = re.search(r"_(\d+)_\d+$", os.environ.get("CONTAINER_ID", ""))
+    return int(m.group(1)) if m else 1
+
+
+class EventLog:
+    def __init__(self, fs, J, staging: str, attempt: int):
+        self.fs, self.J, self.attempt = fs, J, attempt
+        self.dir = J.Path(staging.rstrip("/") + "/events")
+        self.queue: queue.Queue[str | None] = queue.Queue()
+        self.thread = threading.Thread(target=self._run, name="eventlog", daemon=True)
+        self.thread.start()
+
+    def previous(self) -> list[dict]:
+        """What earlier AM attempts wrote, in order; [] on the first attempt."""
+        events: list[dict] = []
+        if self.attempt <= 1 or not self.fs.exists(self.dir):
+            return events
+        for n in range(1, self.attempt):
+            path = self.J.Path(self.dir, f"am-{n}.jsonl")
+            if not self.fs.exists(path):
+                continue
+            stream = self.fs.open(path)
+            try:
+                text = bytes(stream.readAllBytes()).decode("utf-8", errors="replace")
+            finally:
+                stream.close()
+            for line in text.splitlines():
+                try:
+                    events.append(json.loads(line))
+                except json.JSONDecodeError:
+                    break  # the last line of a file whose writer died mid-batch
+        return events
+
+    def append(self, event: dict) -> None:
+        self.queue.put(json.dumps(event) + "\n")  # ASCII (ensure_ascii): writeBytes is exact
+
+    def _run(self) -> None:
+        out = None
+        done = False
+        while not done:
+            batch = [self.queue.get()]
+            deadline = time.monotonic() + FLUSH_S
+            while batch[-1] is not None and (left := deadline - time.monotonic()) > 0:
+                try:
+                    batch.append(self.queue.get(timeout=left))
+                except queue.Empty:
+                    break
+            done = batch[-1] is None
+            lines = "".join(x for x in batch if x is not None)
+            try:
+                if out is None:
+                    out = self.fs.create(self.J.Path(self.dir, f"am-{self.attempt}.jsonl"), True)
+                if lines:
+                    out.writeBytes(lines)
+                    out.hflush()
+            except Exception as e:  # noqa: BLE001 - the job goes on; only recovery suffers
+                log.warning("event log: %s", e)
+        if out is not None:
+            try:
+                out.close()
+            except Exception as e:  # noqa: BLE001
+                log.warning("event log close: %s", e)
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join(10)
