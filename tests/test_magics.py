@@ -91,8 +91,8 @@ def test_bad_input_is_a_usage_error_and_submits_nothing(shell, tony_home, line, 
     assert list_jobs() == [] and processes_under(tony_home) == []
 
 
-def test_yarn_backend_absent_is_a_clear_error(shell, tony_home):
-    with pytest.raises(Exception, match="'yarn' backend is not available"):
+def test_yarn_backend_without_hadoop_conf_dir_names_the_missing_configuration(shell, tony_home):
+    with pytest.raises(Exception, match="'yarn' backend is not available: HADOOP_CONF_DIR is not"):
         shell.run_cell_magic("tony", "--backend yarn", "1")
     assert list_jobs() == [] and processes_under(tony_home) == []
 
