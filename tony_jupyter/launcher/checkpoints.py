@@ -66,44 +66,50 @@ class CheckpointMirror:
     def sync(self) -> int:
         """Upload what changed, then delete what is gone; the number of files changed.
 
-        TensorFlow's ``checkpoint`` index names the newest checkpoint, and is written after the
-        data it names. Each round reads the indexes first, then lists and uploads the data, then
-        uploads those index snapshots, but only when the files they name are on HDFS; old
-        checkpoints are deleted last. So HDFS always holds a whole checkpoint, however a round
-        interleaves with TensorFlow's writes and wherever the chief is killed."""
-        indexes = {}
+        TensorFlow's ``checkpoint`` index names the newest checkpoint and is written after the
+        data it names, and the checkpoint before it is deleted soon after. So a round reads each
+        index and, at once, the files of the checkpoint it names into memory; uploads those,
+        then the index; then other files (not TensorFlow's in-progress ones); and deletes from
+        HDFS only what no uploaded index names. HDFS always holds a whole checkpoint, however
+        slow the uploads and wherever the chief is killed."""
+        captured = []  # (index rel, index stat, index bytes, prefix, {rel: (stat, bytes)})
         for rel in self._local_files():
-            if posixpath.basename(rel) == "checkpoint":
-                indexes[rel] = self._read(rel)
+            if posixpath.basename(rel) != "checkpoint":
+                continue
+            st, data = self._read(rel)
+            if not data or self.sent.get(rel) == st:
+                continue
+            prefix = self._named(rel, data.decode("utf-8", errors="replace"))
+            files = {}
+            if prefix:
+                d = self.local / posixpath.dirname(prefix)
+                for path in d.glob(posixpath.basename(prefix) + ".*"):
+                    frel = os.path.relpath(path, self.local)
+                    files[frel] = self._read(frel)
+                complete = any(r.endswith(".index") for r in files) and any(
+                    ".data-" in r for r in files
+                )
+                if not complete or not all(b for _, b in files.values()):
+                    continue  # swept meanwhile: the next round reads the newer one
+            captured.append((rel, st, data, prefix, files))
+        changed = 0
+        for rel, st, data, prefix, files in captured:
+            for frel, (fst, fdata) in sorted(files.items()):
+                if self.sent.get(frel) != fst:
+                    self._write(frel, fdata, fst)
+                    changed += 1
+            self._write(rel, data, st)
+            self.named[rel] = prefix
+            changed += 1
         current = self._local_files()
-        changed = sorted(
-            rel
-            for rel, st in current.items()
-            if self.sent.get(rel) != st and posixpath.basename(rel) != "checkpoint"
-        )
-        for rel in changed:
-            try:
-                data = (self.local / rel).read_bytes()
-            except FileNotFoundError:
-                continue  # renamed or deleted since the listing: next round sees it
-            self.client.write(f"{self.remote}/{rel}", data=data, overwrite=True)
-            self.sent[rel] = current[rel]
-        for rel, snapshot in indexes.items():
-            # The index as read before the listing, else as it is now: the first whose
-            # checkpoint is on HDFS (a save may have replaced the one it named meanwhile).
-            for st, data in (snapshot, self._read(rel)):
-                if self.sent.get(rel) == st or not data:
-                    break
-                prefix = self._named(rel, data.decode("utf-8", errors="replace"))
-                if prefix and not self._uploaded(prefix):
-                    continue
-                self.client.write(f"{self.remote}/{rel}", data=data, overwrite=True)
-                self.sent[rel] = st
-                self.named[rel] = prefix
-                changed.append(rel)
-                break
-        # Never delete an index, nor what an index on HDFS still names (the job's end deletes
-        # the whole staging directory).
+        for rel, st in sorted(current.items()):
+            if self.sent.get(rel) == st or self._tensorflow_file(rel):
+                continue
+            _, data = self._read(rel)
+            self._write(rel, data, st)
+            changed += 1
+        # Never delete an index, nor what an index on HDFS names (the job's end deletes the
+        # whole staging directory).
         keep = tuple(p + "." for p in self.named.values() if p)
         gone = [
             rel
@@ -115,7 +121,24 @@ class CheckpointMirror:
         for rel in gone:
             self.client.delete(f"{self.remote}/{rel}")
             del self.sent[rel]
-        return len(changed) + len(gone)
+        return changed + len(gone)
+
+    def _write(self, rel: str, data: bytes, st: tuple[int, int]) -> None:
+        self.client.write(f"{self.remote}/{rel}", data=data, overwrite=True)
+        self.sent[rel] = st
+
+    @staticmethod
+    def _tensorflow_file(rel: str) -> bool:
+        """An index, a checkpoint's data/index file or a save in progress: only uploaded as
+        part of the checkpoint an index names."""
+        name = posixpath.basename(rel)
+        return (
+            name == "checkpoint"
+            or name.endswith(".index")
+            or ".data-" in name
+            or "_temp" in rel
+            or name.startswith("checkpoint.tmp")
+        )
 
     def _read(self, rel: str) -> tuple[tuple[int, int], bytes]:
         try:
@@ -123,18 +146,6 @@ class CheckpointMirror:
             return (st.st_size, st.st_mtime_ns), (self.local / rel).read_bytes()
         except FileNotFoundError:
             return (0, 0), b""
-
-    def _uploaded(self, prefix: str) -> bool:
-        """The checkpoint's files are on HDFS as they are now (not read mid-write)."""
-        have = [r for r in self.sent if r.startswith(prefix + ".")]
-        for rel in have:
-            try:
-                st = os.stat(self.local / rel)
-            except FileNotFoundError:
-                return False
-            if (st.st_size, st.st_mtime_ns) != self.sent[rel]:
-                return False
-        return prefix + ".index" in have and any(r.startswith(prefix + ".data-") for r in have)
 
     def _named(self, index_rel: str, text: str) -> str:
         """The checkpoint a TensorFlow ``checkpoint`` index names, relative to the mirror."""
