@@ -105,9 +105,15 @@ def column(rows: list[dict], key: str) -> list[float]:
     return [r[key] for r in rows if isinstance(r.get(key), (int, float))]
 
 
+def results_dir(quick: bool) -> Path:
+    """--quick (CI's smoke run) writes beside, never over, the figures the README quotes."""
+    return RESULTS / "quick" if quick else RESULTS
+
+
 def write_result(name: str, data: dict) -> Path:
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{name}.json"
+    out = results_dir(bool(data.get("quick")))
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}.json"
     path.write_text(json.dumps(data, indent=1) + "\n")
     return path
 

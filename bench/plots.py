@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from bench.common import RESULTS  # noqa: E402
+from bench.common import results_dir  # noqa: E402
 
 
 def _bars(ax, groups: list[str], series: dict[str, list], ylabel: str, title: str) -> None:
@@ -81,5 +81,5 @@ def draw(name: str, data: dict) -> None:
             ax.set_title(name)
     if fig is not None:
         fig.tight_layout()
-        fig.savefig(RESULTS / f"{name}.png", dpi=90)
+        fig.savefig(results_dir(bool(data.get("quick"))) / f"{name}.png", dpi=90)
         plt.close(fig)

@@ -1,6 +1,7 @@
 """Run the benchmark suite: ``python -m bench [--quick] [--only NAME[,NAME]] [--runs N]``.
 
-Each part writes ``bench/results/<part>.json`` (with the machine described) and a PNG plot;
+Each part writes ``bench/results/<part>.json`` (with the machine described) and a PNG plot
+(``bench/results/quick/`` with --quick, untracked);
 a full run (not --quick, every part) also rewrites the table in bench/README.md. Parts that
 need YARN use a devcluster already running (default dir); without one they are skipped, never
 started here. Exits non-zero only when the bench itself breaks, never on a missed goal.
@@ -57,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         began = time.time()
         try:
             if name == "startup":
-                _startup(args.quick)
+                if not args.quick:  # its --quick would overwrite results/startup.json
+                    _startup(args.quick)
                 continue
             data = PARTS[name].run(args.quick, cluster, args.runs)
         except Exception:  # noqa: BLE001 - the bench itself broke: report, go on, exit 1
