@@ -99,7 +99,7 @@ def test_fault_on_yarn_resumes_from_checkpoint(shell, tony_home, cluster, strike
         while not list_jobs():
             time.sleep(0.05)
         struck["at"], struck["epoch"] = strike_when(
-            list_jobs()[0], lambda snap: strike(snap, cluster)
+            list_jobs()[0], lambda snap: strike(snap, cluster), min_epoch=4
         )
 
     t = threading.Thread(target=striker, daemon=True)
@@ -110,6 +110,7 @@ def test_fault_on_yarn_resumes_from_checkpoint(shell, tony_home, cluster, strike
     ns = shell.user_ns
     assert ns["attempt"] == 2
     # Attempt 2 starts at the checkpointed epoch (restored from HDFS), not 0, and finishes.
+    # Struck after epoch 4: HDFS may be one save behind (the upload in flight when killed).
     assert ns["first_epoch"] >= 3 and epochs_run == 8 - ns["first_epoch"]
     (rec,) = list_jobs()
     client = JobClient(rec)
