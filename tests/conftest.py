@@ -59,3 +59,10 @@ def shell(tony_home):
 
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+
+@pytest.fixture(autouse=True)
+def _server_base_url_does_not_leak(monkeypatch):
+    """The server extension writes the server's base_url into os.environ (kernels inherit it);
+    an in-process server test must not hand its base_url to the tests after it."""
+    monkeypatch.setenv("TONY_JUPYTER_BASE_URL", "/")

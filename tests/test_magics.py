@@ -105,8 +105,18 @@ def test_interrupt_mid_rendezvous_kills_the_job(shell, tony_home):
     (hang / "sitecustomize.py").write_text(
         "import os, time\nif os.environ.get('TONY_TASK_ID') == 'worker:1':\n    time.sleep(600)\n"
     )
-    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    def interrupt_in_rendezvous():
+        # Strike once worker:0 has registered: the job is waiting for worker:1, mid-rendezvous.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            jobs = list_jobs()
+            tasks = JobClient(jobs[0]).snapshot()["tasks"] if jobs else []
+            if any(t["id"] == "worker:0" and t["registered_at"] for t in tasks):
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.05)
+
+    threading.Thread(target=interrupt_in_rendezvous, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
         shell.run_cell_magic(
             "tony", f"--workers 2 --conf tony.containers.envs=PYTHONPATH={hang}", "1"
