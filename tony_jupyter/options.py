@@ -77,6 +77,16 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
         help="YARN: the Python executable on the cluster's nodes (default: this kernel's)",
     )
     p.add_argument(
+        "--pack-env",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="VENV",
+        help="YARN: pack this venv (default: the kernel's, sys.prefix), upload it once per "
+        "content hash and run the job in it instead of a Python already on the nodes; "
+        "needs venv-pack; venvs only, not conda",
+    )
+    p.add_argument(
         "--keep-staging",
         action="store_true",
         help="YARN: keep the job's HDFS staging directory (with the AM's logs) after it ends",
@@ -166,6 +176,14 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         b.job["tensorboard"] = False
     if args.python:
         b.job["python"] = args.python
+    if getattr(args, "pack_env", None) is not None:
+        if args.python:
+            raise SpecError("--pack-env and --python exclude each other: the job runs its env")
+        if b.backend != "yarn":
+            raise SpecError("--pack-env is for the YARN backend (--backend yarn)")
+        from .launcher.yarn.packenv import venv_root
+
+        b.job["pack_env"] = str(venv_root(args.pack_env))
     if args.keep_staging:
         b.job["keep_staging"] = True
     b.pull = tuple(n.strip() for n in args.pull.split(",") if n.strip())

@@ -96,6 +96,7 @@ class JobSpec:
     env: tuple[tuple[str, str], ...] = ()
     pull: tuple[str, ...] = ()
     python: str = ""  # YARN: the Python on the nodes for the AM and executors ("" = this one)
+    pack_env: str = ""  # YARN: a venv packed and localized as the ARCHIVE "env" (--pack-env)
     keep_staging: bool = False  # YARN: keep the HDFS staging directory after the job
     schema_version: int = SCHEMA_VERSION
 

@@ -22,6 +22,7 @@ from ...bundle import Bundle
 from ...errors import BackendError
 from ...spec import JobSpec
 from ..jobs import JobRecord, jobs_dir
+from . import packenv
 from .conf import HadoopConf
 from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
 from .staging import Staging, local_resource_json
@@ -61,7 +62,8 @@ def _executor_file(name: str) -> bool:
 def am_context(
     conf: HadoopConf, spec: JobSpec, app_id: str, staging_dir: str, resources: dict
 ) -> dict:
-    python = spec.python or sys.executable
+    # --pack-env: the venv localized as the ARCHIVE "env" (packenv.py), in every container.
+    python = packenv.PYTHON if spec.pack_env else (spec.python or sys.executable)
     env = {
         # The AM starts a JVM (JPype) for AMRMClient/NMClient on the cluster's own classpath.
         "CLASSPATH": "<CPS>".join(conf.app_classpath),
@@ -106,6 +108,11 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
     staging.check()
     app_id, submitted, record_dir = None, False, None
     started = time.time()
+    env_entry, env_info = None, None
+    if spec.pack_env:
+        # Before the application exists: packing a large venv takes a while, and a failure
+        # here leaves nothing to clean up (the cache only ever holds complete archives).
+        env_entry, env_info = staging.env_archive(packenv.venv_root(spec.pack_env))
     try:
         app_id = rm.new_application()
         token = secrets.token_urlsafe(32)
@@ -113,6 +120,8 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
         resources = staging.upload(app_id, files, private=("token",))
         executor_resources = {k: v for k, v in resources.items() if _executor_file(k)}
         resources = {k: v for k, v in resources.items() if not k.startswith(shards.SHARDS_DIR)}
+        if env_entry is not None:
+            executor_resources[packenv.ENV_NAME] = resources[packenv.ENV_NAME] = env_entry
         resources["resources.json"] = staging.upload_json(
             app_id, "resources.json", executor_resources
         )
@@ -129,6 +138,8 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
             "staging": staging.job_dir(app_id),
             "submitted": started,
         }
+        if env_info is not None:
+            yarn_info["pack_env"] = env_info  # bytes_uploaded: 0 when the hash was cached
         (record_dir / "yarn.json").write_text(json.dumps(yarn_info))
         (record_dir / "spec.json").write_text(spec.to_json())  # last: it makes the dir a job
         submitted = True  # from here a half-done submit may have created the app: kill it

@@ -3,12 +3,18 @@
 ``/user/<user>/.tony-jupyter/<application id>/`` (mode 700) holds what the AM and the executors
 localize: spec.json, token (600), cell.py, names.pkl, bundle.json, and resources.json, the YARN
 local-resource entries (exact size and modificationTime, or the NodeManager refuses them).
+``/user/<user>/.tony-jupyter/envs/`` caches the ``--pack-env`` archives (packenv.py).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import posixpath
+import secrets
+import tempfile
+import time
+from pathlib import Path
 
 import requests
 from hdfs import HdfsError, InsecureClient
@@ -17,6 +23,7 @@ from ...errors import BackendError
 from .conf import Address
 
 STAGING = ".tony-jupyter"
+ENVS = "envs"  # --pack-env archives, one per content hash, kept across jobs
 
 
 class Staging:
@@ -81,6 +88,57 @@ class Staging:
             }
         return resources
 
+    def env_archive(self, prefix: Path) -> tuple[dict, dict]:
+        """The venv at ``prefix`` as a YARN ARCHIVE entry, packed and uploaded only if its
+        content hash is not cached yet; and what it took: {hash, path, bytes_uploaded, seconds}.
+        """
+        from . import packenv
+
+        t0 = time.time()
+        digest = packenv.content_hash(prefix)
+        d = f"{self.root}/{ENVS}"
+        path = f"{d}/{digest}.tar.gz"
+        st = self._call(f"reading {path}", self.client.status, path, strict=False)
+        uploaded = 0
+        if st is None:
+            self._call(f"creating {d}", self.client.makedirs, d, permission="700")
+            with tempfile.TemporaryDirectory(prefix="tony-pack-env-") as tmp:
+                local = Path(tmp) / "env.tar.gz"
+                packenv.pack(prefix, local)
+                uploaded = os.path.getsize(local)
+                # Written under a temporary name, then renamed: a job never localizes a half
+                # upload, and two kernels packing the same env at once both end up fine.
+                part = f"{d}/.{digest}.{secrets.token_hex(4)}.part"
+                try:
+                    self._call(
+                        f"writing {part}", self.client.upload, part, str(local), permission="600"
+                    )
+                    if self._call(f"reading {path}", self.client.status, path, strict=False):
+                        uploaded = 0  # someone else's upload won; ours is thrown away
+                    else:
+                        self._call(f"renaming {part}", self.client.rename, part, path)
+                finally:
+                    try:
+                        self.client.delete(part)
+                    except Exception:  # noqa: BLE001 - best effort
+                        pass
+            st = self._call(f"reading {path}", self.client.status, path)
+        entry = {
+            "resource": f"{self.fs}{path}",
+            "type": "ARCHIVE",
+            # PRIVATE: a NodeManager keeps the unpacked env for this user's later jobs too.
+            "visibility": "PRIVATE",
+            "size": st["length"],
+            "timestamp": st["modificationTime"],
+        }
+        info = {
+            "hash": digest,
+            "path": path,
+            "bytes_uploaded": uploaded,
+            "seconds": round(time.time() - t0, 3),
+        }
+        return entry, info
+
     def upload_json(self, app_id: str, name: str, obj) -> dict:
         return self.upload(app_id, {name: json.dumps(obj).encode()})[name]
 
@@ -92,7 +150,8 @@ class Staging:
 
     def list_jobs(self) -> list[str]:
         got = self._call("listing", self.client.status, self.root, strict=False)
-        return self._call("listing", self.client.list, self.root) if got else []
+        names = self._call("listing", self.client.list, self.root) if got else []
+        return [n for n in names if n != ENVS]
 
     def remove(self, app_id: str) -> None:
         d = self.job_dir(app_id)

@@ -1,0 +1,103 @@
+"""``--pack-env``: the job's venv packed, uploaded to the HDFS cache once per content hash and
+localized as the ARCHIVE ``env``, in which the AM and the executors run."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
+
+import tony_jupyter
+from tony_jupyter.launcher.jobs import jobs_dir, list_jobs
+
+pytestmark = [pytest.mark.yarn, pytest.mark.slow]
+RUN = uuid.uuid4().hex[:6]
+# What the AM and an executor import (pyproject's runtime dependencies they need); the
+# notebook-side ones (IPython, widgets, Jupyter) stay out so the venv is small.
+RUNTIME = ["requests", "cloudpickle", "tornado", "psutil", "jpype1", "hdfs"]
+
+tony_home = pytest.fixture(yarn_home)
+
+
+@pytest.fixture(scope="module")
+def small_venv(tmp_path_factory):
+    """A self-contained venv: the runtime deps (pip's cache) and a copy of tony_jupyter (not an
+    editable install: venv-pack refuses those, their code lives outside the venv)."""
+    venv = tmp_path_factory.mktemp("packenv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *RUNTIME],
+        check=True,
+    )
+    site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    src = Path(tony_jupyter.__file__).parent
+    shutil.copytree(src, Path(site) / "tony_jupyter", ignore=shutil.ignore_patterns("__pycache__"))
+    return venv
+
+
+CELL = """
+import os, sys
+import tony_jupyter
+prefix, cwd = sys.prefix, os.getcwd()
+pkg = tony_jupyter.__file__
+"""
+
+
+def _run(shell, venv, name):
+    t0 = time.monotonic()
+    job = shell.run_cell_magic(
+        "tony", f"--workers 1 --async --pack-env {venv} --pull prefix,cwd,pkg --name {name}", CELL
+    )
+    submitted = time.monotonic() - t0
+    assert job.result(timeout=180) is None
+    info = json.loads((jobs_dir() / job.job_id / "yarn.json").read_text())["pack_env"]
+    return job, info, submitted, time.monotonic() - t0
+
+
+def test_pack_env_uploads_once_and_tasks_run_in_it(shell, tony_home, cluster, small_venv):
+    first_job, first, sub1, total1 = _run(shell, small_venv, f"packenv1-{RUN}")
+    prefix, cwd, pkg = (shell.user_ns[k] for k in ("prefix", "cwd", "pkg"))
+    # The executor's Python is the localized archive's: sys.prefix is the container's env
+    # link (or what it points at, in the NodeManager's filecache), and so is tony_jupyter.
+    env = os.path.join(cwd, "env")
+    assert os.path.realpath(prefix) == os.path.realpath(env), (prefix, cwd)
+    assert os.path.realpath(pkg).startswith(os.path.realpath(env) + "/"), pkg
+    assert "filecache" in os.path.realpath(env)
+    assert cluster.wait_app_end(first_job.job_id)["finalStatus"] == "SUCCEEDED"
+
+    second_job, second, sub2, total2 = _run(shell, small_venv, f"packenv2-{RUN}")
+    assert cluster.wait_app_end(second_job.job_id)["finalStatus"] == "SUCCEEDED"
+    assert second["hash"] == first["hash"] and second["path"] == first["path"]
+    # A venv made for this run has fresh mtimes, so its hash is new: the first run uploads.
+    assert first["bytes_uploaded"] > 100_000
+    assert second["bytes_uploaded"] == 0
+    print(
+        f"\npack-env: 1st {first['bytes_uploaded']} B uploaded, env {first['seconds']} s, "
+        f"submit {sub1:.1f} s, total {total1:.1f} s; 2nd {second['bytes_uploaded']} B, "
+        f"env {second['seconds']} s, submit {sub2:.1f} s, total {total2:.1f} s"
+    )
+
+
+def test_pack_env_that_is_not_a_venv_is_refused_before_submitting(
+    shell, tony_home, cluster, tmp_path
+):
+    before = len(cluster.apps())
+    with pytest.raises(UsageError, match="not a venv, no pyvenv.cfg .*conda environments are not"):
+        shell.run_cell_magic("tony", f"--pack-env {tmp_path} --name badenv-{RUN}", "1")
+    with pytest.raises(UsageError, match="--pack-env /not/a/venv: no such directory"):
+        shell.run_cell_magic("tony", f"--pack-env /not/a/venv --name badenv-{RUN}", "1")
+    assert len(cluster.apps()) == before
+    assert list_jobs() == []
