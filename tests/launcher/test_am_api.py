@@ -14,7 +14,10 @@ from tony_jupyter.options import parse_job_args
 
 @pytest.fixture
 def running_job(tony_home):
-    _, spec = parse_job_args("--workers 2 --conf tony.task.heartbeat-interval-ms=200")
+    # no TensorBoard: its endpoint event would break the "nothing new" long-poll below
+    _, spec = parse_job_args(
+        "--workers 2 --no-tensorboard --conf tony.task.heartbeat-interval-ms=200"
+    )
     bundle = make_bundle("import time\nprint('ready', flush=True)\ntime.sleep(600)", {})
     client = JobClient(backend_local.submit(spec, bundle))
     deadline = time.monotonic() + 30

@@ -330,3 +330,14 @@ def test_kernel_side_proxy_url(monkeypatch):
     assert proxy_url("tony_x", "tensorboard") == "/user/hub/tony/proxy/tony_x/tensorboard/"
     monkeypatch.delenv("JUPYTERHUB_SERVICE_PREFIX")
     assert proxy_url("tony_x", "tensorboard") == "/tony/proxy/tony_x/tensorboard/"
+
+
+def test_labextension_is_installed_prebuilt():
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "jupyter", "labextension", "list"], capture_output=True, text=True
+    )
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out.stdout + out.stderr)
+    assert re.search(r"tony-jupyter v\S+ enabled OK", text), text

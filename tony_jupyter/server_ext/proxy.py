@@ -14,6 +14,7 @@ from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server_proxy.handlers import AddSlashHandler, ProxyHandler
 from tornado import web
 
+from . import tensorboard
 from .jobs import JOB_ID, EndpointCache
 
 ENDPOINT = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
@@ -33,6 +34,8 @@ class EndpointProxyHandler(ProxyHandler):
         # The allowlist is exactly the registered host: ProxyHandler checks it again.
         self.host_allowlist = [parsed.hostname]
         self.proxy_base = f"tony/proxy/{job_id}/{endpoint}"
+        if endpoint == "tensorboard":
+            self.rewrite_response = (tensorboard.enable_autoreload,)
         return parsed.hostname, parsed.port
 
     async def _forward(self, job_id: str, endpoint: str, path: str | None):

@@ -1,0 +1,251 @@
+"""JupyterLab in Debian's Chromium (Playwright, no browser download), under a JupyterHub-style
+base_url: a %%tony --workers 2 training cell shows its widget, task table and TensorBoard
+(through /tony/proxy/) live; the "TonY jobs" side panel lists jobs, opens TensorBoard and logs in
+main-area tabs, and kills a job. Screenshots land in build/browser/."""
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+import requests
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = os.environ.get("TONY_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "browser"
+BASE_URL = "/user/tester/"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+SETUP = """\
+%load_ext tony_jupyter
+from sklearn.datasets import load_digits
+X, y = load_digits(return_X_y=True)
+X = (X / 16.0).astype("float32")
+"""
+
+# Trains (scalars stream to TensorBoard), then holds the job open until the test has looked at
+# TensorBoard (the chief's TensorBoard ends with the job): the test creates `release`.
+TRAIN = """\
+%%tony --workers 2 --name digits --conf tony.task.max-missed-heartbeats=60
+import os, time
+import tensorflow as tf
+import tony_jupyter
+
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+dataset = tf.data.Dataset.from_tensor_slices((X, y)).shuffle(2000, seed=0).repeat().batch(64)
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Input((64,)),
+                                 tf.keras.layers.Dense(64, activation="relu"),
+                                 tf.keras.layers.Dense(10)])
+    model.compile(optimizer="adam",
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+model.fit(dataset, epochs=3, steps_per_epoch=30, verbose=2,
+          callbacks=[tony_jupyter.progress()])
+deadline = time.time() + 240
+while not os.path.exists(release) and time.time() < deadline:
+    time.sleep(0.2)
+"""
+
+SLEEPER = """\
+%%tony --workers 1 --async --name sleeper --no-tensorboard
+import time
+time.sleep(600)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def lab(tmp_path, tony_home):
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    root = tmp_path / "root"
+    root.mkdir()
+    release = tmp_path / "release"
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    nb.cells = [
+        nbformat.v4.new_code_cell(SETUP + f"release = {str(release)!r}\n"),
+        nbformat.v4.new_code_cell(TRAIN),
+        nbformat.v4.new_code_cell(SLEEPER),
+    ]
+    nbformat.write(nb, root / "train.ipynb")
+    settings = tmp_path / "lab-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+    port, token = free_port(), secrets.token_hex(16)
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(tmp_path / "jupyter-config"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "jupyter-runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "lab-settings"),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab-workspaces"),
+    )
+    log = open(tmp_path / "lab.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "jupyter", "lab", "--no-browser",
+            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+            f"--ServerApp.base_url={BASE_URL}", f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
+            *(["--allow-root"] if os.geteuid() == 0 else []),  # CI containers run as root
+        ],
+        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}{BASE_URL}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if requests.get(f"{url}api/status", params={"token": token}, timeout=2).ok:
+                break
+        except requests.ConnectionError:
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text()[-3000:])
+    yield {"url": url, "token": token, "release": release, "log": tmp_path / "lab.log"}
+    release.touch()
+    for rec in (tony_home / "jobs").glob("*"):  # nothing may outlive the test
+        from tony_jupyter.launcher.jobs import JobClient, JobRecord
+
+        client = JobClient(JobRecord(rec.name, rec))
+        client.kill("test teardown")
+        client.release()
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+    shutil.copy(tmp_path / "lab.log", ARTIFACTS / "lab.log")
+
+
+@pytest.fixture
+def page(lab):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser.new_page(viewport={"width": 1500, "height": 1000})
+        finally:
+            browser.close()
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def command(page, name: str) -> None:
+    # not awaited: running a %%tony cell's command resolves only when the cell has finished
+    page.evaluate(f"void window.jupyterapp.commands.execute({name!r})")
+
+
+def test_training_cell_widget_tensorboard_and_jobs_panel(page, lab):
+    ok = False
+    try:
+        _run(page, lab)
+        ok = True
+    finally:
+        if not ok:
+            page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)
+
+
+def _run(page, lab):
+    from playwright.sync_api import expect
+
+    page.set_default_timeout(60_000)
+    page.goto(f"{lab['url']}lab/tree/train.ipynb?token={lab['token']}")
+    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell", timeout=120_000)
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    expect(cells).to_have_count(3, timeout=120_000)
+    page.wait_for_function(
+        "window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel?.status === 'idle'",
+        timeout=120_000,
+    )
+    cells.nth(0).click()
+    command(page, "notebook:run-cell-and-select-next")
+    command(page, "notebook:run-cell-and-select-next")
+
+    train = cells.nth(1).locator(".jp-OutputArea")
+    # the live widget: both workers in the task table, then the TensorBoard tab
+    expect(train.locator("table")).to_contain_text("worker:1", timeout=180_000)
+    expect(train.locator("table")).to_contain_text("worker:0")
+    tab = train.locator(".lm-TabBar-tab", has_text="TensorBoard")
+    expect(tab).to_be_visible(timeout=180_000)
+    tab.click()
+    frame_el = train.locator("iframe.tony-tensorboard")
+    expect(frame_el).to_have_attribute("src", f"{BASE_URL}tony/proxy/" + _job_id(lab) +
+                                       "/tensorboard/")  # fmt: skip
+    frame = frame_el.content_frame
+    # TensorBoard's own page, through the proxy, drawing the scalars progress() writes
+    expect(frame.locator("body")).to_contain_text("epoch_loss", timeout=180_000)
+    expect(frame.locator("canvas, svg path.line, line-chart").first).to_be_attached(timeout=60_000)
+    expect(train).to_contain_text("RUNNING")
+    cells.nth(1).scroll_into_view_if_needed()
+    shot(page, "1-widget-tensorboard")
+
+    # the side panel: the running job, its TensorBoard and logs in main-area tabs
+    page.locator(".jp-SideBar .lm-TabBar-tab[title='TonY jobs']").click()
+    panel = page.locator("#tony-jobs-panel")
+    job = panel.locator(f".tony-job[data-job-id='{_job_id(lab)}']")
+    expect(job.locator(".tony-state")).to_have_text("RUNNING", timeout=30_000)
+    job.locator("button.tony-open-tensorboard").click()
+    main_frame = page.locator(".tony-tensorboard-frame iframe")
+    expect(main_frame.content_frame.locator("body")).to_contain_text("epoch_loss", timeout=120_000)
+    shot(page, "2-panel-tensorboard-tab")
+    job.locator("button.tony-open-logs").click()
+    expect(page.locator(".tony-logs-text")).to_contain_text("Epoch 3/3", timeout=60_000)
+    shot(page, "3-panel-logs-tab")
+
+    # let the job end: the widget reaches SUCCEEDED (the static report replaces it)
+    lab["release"].touch()
+    expect(train).to_contain_text("SUCCEEDED", timeout=120_000)
+    expect(train).to_contain_text("worker:1")
+    expect(job.locator(".tony-state")).to_have_text("SUCCEEDED", timeout=30_000)
+
+    # a second, sleeping job started --async: killed from the side panel
+    page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="train.ipynb").click()
+    cells.nth(2).click()
+    command(page, "notebook:run-cell")
+    sleeper = panel.locator(".tony-job", has_text="sleeper")
+    expect(sleeper.locator(".tony-state")).to_have_text("RUNNING", timeout=120_000)
+    shot(page, "4-panel-two-jobs")
+    sleeper.locator("button.tony-kill").click()
+    expect(sleeper.locator(".tony-state")).to_have_text("KILLED", timeout=60_000)
+    cells.nth(1).scroll_into_view_if_needed()
+    shot(page, "5-killed-and-report")
+
+
+def _job_id(lab) -> str:
+    jobs = sorted(p.name for p in Path(os.environ["TONY_JUPYTER_HOME"], "jobs").glob("tony_*"))
+    return jobs[0]
