@@ -3,6 +3,7 @@
 import os
 import signal
 import threading
+import time
 
 import pytest
 from conftest import wait_no_processes
@@ -61,7 +62,19 @@ def test_state_is_kept_between_cells_and_training_goes_on(session_shell):
 def test_interrupt_returns_control_and_the_session_goes_on(session_shell):
     sh = session_shell
     sh.run_cell_magic("tony", "", "counter = 1")
-    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    client = sessions.current().job.client
+
+    def interrupt_when_running():
+        # Strike once the cell runs on the tasks (on a loaded YARN that can take a while).
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            cells = (client._call("GET", "cells") or {}).get("cells", [])
+            if cells and cells[-1]["id"] == 2 and cells[-1]["state"] == "RUNNING":
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.05)
+
+    threading.Thread(target=interrupt_when_running, daemon=True).start()
     with pytest.raises(JobFailedError) as e:
         sh.run_cell_magic("tony", "", "import time\ntime.sleep(120)")
     assert e.value.state == "INTERRUPTED" and "KeyboardInterrupt" in e.value.remote_traceback
@@ -85,7 +98,6 @@ def test_lost_task_breaks_the_session_and_restart_restores_it(session_shell, cap
     pid = sh.run_cell_magic("tony", "", "import os\nos.getpid()")
     tasks = JobClient(list_jobs()[0]).snapshot()["tasks"]
     os.kill(next(t["pid"] for t in tasks if t["id"] == "worker:1"), signal.SIGKILL)
-    import time
 
     deadline = time.monotonic() + 20
     while JobClient(list_jobs()[0]).snapshot()["state"] == "RUNNING":
@@ -101,8 +113,6 @@ def test_lost_task_breaks_the_session_and_restart_restores_it(session_shell, cap
 def test_idle_session_stops_with_a_clear_message(shell, tony_home):
     shell.run_line_magic("tony", "session start --workers 1 --no-tensorboard --idle-timeout 1")
     try:
-        import time
-
         time.sleep(2.5)
         with pytest.raises(UsageError, match="idle for 1 s"):
             shell.run_cell_magic("tony", "", "1")
