@@ -1,5 +1,6 @@
 import importlib.util
 import os
+import signal
 from pathlib import Path
 
 import psutil
@@ -59,6 +60,9 @@ def shell(tony_home):
 
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+# dev/test runs one pytest in the background (`&`), where bash starts it with SIGINT ignored and
+# Python then keeps it ignored: the tests that press Ctrl-C need KeyboardInterrupt back.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
