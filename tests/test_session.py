@@ -1,6 +1,7 @@
 """Interactive sessions: warm executors that keep their state from cell to cell."""
 
 import os
+import re
 import signal
 import threading
 import time
@@ -91,6 +92,11 @@ def test_cell_log_and_names_from_the_notebook(session_shell, capsys):
     with pytest.raises(UsageError, match="other tasks or resources"):
         sh.run_cell_magic("tony", "--workers 3", "1")
     assert sh.run_cell_magic("tony", "--workers 2", "7") == 7  # matching flags are fine
+    time.sleep(1.5)  # a heartbeat carries each task's memory
+    capsys.readouterr()
+    sh.run_line_magic("tony", "session")
+    summary = capsys.readouterr().out
+    assert "cells run: 2" in summary and re.search(r"worker:1 RUNNING \d+ MiB", summary)
 
 
 def test_lost_task_breaks_the_session_and_restart_restores_it(session_shell, capsys):

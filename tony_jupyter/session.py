@@ -77,7 +77,11 @@ class Session:
         if self.job is None:
             return "the session was stopped; %tony session start --workers N"
         snap = self.job.client.snapshot()
-        tasks = ", ".join(f"{t['id']} {t['state']}" for t in snap["tasks"])
+        tasks = ", ".join(
+            f"{t['id']} {t['state']}"
+            + (f" {t['rss_bytes'] / 2**20:.0f} MiB" if t.get("rss_bytes") else "")
+            for t in snap["tasks"]
+        )
         text = (f"session {snap['job_id']}: {snap['state']}  cells run: {self.cells_run}  "
                 f"idle timeout {self.spec.idle_timeout_s:g} s\n  tasks: {tasks}")
         if snap.get("reason") and snap["state"] != "RUNNING":

@@ -155,7 +155,7 @@ class HeartbeatHandler(BaseHandler):
     def post(self) -> None:
         b = self.body()
         try:
-            self.coord.heartbeat(b["task"], int(b["attempt"]), b.get("progress"))
+            self.coord.heartbeat(b["task"], int(b["attempt"]), b.get("progress"), b.get("rss"))
         except StaleAttempt as e:
             return self.stale(e)
         command = self.am.cells.command_for(b["task"]) if self.am.cells else None

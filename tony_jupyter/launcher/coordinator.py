@@ -35,6 +35,7 @@ class Task:
     registered_at: float | None = None
     finished_at: float | None = None
     last_heartbeat: float | None = None
+    rss_bytes: int | None = None  # the task process's resident memory, from its heartbeats
     progress: dict = field(default_factory=dict)
     traceback: str | None = None
     diagnostics: str = ""
@@ -182,11 +183,15 @@ class Coordinator:
             spec.setdefault(t.type, []).append(f"{t.host}:{t.port}")
         return spec
 
-    def heartbeat(self, task_id: str, attempt: int, progress: dict | None) -> None:
+    def heartbeat(
+        self, task_id: str, attempt: int, progress: dict | None, rss: int | None = None
+    ) -> None:
         task = self._task(task_id, attempt)
         task.last_heartbeat = self.clock()
         if progress:
             task.progress = progress
+        if rss:
+            task.rss_bytes = int(rss)
         self.changed()
 
     def log_path(self, task_id: str, attempt: int | None = None) -> Path:

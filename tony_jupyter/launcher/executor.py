@@ -7,13 +7,17 @@ them to its own stdout, which is the container log), sends the result, exits.
 
 from __future__ import annotations
 
+import array
 import base64
+import fcntl
 import json
 import linecache
 import os
 import socket
 import sys
+import termios
 import threading
+import time
 import traceback
 from pathlib import Path
 
@@ -73,6 +77,22 @@ class LogCapture:
             os.write(self.orig, chunk)
             with self.lock:
                 self.buf.append(chunk.decode("utf-8", errors="replace"))
+
+    def drain(self, timeout: float = 1.0) -> None:
+        """Wait until what the task has written so far is in the buffer (a session ships a
+        cell's output before its result, so the output belongs to that cell)."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pending = array.array("i", [0])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            fcntl.ioctl(self.read_fd, termios.FIONREAD, pending, True)
+            if not pending[0]:
+                break
+            time.sleep(0.002)
+        time.sleep(0.005)  # a chunk the reader has just read is appended within moments
+        with self.lock:
+            pass
 
     def take(self) -> str:
         with self.lock:

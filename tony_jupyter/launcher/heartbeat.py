@@ -75,7 +75,9 @@ def _beat(link, parent: int, progress_fd: int, command_fd: int, interval: float,
         if os.getppid() != parent:
             return  # the task is gone
         try:
-            status = psutil.Process(parent).status()
+            task = psutil.Process(parent)
+            status = task.status()
+            rss = task.memory_info().rss
         except psutil.NoSuchProcess:
             return
         if status == psutil.STATUS_ZOMBIE:
@@ -92,7 +94,7 @@ def _beat(link, parent: int, progress_fd: int, command_fd: int, interval: float,
             pass
         if status not in STOPPED:
             try:
-                answer = link.post("executor/heartbeat", progress=state["progress"])
+                answer = link.post("executor/heartbeat", progress=state["progress"], rss=rss)
                 last_ok = time.monotonic()
                 cell = answer.get("cell")
                 if answer.get("command") == "interrupt" and cell == state["cell"]:

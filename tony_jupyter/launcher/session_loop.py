@@ -37,6 +37,7 @@ def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
                 continue
             after = got["id"]
             outcome = run_cell(got, namespace, is_chief, running, bg)
+            bg.logs.drain()
             bg.ship_logs()  # this cell's output is logged before its result
             am.post("executor/cell-result", cell=got["id"], **outcome)
     except Stale:
