@@ -163,7 +163,7 @@ def _hdfs_site(layout: Layout) -> dict[str, object]:
     nn, dn = layout.ports("namenode"), layout.ports("datanode")
     return {
         "dfs.replication": 1,
-        "dfs.permissions.enabled": "false",
+        "dfs.permissions.enabled": "true",  # real checks: the staging permission test needs them
         "dfs.namenode.name.dir": f"file://{layout.data / 'nn'}",
         "dfs.datanode.data.dir": f"file://{layout.data / 'dn'}",
         "dfs.namenode.rpc-address": f"{HOST}:{nn['rpc']}",
