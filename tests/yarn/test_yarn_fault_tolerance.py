@@ -121,7 +121,7 @@ def test_fault_on_yarn_resumes_from_checkpoint(shell, tony_home, cluster, strike
     failed = next(e for e in events if e["kind"] == "attempt" and e["state"] == "FAILED")
     if strike is kill_am:
         assert "the AM was lost" in ended["reason"]
-        app = cluster.app(rec.id)
+        app = cluster.wait_app_end(rec.id)  # the AM unregisters as it exits, just after
         assert app["finalStatus"] == "SUCCEEDED"
         # Attempt 1's history came through the lost AM's event log.
         assert any(
