@@ -116,6 +116,7 @@ class EndpointHandler(BaseHandler):
         b = self.body()
         self.coord.endpoints[str(b["name"])] = str(b["url"])
         self.coord.emit("endpoint", name=b["name"], url=b["url"])
+        self.coord.provider.endpoint_registered(str(b["name"]), str(b["url"]))
         self.finish({"ok": True})
 
 

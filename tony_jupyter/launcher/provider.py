@@ -36,6 +36,10 @@ class Provider(abc.ABC):
     def record_event(self, event: dict) -> None:  # noqa: B027 - optional hook
         """Every job event as it happens (YARN keeps them on HDFS for a restarted AM)."""
 
+    def endpoint_registered(self, name: str, url: str) -> None:  # noqa: B027 - optional hook
+        """A task registered endpoint ``name`` at ``url`` (YARN points its tracking URL at
+        TensorBoard)."""
+
     def recovered_events(self) -> list[dict]:
         """The events an earlier AM attempt of this job recorded; [] on the first."""
         return []

@@ -91,6 +91,7 @@ class YarnProvider(Provider):
         self.stop_loop = threading.Event()
         self.loop = threading.Thread(target=self._run, name="amrm", daemon=True)
         self.allocated_at: dict[str, float] = {}
+        self.tracking_url: str | None = None  # a new tracking URL for the next allocate
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -116,6 +117,12 @@ class YarnProvider(Provider):
 
     def set_outcome(self, state: str, reason: str) -> None:
         self.outcome = (state, reason)
+
+    def endpoint_registered(self, name: str, url: str) -> None:
+        if name == "tensorboard":
+            # TonY's one-click TensorBoard: the application's tracking URL (the RM's
+            # /proxy/<app>/) leads to TensorBoard. Sent by the allocate thread (_run).
+            self.tracking_url = url
 
     # --- Provider contract ----------------------------------------------------------------
 
@@ -193,6 +200,10 @@ class YarnProvider(Provider):
             busy = bool(self.pending) or any(x.stopping for x in self.running.values())
             try:
                 with self.lock:
+                    if self.tracking_url:
+                        url, self.tracking_url = self.tracking_url, None
+                        self.amrm.updateTrackingUrl(url)  # goes with this allocate
+                        log.info("tracking URL now %s", url)
                     resp = self.amrm.allocate(0.5)
                 failures = 0
             except Exception as e:  # noqa: BLE001 - RM restarts and hiccups are retried
