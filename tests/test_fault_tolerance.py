@@ -6,12 +6,13 @@ import threading
 import time
 
 import pytest
+from conftest import wait_no_processes
 from sklearn.datasets import load_digits
 
-from conftest import wait_no_processes
+from tony_jupyter.launcher.coordinator import Coordinator
 from tony_jupyter.launcher.jobs import JobClient, list_jobs
-
-pytestmark = pytest.mark.slow
+from tony_jupyter.launcher.provider import Provider
+from tony_jupyter.options import parse_job_args
 
 CELL = """
 import os, time
@@ -59,6 +60,7 @@ def kill_worker_when(record, signum, min_epoch=3):
     raise TimeoutError("attempt 1 never reached the epoch to strike at")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGSTOP], ids=["kill-9", "sigstop"])
 def test_lost_worker_resumes_from_checkpoint(shell, tony_home, signum):
     X, y = load_digits(return_X_y=True)
@@ -72,8 +74,10 @@ def test_lost_worker_resumes_from_checkpoint(shell, tony_home, signum):
 
     t = threading.Thread(target=striker, daemon=True)
     t.start()
-    flags = ("--workers 2 --max-attempts 2 --pull first_epoch,attempt "
-             "--conf tony.task.heartbeat-interval-ms=500 --conf tony.task.max-missed-heartbeats=8")
+    flags = (
+        "--workers 2 --max-attempts 2 --pull first_epoch,attempt "
+        "--conf tony.task.heartbeat-interval-ms=500 --conf tony.task.max-missed-heartbeats=8"
+    )
     epochs_run = shell.run_cell_magic("tony", flags, CELL)
     t.join(5)
     assert shell.user_ns["attempt"] == 2
@@ -93,3 +97,41 @@ def test_lost_worker_resumes_from_checkpoint(shell, tony_home, signum):
     else:
         assert "killed by signal 9" in ended["reason"] or "exited" in ended["reason"]
     assert wait_no_processes(tony_home) == []
+
+
+class RecordingProvider(Provider):
+    """Keeps what the coordinator records, as the YARN provider keeps it on HDFS."""
+
+    def __init__(self):
+        self.records = []
+
+    def record_event(self, event):
+        self.records.append(event)
+
+    def launch(self, task, task_id, attempt, env):
+        pass
+
+    def stop_task(self, task_id, attempt):
+        pass
+
+    def shutdown(self):
+        pass
+
+
+def test_logs_of_an_attempt_lost_with_its_am_are_restored_by_the_next_am(tmp_path):
+    _, spec = parse_job_args("--workers 2")
+    lost = RecordingProvider()
+    first = Coordinator("job1", spec, tmp_path / "am1", lost, {})
+    first.start()
+    first.add_logs("worker:1", 1, "epoch 1\n")
+    first.add_logs("worker:0", 1, "chief line\n")
+    first.add_logs("worker:1", 1, "epoch 2\n")
+    second = Coordinator("job1", spec, tmp_path / "am2", RecordingProvider(), {})
+    second.recover(lost.records)
+    second.start()
+    assert second.attempt == 2
+    assert second.log_path("worker:1", 1).read_text() == "epoch 1\nepoch 2\n"
+    assert second.log_path("worker:0", 1).read_text() == "chief line\n"
+    # Log batches are not job events: the history holds only what the first AM emitted.
+    assert [e for e in second.events if e["kind"] == "log"] == []
+    assert second.events[: len(first.events)] == first.events

@@ -13,6 +13,8 @@ from .provider import Provider
 
 TERMINAL = ("SUCCEEDED", "FAILED", "KILLED")
 TASK_DONE = ("SUCCEEDED", "FAILED", "KILLED", "STOPPED")
+# A task's log batch in the record the provider keeps (record_event): not a job event.
+LOG_RECORD = "log"
 
 
 class StaleAttempt(Exception):
@@ -108,8 +110,16 @@ class Coordinator:
 
     def recover(self, events: list[dict]) -> None:
         """Take over a job from the event log of an earlier AM attempt: its history, attempt
-        number, endpoints and state. :meth:`start` then goes on with the next attempt (an
-        attempt lost with its AM counts against --max-attempts for later failures)."""
+        number, endpoints, state and its tasks' logs. :meth:`start` then goes on with the next
+        attempt (an attempt lost with its AM counts against --max-attempts for later failures)."""
+        for batch in (e for e in events if e["kind"] == LOG_RECORD):
+            # A log batch the lost AM kept (see add_logs): %tony attach, the widget and
+            # JobClient.logs show every attempt's logs, those of an attempt lost with its AM too.
+            path = self.log_path(batch["task"], int(batch["attempt"]))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(batch["text"])
+        events = [e for e in events if e["kind"] != LOG_RECORD]
         for e in sorted(events, key=lambda e: e["seq"]):
             e = dict(e, seq=len(self.events))
             self.events.append(e)
@@ -203,6 +213,10 @@ class Coordinator:
             raise StaleAttempt(task_id)
         with open(self.log_path(task_id, attempt), "a", encoding="utf-8") as f:
             f.write(text)
+        # Kept beside the events (on HDFS on YARN), so that a new AM attempt can restore them.
+        self.provider.record_event(
+            {"kind": LOG_RECORD, "task": task_id, "attempt": attempt, "text": text}
+        )
         self.changed()
 
     def set_result(self, task_id: str, attempt: int, payload: dict) -> None:

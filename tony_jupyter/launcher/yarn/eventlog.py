@@ -1,6 +1,7 @@
 """The AM's event log in the job's HDFS staging directory, so that a new AM attempt (YARN's
-application attempts, ``tony.am.retry-count``) can recover the job: attempt number, endpoints
-and the event history.
+application attempts, ``tony.am.retry-count``) can recover the job: attempt number, endpoints,
+the event history, and the tasks' logs (the coordinator's ``log`` records: the log batches
+executors ship), so that the logs of an attempt lost with its AM can still be read.
 
 One file per AM attempt, ``<staging>/events/am-<N>.jsonl``, written through Hadoop's own
 FileSystem and made visible to readers with ``hflush`` in batches (every ``FLUSH_S``), off the
