@@ -1,17 +1,19 @@
 """TensorBoard beside the chief: it starts, registers with the AM, shows scalars while training
-runs; --no-tensorboard turns it off; its failure never fails the job."""
+runs, ends with the chief; --no-tensorboard turns it off; its failure never fails the job.
+Tests that submit through ``submit`` below also run on YARN (tests/yarn/test_yarn_server_api.py)."""
 
 import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 import requests
 from conftest import wait_no_processes
 from sklearn.datasets import load_digits
 
+from tony_jupyter import job
 from tony_jupyter.bundle import make_bundle
-from tony_jupyter.launcher import backend_local
 from tony_jupyter.launcher import tensorboard as tb
 from tony_jupyter.launcher.jobs import JobClient
 from tony_jupyter.options import parse_job_args
@@ -36,7 +38,7 @@ time.sleep(600)
 
 def submit(line: str, source: str, names: dict) -> JobClient:
     _, spec = parse_job_args(line)
-    return JobClient(backend_local.submit(spec, make_bundle(source, names)))
+    return JobClient(job.submit(spec, make_bundle(source, names)))  # the backend tony_home sets
 
 
 def wait_for(predicate, timeout: float, what: str):
@@ -72,8 +74,10 @@ def test_chief_tensorboard_shows_scalars_while_training(tony_home):
         )
         assert client.snapshot()["state"] == "RUNNING"  # live, not after the fact
         wait_for(
-            lambda: "epoch_loss"
-            in requests.get(url + "data/plugin/scalars/tags", timeout=5).json()["train"],
+            lambda: (
+                "epoch_loss"
+                in requests.get(url + "data/plugin/scalars/tags", timeout=5).json()["train"]
+            ),
             120,
             "epoch scalars",
         )
@@ -89,6 +93,53 @@ def test_chief_tensorboard_shows_scalars_while_training(tony_home):
     finally:
         stop(client, tony_home)
     with pytest.raises(requests.ConnectionError):  # it died with its task
+        requests.get(url, timeout=2)
+
+
+def tensorboard_processes(job_id: str) -> list[psutil.Process]:
+    """TensorBoard processes of this job: its logdir (in the command line) is under the job's
+    dir (local) or its application's container dir (YARN), both named by the job id."""
+    found = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or [])
+            if p.info["status"] != psutil.STATUS_ZOMBIE and "launcher.tensorboard" in cmd:
+                if job_id in cmd:
+                    found.append(p)
+        except (psutil.Error, TypeError):
+            continue
+    return found
+
+
+# Waits for the test's go-ahead (a file: local and devcluster tasks share this machine's disk),
+# so the job ends by itself with its TensorBoard up.
+WAIT_FOR_GO = """
+import os, time
+while not os.path.exists(go):
+    time.sleep(0.1)
+print("done", flush=True)
+"""
+
+
+def test_tensorboard_ends_with_the_chief(tony_home, tmp_path):
+    go = tmp_path / "go"
+    client = submit("--workers 1", WAIT_FOR_GO, {"go": str(go)})
+    try:
+        url = wait_for(
+            lambda: client.snapshot()["endpoints"].get("tensorboard"), 180, "the endpoint"
+        )
+        assert requests.get(url + "data/runs", timeout=5).json() == []
+        assert tensorboard_processes(client.job_id)  # the check below sees it while it runs
+        go.touch()
+        wait_for(lambda: client.snapshot()["state"] in job.TERMINAL, 120, "the job's end")
+        assert client.snapshot()["state"] == "SUCCEEDED"
+    finally:
+        stop(client, tony_home)
+    deadline = time.monotonic() + 15
+    while (left := tensorboard_processes(client.job_id)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert left == []
+    with pytest.raises(requests.ConnectionError):
         requests.get(url, timeout=2)
 
 
@@ -128,3 +179,18 @@ def test_tensorboard_without_tensorflow_starts_fast(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("backend", ["local", "yarn"])
+def test_tensorboard_dir_is_the_job_dir_locally_and_the_chief_container_on_yarn(
+    tmp_path, monkeypatch, backend
+):
+    from tony_jupyter.launcher.am import executor_env
+    from tony_jupyter.launcher.executor import resolve_tensorboard_dir
+
+    _, spec = parse_job_args(f"--workers 1 --backend {backend}")
+    env = executor_env("j", spec, "http://am", "t", tmp_path / "am-dir")
+    monkeypatch.chdir(tmp_path)  # the task's cwd: on YARN its container's dir
+    resolve_tensorboard_dir(env)
+    expected = tmp_path / ("am-dir/tensorboard" if backend == "local" else "tensorboard")
+    assert env["TONY_TENSORBOARD_DIR"] == str(expected)

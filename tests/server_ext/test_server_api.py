@@ -13,7 +13,7 @@ from conftest import wait_no_processes
 from tornado import httpserver, netutil
 
 from tony_jupyter.bundle import make_bundle
-from tony_jupyter.launcher import backend_local
+from tony_jupyter.job import submit
 from tony_jupyter.launcher.jobs import JobClient
 from tony_jupyter.options import parse_job_args
 
@@ -59,21 +59,26 @@ def upstream():
 
 @pytest.fixture
 def running_job(tony_home, upstream):
-    """A real local job (sleeping), with a 'tensorboard' endpoint registered at ``upstream``."""
+    """A real job (sleeping) on the backend ``tony_home`` points at (local here, YARN in
+    tests/yarn/test_yarn_server_api.py), with a 'tensorboard' endpoint registered at
+    ``upstream``."""
     _, spec = parse_job_args("--workers 1 --no-tensorboard")
-    client = JobClient(backend_local.submit(spec, make_bundle("import time\ntime.sleep(600)", {})))
-    deadline = time.monotonic() + 30
-    while client.snapshot()["state"] != "RUNNING" and time.monotonic() < deadline:
-        time.sleep(0.1)
-    client.session.post(
-        f"{client.am_url()}/api/v1/endpoints",
-        json={"name": "tensorboard", "url": upstream},
-        timeout=5,
-    ).raise_for_status()
-    yield client
-    client.kill()
-    client.release()
-    assert client.wait_am_exit()
+    client = JobClient(submit(spec, make_bundle("import time\ntime.sleep(600)", {})))
+    try:
+        deadline = time.monotonic() + 120  # YARN: containers under load
+        while client.snapshot()["state"] != "RUNNING" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert client.snapshot()["state"] == "RUNNING"
+        client.session.post(
+            f"{client.am_url()}/api/v1/endpoints",
+            json={"name": "tensorboard", "url": upstream},
+            timeout=5,
+        ).raise_for_status()
+        yield client
+    finally:
+        client.kill()
+        client.release()
+        assert client.wait_am_exit(30)
     assert wait_no_processes(tony_home) == []
 
 

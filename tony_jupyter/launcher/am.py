@@ -44,7 +44,12 @@ def executor_env(job_id: str, spec: JobSpec, url: str, token: str, job_dir: Path
         "TONY_MAX_MISSED": str(spec.max_missed_heartbeats),
         "TONY_CHIEF": spec.chief_id,
         "TONY_CHECKPOINT_DIR": str(job_dir / "checkpoints"),
-        "TONY_TENSORBOARD_DIR": str(job_dir / "tensorboard"),
+        # Relative: each executor resolves it against its own cwd (launcher/executor.py). On YARN
+        # that is the task's container, where the chief's TensorBoard reads; the AM's dir is
+        # another container, maybe on another node.
+        "TONY_TENSORBOARD_DIR": "tensorboard"
+        if spec.backend == "yarn"
+        else str(job_dir / "tensorboard"),
         "TONY_TENSORBOARD": "1" if spec.tensorboard else "0",
         "TONY_SESSION": "1" if spec.session else "0",
         "PYTHONUNBUFFERED": "1",

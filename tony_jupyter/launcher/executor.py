@@ -188,7 +188,17 @@ def execute(source: str, filename: str, namespace: dict, pull: list[str], is_chi
     }
 
 
+def resolve_tensorboard_dir(env=os.environ) -> None:
+    """A relative TONY_TENSORBOARD_DIR (YARN) is in this task's cwd, its container: made
+    absolute before the cell runs, so tensorboard_dir() and TensorBoard agree even if the cell
+    changes directory."""
+    tb_dir = env.get("TONY_TENSORBOARD_DIR")
+    if tb_dir and not os.path.isabs(tb_dir):
+        env["TONY_TENSORBOARD_DIR"] = os.path.abspath(tb_dir)
+
+
 def main() -> int:
+    resolve_tensorboard_dir()
     env = os.environ
     task_id, attempt = env["TONY_TASK_ID"], int(env["TONY_ATTEMPT"])
     bundle_dir = Path(env.get("TONY_BUNDLE_DIR", "."))
