@@ -6,11 +6,13 @@ import getpass
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import psutil
 import requests
 
 from ..launcher.yarn.jvm import JPMS_FLAGS
@@ -242,6 +244,83 @@ class DevCluster:
             pid_files = [self.layout.pid_file(name) for name in group]
             for pid_file in process.stop_all(pid_files):
                 log.info("stopped %s", pid_file.stem)
+
+    # -- node crash (fault-tolerance tests) --------------------------------------------------
+
+    def kill_node(self, name: str) -> list[int]:
+        """Crash NodeManager ``name`` as a lost host would: SIGKILL its JVM and every process
+        in its containers (its process tree, taken before anything dies) at once, without a
+        chance to stop them cleanly. Returns the pids killed."""
+        pid_file = self._nm_pid_file(name)
+        nm = process.live_process(pid_file)
+        if nm is None:
+            raise DevClusterError(f"{name} is not running in {self.dir}; nothing to kill.")
+        family = [nm]
+        try:
+            family += nm.children(recursive=True)
+        except psutil.Error:
+            pass
+        for proc in family:
+            try:
+                proc.send_signal(signal.SIGKILL)
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(family, timeout=10)
+        pid_file.unlink(missing_ok=True)
+        log.info("killed %s and %d container processes", name, len(family) - 1)
+        return [p.pid for p in family]
+
+    def start_node(self, name: str, timeout: float = 180.0) -> None:
+        """Start NodeManager ``name`` again (after :meth:`kill_node`) and return once the RM
+        has taken its new registration: NM recovery is off, so the restarted NM reports no
+        containers, and the RM ends those the old one ran (exit status ABORTED, node lost)."""
+        pid_file = self._nm_pid_file(name)
+        if process.live_process(pid_file) is not None:
+            raise DevClusterError(f"{name} is already running in {self.dir}.")
+        java_home = self.java_home
+        started = time.time()
+        pid = process.start(
+            self._daemon_cmd(name, java_home),
+            self._daemon_env(java_home),
+            self.layout.log_file(name),
+            pid_file,
+        )
+        log.info("started %s again (pid %d)", name, pid)
+        rpc = self.layout.ports(name)["rpc"]
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.live_process(pid_file) is None:
+                log_file = self.layout.log_file(name)
+                raise DevClusterError(
+                    f"{name} exited while starting again; its log is {log_file}; it ends "
+                    f"with:\n{_tail(log_file)}"
+                )
+            nm_ports = {nm: self.layout.ports(nm)["rpc"] for nm in NODEMANAGERS}
+            if not ready.yarn_pending(self.rm_url, nm_ports):
+                # The old registration stays RUNNING until the new NM's first status update,
+                # which carries a health report made after it started.
+                node = next(n for n in ready.rm_nodes(self.rm_url) if n["id"].endswith(f":{rpc}"))
+                if int(node.get("lastHealthUpdate") or 0) / 1000 >= started - 1:
+                    return
+            if time.monotonic() > deadline:
+                raise DevClusterError(
+                    f"{name} did not register with the ResourceManager again within "
+                    f"{timeout:g} s; see {self.layout.log_file(name)}."
+                )
+            time.sleep(0.25)
+
+    def restart_node(self, name: str, timeout: float = 180.0) -> list[int]:
+        """:meth:`kill_node` then :meth:`start_node`: a node that crashed and came back."""
+        killed = self.kill_node(name)
+        self.start_node(name, timeout)
+        return killed
+
+    def _nm_pid_file(self, name: str) -> Path:
+        if name not in NODEMANAGERS:
+            raise DevClusterError(
+                f"No NodeManager named {name!r}; choose one of: {', '.join(NODEMANAGERS)}."
+            )
+        return self.layout.pid_file(name)
 
     def _clear_pid_files(self) -> None:
         """Drop pid files of dead daemons; refuse to start over a half-running cluster."""
