@@ -9,6 +9,7 @@ import pytest
 from IPython.core.error import UsageError
 from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
 
+from tony_jupyter.devcluster.config import NM_VCORES
 from tony_jupyter.errors import BackendError
 from tony_jupyter.launcher.jobs import JobClient, list_jobs
 from tony_jupyter.launcher.yarn import backend
@@ -36,7 +37,10 @@ def assert_nothing_left(cluster, name):
         ("--node-label nolabel", "node label 'nolabel' does not exist on this cluster"),
         ("--node-label gpu", "queue 'default' cannot use node label 'gpu'"),
         # Each container fits a node, all of them (and the AM) never fit the partition.
-        ("--workers 4", "the job asks for 5 vcores in all in the default partition"),
+        (
+            f"--workers {NM_VCORES}",
+            f"the job asks for {NM_VCORES + 1} vcores in all in the default partition",
+        ),
     ],
 )
 def test_request_yarn_cannot_satisfy_is_refused_before_submitting(

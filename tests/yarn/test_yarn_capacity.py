@@ -8,6 +8,7 @@ import uuid
 import pytest
 from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
 
+from tony_jupyter.devcluster.config import NM_VCORES
 from tony_jupyter.errors import JobFailedError
 
 pytestmark = pytest.mark.yarn
@@ -19,7 +20,8 @@ tony_home = pytest.fixture(yarn_home)
 def test_containers_never_allocated_end_failed_with_the_reason(shell, tony_home, cluster):
     hog = shell.run_cell_magic(
         "tony",
-        f"--workers 1 --vcores 2 --async --name hog-{RUN}",
+        # AM (1 vcore) + one worker holding all but two of the default partition's vcores.
+        f"--workers 1 --vcores {NM_VCORES - 2} --async --name hog-{RUN}",
         "import time\ntime.sleep(600)",
     )
     try:
@@ -27,8 +29,8 @@ def test_containers_never_allocated_end_failed_with_the_reason(shell, tony_home,
         while hog.client.snapshot()["state"] != "RUNNING":
             assert time.monotonic() < deadline
             time.sleep(0.2)
-        # The hog holds 3 of the default partition's 4 vcores (AM + a 2-vcore worker); this
-        # job's AM takes the last one and its worker never gets a container.
+        # The hog holds all but one of the default partition's vcores; this job's AM takes the
+        # last one and its worker never gets a container.
         started = time.monotonic()
         with pytest.raises(JobFailedError) as e:
             shell.run_cell_magic(

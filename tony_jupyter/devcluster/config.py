@@ -15,7 +15,7 @@ HOST = "127.0.0.1"
 GPU_LABEL = "gpu"
 GPU_RESOURCE = "yarn.io/gpu"
 NM_MEMORY_MB = 6144
-NM_VCORES = 4
+NM_VCORES = 8  # the default partition (nm1) fits an AM and 4 one-vcore workers with room
 NM2_GPUS = 2
 
 
