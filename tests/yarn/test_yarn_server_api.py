@@ -100,8 +100,11 @@ async def test_tensorboard_on_yarn_through_the_tracking_url_and_the_proxy(
         for asset in assets:  # relative URLs: TensorBoard works under /proxy/<app>/
             assert requests.get(tracking + asset, timeout=30).ok, asset
 
+        rows = {j["job_id"]: j for j in (await fetch_json(jp_fetch, "tony", "api", "jobs"))["jobs"]}
+        assert rows[app_id]["backend"] == "yarn" and rows[app_id]["endpoints"] == ["tensorboard"]
+
         # Its log dir is in the chief's own container, where progress() writes.
-        snap = client.snapshot()
+        snap = await fetch_json(jp_fetch, "tony", "api", "jobs", app_id)
         chief = next(t for t in snap["tasks"] if t["id"] == snap["chief"])
         log = wait_for(lambda: _tb_line(client.logs("worker:0")[0]), 60, "TensorBoard's line")
         logdir = log.split("(logdir ", 1)[1].split(")", 1)[0]
