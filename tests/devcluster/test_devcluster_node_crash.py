@@ -13,8 +13,6 @@ from tony_jupyter.devcluster import DevCluster
 from tony_jupyter.devcluster.errors import DevClusterError
 from tony_jupyter.devcluster.testing import started_by_fixture
 
-pytestmark = pytest.mark.yarn
-
 
 def _sleeping(nm: psutil.Process) -> bool:
     """Whether a container of ``nm`` runs the shell command ``sleep 300`` yet."""
@@ -27,11 +25,17 @@ def _sleeping(nm: psutil.Process) -> bool:
     return False
 
 
-def test_unknown_node_is_refused_with_the_names(devcluster: DevCluster) -> None:
+def test_unknown_or_stopped_node_is_refused(tmp_path) -> None:
+    cluster = DevCluster(tmp_path, port_offset=0)  # never started: no daemon to touch
     with pytest.raises(DevClusterError, match="No NodeManager named 'namenode'.*nm1, nm2"):
-        devcluster.kill_node("namenode")
+        cluster.kill_node("namenode")
+    with pytest.raises(DevClusterError, match="No NodeManager named 'nm3'"):
+        cluster.start_node("nm3")
+    with pytest.raises(DevClusterError, match="nm1 is not running in"):
+        cluster.kill_node("nm1")
 
 
+@pytest.mark.yarn
 def test_restart_node_kills_its_containers_and_the_rm_ends_their_app(
     devcluster: DevCluster, tmp_path
 ) -> None:
