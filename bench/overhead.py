@@ -1,10 +1,13 @@
-"""Part 2: steps/s of the same training under tony-jupyter (local backend, and YARN when a
-devcluster runs) vs the same processes started by hand. Goal: ratio >= 0.98."""
+"""Part 2: steps/s of the same training under tony-jupyter (local backend, with and without its
+TensorBoard; YARN and TonY 0.4.7 when a devcluster runs) vs the same processes started by hand.
+Goal: ratio >= 0.98. Local sides also record the CPU seconds each kind of process took
+(bench/cpu_roles.py): on 2 cores, whatever runs beside the 2 workers takes CPU from them."""
 
 from __future__ import annotations
 
 from bench import runners
 from bench.common import column, interleave, log, median, ratio
+from bench.cpu_roles import CpuByRole
 
 NAME = "overhead"
 GOAL = 0.98
@@ -15,11 +18,16 @@ def run(quick: bool, cluster, runs: int | None = None) -> dict:
     runs = runs or (1 if quick else 3)
     conf = {"steps": 100 if quick else 1500}
     sides = {
-        "hand": lambda: runners.by_hand(workers, conf),
-        "tony_local": lambda: runners.tony("local", workers, conf),
+        "hand": lambda: _with_cpu(lambda: runners.by_hand(workers, conf)),
+        "tony_local": lambda: _with_cpu(lambda: runners.tony("local", workers, conf)),
     }
+    if not quick:
+        sides["tony_local_no_tb"] = lambda: _with_cpu(
+            lambda: runners.tony("local", workers, conf, "--no-tensorboard")
+        )
     if cluster is not None and not quick:
         sides["tony_yarn"] = lambda: runners.tony("yarn", workers, conf)
+        sides["tony"] = lambda: runners.tony_peer(cluster, workers, conf)
     log(f"overhead: {workers} worker(s), {conf['steps']} steps, {runs} round(s)")
     rows = interleave(runs, sides, log)
     med = {side: median(column(got, "steps_per_s")) for side, got in rows.items()}
@@ -35,8 +43,16 @@ def run(quick: bool, cluster, runs: int | None = None) -> dict:
         for side in sides
         if side != "hand"
     }
+    cpu = {
+        side: {
+            role: median([r["cpu_s"].get(role, 0.0) for r in got if "cpu_s" in r])
+            for role in sorted({k for r in got for k in r.get("cpu_s", {})})
+        }
+        for side, got in rows.items()
+    }
     return {
         "workers": workers,
+        "cpu_s_by_role_median": {s: c for s, c in cpu.items() if c},
         "steps": conf["steps"],
         "runs": runs,
         "goal_ratio": GOAL,
@@ -45,3 +61,9 @@ def run(quick: bool, cluster, runs: int | None = None) -> dict:
         "ratio_vs_hand_per_round_median": per_round,
         "all": rows,
     }
+
+
+def _with_cpu(fn) -> dict:
+    with CpuByRole() as cpu:
+        row = fn()
+    return {**row, "cpu_s": cpu.seconds()}

@@ -9,6 +9,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from bench.common import results_dir  # noqa: E402
 
+LABELS = {
+    "hand": "by hand",
+    "tony_local": "tony-jupyter local",
+    "tony_local_no_tb": "tony-jupyter local, no TensorBoard",
+    "tony_yarn": "tony-jupyter YARN",
+    "tony": "TonY 0.4.7 YARN",
+    "dshell_yarn": "distributed shell YARN",
+}
+
 
 def _bars(ax, groups: list[str], series: dict[str, list], ylabel: str, title: str) -> None:
     width = 0.8 / max(1, len(series))
@@ -29,13 +38,15 @@ def draw(name: str, data: dict) -> None:
         sides = sorted({s for g in groups for s in data["workers"][g]["median"]})
         for ax, key in zip(axes, ("to_user_code_s", "to_first_step_s"), strict=True):
             series = {
-                s: [data["workers"][g]["median"].get(s, {}).get(key) for g in groups] for s in sides
+                LABELS.get(s, s): [data["workers"][g]["median"].get(s, {}).get(key) for g in groups]
+                for s in sides
             }
             _bars(ax, [f"{g} worker(s)" for g in groups], series, "seconds (median)", key)
     elif name == "overhead":
         fig, ax = plt.subplots(figsize=(6, 4))
         med = data["steps_per_s_median"]
-        ax.bar(list(med), [v or 0 for v in med.values()])
+        ax.bar([LABELS.get(s, s) for s in med], [v or 0 for v in med.values()])
+        ax.tick_params(axis="x", labelsize=7)
         ax.set_ylabel("steps/s (median)")
         ax.set_title(f"training throughput, {data['workers']} worker(s)")
     elif name == "streaming":

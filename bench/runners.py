@@ -136,3 +136,43 @@ def distributed_shell(cluster, workers: int, conf: dict) -> dict:
         dshell.kill(cluster, app_id)
         raise
     return summarize(t0, tasks, time.time())
+
+
+def tony_peer(cluster, workers: int, conf: dict) -> dict:
+    """TonY itself (0.4.7, its own Java client and AM; see bench/tony_peer.py) launching the
+    same script in ``workers`` containers; t0 is the moment its client is started."""
+    from bench import dshell, tony_peer
+
+    conf = _new_out(dict(conf, workers=workers))
+    out = Path(conf["out"])
+    (out / "conf.json").write_text(json.dumps(conf))
+    cmd = tony_peer.command(
+        cluster, workers, WORKLOAD, sys.executable, {"BENCH_CONF": str(out / "conf.json")}
+    )
+    client_log = out / "tony-client.log"
+    t0 = time.time()
+    with open(client_log, "wb") as log:
+        client = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ)
+
+    def alive() -> None:
+        if client.poll() is not None:
+            raise RuntimeError(f"TonY's client exited {client.returncode}; see {client_log}")
+
+    try:
+        tasks = wait_tasks(out, workers, alive=alive)
+        client.wait(120)
+        t_done = time.time()
+        if client.returncode != 0:
+            raise RuntimeError(f"TonY's client exited {client.returncode}; see {client_log}")
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+        app = tony_peer.app_id(client_log)
+        if app is not None and dshell.app(cluster, app)["state"] not in dshell.TERMINAL:
+            dshell.kill(cluster, app)
+    row = summarize(t0, tasks, t_done)
+    app = tony_peer.app_id(client_log)
+    if app is not None:  # when the RM had the application: the client's own start-up cost
+        row["to_submitted_s"] = dshell.app(cluster, app)["startedTime"] / 1000 - t0
+    return row

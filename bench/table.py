@@ -31,6 +31,7 @@ def rows() -> list[tuple[str, str, str, str]]:
         for key, label in (("to_user_code_s", "user code"), ("to_first_step_s", "first step")):
             for side, other, vs in (
                 ("tony_local", "hand", "hand-launched"),
+                ("tony_yarn", "tony", "TonY 0.4.7 (YARN)"),
                 ("tony_yarn", "dshell_yarn", "distributed shell (YARN)"),
                 ("tony_yarn", "hand", "hand-launched"),
             ):
@@ -43,8 +44,28 @@ def rows() -> list[tuple[str, str, str, str]]:
                             _f(r.get(f"{side}/{other} {key}")),
                         )
                     )
+        if "tony_yarn" in med and "tony" in med:
+            out.append(
+                (
+                    f"cell → job end, {n} worker(s), tony yarn",
+                    _f(med["tony_yarn"].get("to_job_end_s"), " s"),
+                    f"TonY 0.4.7 (YARN): {_f(med['tony'].get('to_job_end_s'), ' s')}",
+                    _f(r.get("tony_yarn/tony to_job_end_s")),
+                )
+            )
     ov = _load("overhead")
     for side, value in ov.get("ratio_vs_hand", {}).items():
+        if side == "tony":  # TonY's own figure goes in the "beside it" column
+            out.append(
+                (
+                    f"training steps/s, {ov['workers']} worker(s), TonY 0.4.7 (YARN) vs by hand",
+                    "",
+                    f"TonY: {_f(ov['steps_per_s_median'][side])}, "
+                    f"hand-launched: {_f(ov['steps_per_s_median']['hand'])}",
+                    _f(value),
+                )
+            )
+            continue
         out.append(
             (
                 f"training steps/s, {ov['workers']} worker(s), {side.replace('_', ' ')} "

@@ -1,6 +1,7 @@
 """Part 1: cell -> every task running user code, and -> first training step done; local backend
 and YARN devcluster; 1, 2, 4 workers; beside processes started by hand with TF_CONFIG and (on
-YARN) Hadoop's distributed-shell AM, TonY's stand-in (TonY itself cannot be had: see README)."""
+YARN) TonY itself (0.4.7, its Java client and AM: bench/tony_peer.py) and Hadoop's
+distributed-shell AM, the floor of a YARN AM."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ def _sides(workers: int, conf: dict, cluster) -> dict:
     }
     if cluster is not None:
         sides["tony_yarn"] = lambda: runners.tony("yarn", workers, conf)
+        sides["tony"] = lambda: runners.tony_peer(cluster, workers, conf)
         sides["dshell_yarn"] = lambda: runners.distributed_shell(cluster, workers, conf)
     return sides
 
@@ -29,21 +31,18 @@ def run(quick: bool, cluster, runs: int | None = None) -> dict:
     for n in counts:
         log(f"time_to_training: {n} worker(s), {runs} round(s)")
         rows = interleave(runs, _sides(n, conf, None if quick else cluster), log)
-        med = {
-            side: {k: median(column(got, k)) for k in ("to_user_code_s", "to_first_step_s")}
-            for side, got in rows.items()
-        }
+        keys = ("to_user_code_s", "to_first_step_s", "to_job_end_s", "to_submitted_s")
+        med = {side: {k: median(column(got, k)) for k in keys} for side, got in rows.items()}
         for side in med:
             med[side]["errors"] = sum("error" in r for r in rows[side])
         ratios = {}
-        for side in ("tony_local", "tony_yarn", "dshell_yarn"):
+        for side in ("tony_local", "tony_yarn", "tony", "dshell_yarn"):
             if side in med:
                 for k in ("to_user_code_s", "to_first_step_s"):
                     ratios[f"{side}/hand {k}"] = ratio(med[side][k], med["hand"][k])
         if "tony_yarn" in med:
-            for k in ("to_user_code_s", "to_first_step_s"):
-                ratios[f"tony_yarn/dshell_yarn {k}"] = ratio(
-                    med["tony_yarn"][k], med["dshell_yarn"][k]
-                )
+            for other in ("tony", "dshell_yarn"):
+                for k in ("to_user_code_s", "to_first_step_s", "to_job_end_s"):
+                    ratios[f"tony_yarn/{other} {k}"] = ratio(med["tony_yarn"][k], med[other][k])
         result["workers"][str(n)] = {"median": med, "ratios": ratios, "all": rows}
     return result
