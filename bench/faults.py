@@ -23,6 +23,7 @@ import argparse
 import getpass
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -166,7 +167,8 @@ def run_fault(backend: str, fault: str, cluster=None) -> dict:
         f"--conf tony.task.max-missed-heartbeats={max_missed} {extra}"
     )
     X, y = load_digits(return_X_y=True)
-    trace = os.path.join(tempfile.mkdtemp(prefix="tony-bench-faults-"), "steps")
+    trace_dir = tempfile.mkdtemp(prefix="tony-bench-faults-trace-")
+    trace = os.path.join(trace_dir, "steps")
     ns = {"X": (X / 16.0).astype("float32"), "y": y, "TRACE": trace}
     job = TonyJob(submit(spec, make_bundle(CELL, ns)), namespace=ns)
     struck: dict = {}
@@ -201,6 +203,7 @@ def run_fault(backend: str, fault: str, cluster=None) -> dict:
     failed = next(e for e in events if e["kind"] == "attempt" and e["state"] == "FAILED")
     with open(trace) as f:
         steps = [line.split() for line in f]
+    shutil.rmtree(trace_dir)
     done = max(int(n) for a, n, t in steps if a == "1" and float(t) <= struck["at"])
     row = {
         "detect_s": failed["time"] - struck["at"],
@@ -307,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if cluster is not None:
             cluster.down()
+            shutil.rmtree(cluster.dir, ignore_errors=True)
     data = {
         "bench": NAME,
         "quick": args.quick,
