@@ -217,3 +217,93 @@ def test_dataset_bad_columns(tmp_path, tf):
     ds = data.dataset(tmp_path, columns=["n"])
     with pytest.raises(Exception, match="column 'n' has null values"):
         list(ds)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_runs_are_whole_batches_cut_not_copied(seed):
+    from tony_jupyter.data.batches import _runs
+
+    rnd = random.Random(seed)
+    size = rnd.randint(1, 50)
+    sizes = [rnd.randint(1, 120) for _ in range(rnd.randint(1, 12))]
+    start, inputs = 0, []
+    for n in sizes:
+        inputs.append(pa.record_batch({"id": np.arange(start, start + n)}))
+        start += n
+    got = list(_runs(inputs, size))
+    assert all(b.num_rows % size == 0 for b in got[:-1]) and got[-1].num_rows
+    assert [v for b in got for v in b.column("id").to_pylist()] == list(range(start))
+    # Only the rows carried over a boundary are copied: at most one batch per input batch.
+    bufs = {i.column(0).buffers()[1].address for i in inputs}
+    copied = [b for b in got if b.column(0).buffers()[1].address not in bufs]
+    assert all(b.num_rows <= size for b in copied)
+
+
+def test_dataset_values_match_pyarrow(tmp_path, tf):
+    """Every column kind, shared with Arrow or copied (nulls, bools, dictionaries, odd batch
+    sizes that leave slices unaligned), arrives with pyarrow's values."""
+    n = 1000
+    rng = np.random.default_rng(0)
+    x = rng.random(n)
+    t = pa.table(
+        {
+            "id": np.arange(n),
+            "f32": rng.random(n).astype("float32"),
+            "f64_nulls": pa.array(np.where(np.arange(n) % 7 == 0, np.nan, x), from_pandas=True),
+            "i8": (np.arange(n) % 100).astype("int8"),
+            "flag": np.arange(n) % 3 == 0,
+            "cat": pa.array([f"c{i % 5}" for i in range(n)]).dictionary_encode(),
+            "emb": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 3)), 3),
+        }
+    )
+    pq.write_table(t, tmp_path / "all.parquet", row_group_size=333)
+    want = pq.read_table(tmp_path / "all.parquet")
+    for batch_size in (1, 77, 128, 1000, 4096):
+        ds = data.dataset(tmp_path, batch_size=batch_size, shard=False)
+        got = {k: np.concatenate([b[k].numpy() for b in ds]) for k in t.column_names}
+        assert len(got["id"]) == n and (got["id"] == np.arange(n)).all()
+        for c in ("f32", "i8", "flag"):
+            assert (got[c] == want[c].to_numpy()).all(), c
+        np.testing.assert_array_equal(got["f64_nulls"], want["f64_nulls"].to_numpy())
+        assert got["cat"].tolist() == [s.encode() for s in want["cat"].to_pylist()]
+        np.testing.assert_array_equal(got["emb"], np.stack(want["emb"].to_pylist()))
+
+
+def test_dataset_two_iterators_at_once(parquet_dir, tf):
+    ds = data.dataset(parquet_dir, columns=["id"], batch_size=64, shard=False)
+    a, b = iter(ds), iter(ds)
+    ids_a, ids_b = [], []
+    for x, y in zip(a, b, strict=True):  # interleaved: each iterator has its own pass
+        ids_a += x["id"].numpy().tolist()
+        ids_b += y["id"].numpy().tolist()
+    assert ids_a == ids_b == list(range(3000))
+    # Epochs of .repeat() are passes too.
+    two = np.concatenate([x["id"].numpy() for x in ds.repeat(2)])
+    assert two.tolist() == list(range(3000)) * 2
+
+
+def test_dataset_abandoned_pass_is_dropped(parquet_dir, tf):
+    from tony_jupyter.data.tfdata import LIVE_PASSES
+
+    ds = data.dataset(parquet_dir, columns=["id"], batch_size=64, shard=False)
+    old = iter(ds)
+    next(old)
+    for _ in range(LIVE_PASSES):
+        next(iter(ds))  # newer passes, abandoned after one batch
+    with pytest.raises(Exception, match="this pass over the dataset was dropped"):
+        for _ in old:
+            pass
+
+
+def test_columns_cross_into_tensorflow_without_copies(parquet_dir, tf):
+    from tony_jupyter.data.tfdata import ALIGN, _to_tensor
+
+    col = pq.read_table(parquet_dir / "part-0.parquet", columns=["x"]).column("x").chunk(0)
+    address = col.buffers()[1].address
+    assert address % ALIGN == 0  # Arrow's allocator aligns to 64 bytes
+    shared = _to_tensor("x", col, "float", ())
+    assert isinstance(shared, tf.Tensor)
+    assert np.asarray(shared).__array_interface__["data"][0] == address
+    # A slice that starts off the alignment TensorFlow needs is copied, not shared.
+    copied = _to_tensor("x", col.slice(3), "float", ())
+    assert isinstance(copied, np.ndarray) and (copied == col.slice(3).to_numpy()).all()

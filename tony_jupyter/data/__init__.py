@@ -13,15 +13,17 @@ calling task and streamed in record batches.
   row). The evaluator, parameter servers and code outside a job read everything.
   ``shard=(i, n)`` overrides this (e.g. from a ``tf.distribute.InputContext``); ``shard=False``
   switches it off.
-- **Memory** (``reader``): files are read with ``ParquetFile.iter_batches``, one row group at a
+- **Memory** (``batches``): files are read with ``ParquetFile.iter_batches``, one row group at a
   time, so a task holds a few batches, never the data set.
 - **Elements**: ``features`` is a dict ``{column: tensor}`` (Keras models with named ``Input``
   layers take it as is); ``stack=True`` gives one ``float32`` matrix ``[batch, n_features]``
   instead. With ``label=``, elements are ``(features, label)``. Numeric and bool columns become
   tensors of their type, strings ``tf.string``, fixed-size lists (arrays of ``--shard``, or
-  embeddings) ``[batch, k]``; anything else is an error naming the column.
+  embeddings) ``[batch, k]``; anything else is an error naming the column. ``tfdata`` says
+  how rows cross into TensorFlow without copies.
 """
 
+from .batches import DEFAULT_BATCH_SIZE, record_batches
 from .plan import (
     INDEX_PREFIX,
     Piece,
@@ -31,8 +33,8 @@ from .plan import (
     reader_index,
     shard_plan,
 )
-from .reader import DEFAULT_BATCH_SIZE, dataset, record_batches
 from .sources import DataError, _namenode_http, _webhdfs, filesystem, open_parquet, resolve
+from .tfdata import dataset
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
