@@ -307,3 +307,11 @@ def test_columns_cross_into_tensorflow_without_copies(parquet_dir, tf):
     # A slice that starts off the alignment TensorFlow needs is copied, not shared.
     copied = _to_tensor("x", col.slice(3), "float", ())
     assert isinstance(copied, np.ndarray) and (copied == col.slice(3).to_numpy()).all()
+
+
+def test_filesystem_local(tmp_path):
+    fs, path = data.filesystem(tmp_path / "out")
+    assert path == str(tmp_path / "out")
+    fs.create_dir(path)
+    pq.write_table(pa.table({"a": [1, 2, 3]}), f"{path}/p.parquet", filesystem=fs)
+    assert [b.num_rows for b in data.record_batches(path, shard=False)] == [3]

@@ -51,3 +51,16 @@ def test_hdfs_bad_inputs(hdfs_dir):
     client.write(f"{base}/bad.parquet", data=b"not parquet", overwrite=True)
     with pytest.raises(data.DataError, match="bad.parquet is not a Parquet file"):
         data.shard_plan(url, shard=(0, 1))
+
+
+def test_filesystem_writes_parquet_to_hdfs(hdfs_dir):
+    client, url, base = hdfs_dir
+    fs, path = data.filesystem(f"hdfs://{base}/written")  # no host: the conf's namenode
+    assert path == f"{base}/written"
+    fs.create_dir(path)
+    for i in range(2):
+        t = pa.table({"id": np.arange(i * 50, (i + 1) * 50)})
+        pq.write_table(t, f"{path}/part-{i}.parquet", filesystem=fs, row_group_size=20)
+    assert sorted(client.list(f"{base}/written")) == ["part-0.parquet", "part-1.parquet"]
+    ids = [i for b in data.record_batches(f"{url}/written", shard=False) for i in b["id"].tolist()]
+    assert ids == list(range(100))
