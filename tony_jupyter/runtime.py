@@ -11,6 +11,7 @@ import os
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 
 _lock = threading.Lock()
 _progress: dict = {}
@@ -43,6 +44,35 @@ def task() -> dict:
         "attempt": int(os.environ.get("TONY_ATTEMPT", "1")),
         "is_chief": tid == os.environ.get("TONY_CHIEF", "worker:0"),
     }
+
+
+@dataclass
+class FitHistory:
+    """What a Keras ``History`` a cell returns (or ``--pull``s) arrives as in the notebook:
+    ``history``, ``epoch`` and ``params`` as Keras has them, without the model.
+
+    The model cannot come along: pickling it reads its variables, which under
+    MultiWorkerMirroredStrategy is a collective op that needs the other workers, and those
+    have exited by the time the chief's result is sent.
+    """
+
+    history: dict = field(default_factory=dict)
+    epoch: list = field(default_factory=list)
+    params: dict = field(default_factory=dict)
+
+
+def detach_history(value):
+    """A Keras ``History`` (Keras 2 or 3) as a :class:`FitHistory`; anything else unchanged."""
+    kind = type(value)
+    if (
+        kind.__name__ == "History"
+        and kind.__module__.startswith(("keras", "tf_keras", "tensorflow"))
+        and isinstance(getattr(value, "history", None), dict)
+    ):
+        return FitHistory(
+            dict(value.history), list(getattr(value, "epoch", [])), dict(value.params or {})
+        )
+    return value
 
 
 def _dir(env: str, name: str) -> str:

@@ -177,7 +177,8 @@ def execute(source: str, filename: str, namespace: dict, pull: list[str], is_chi
     value = eval(compile(last, filename, "eval"), namespace) if last else None  # noqa: S307
     if not is_chief:
         return {"status": "ok"}
-    pulled = {n: namespace[n] for n in pull if n in namespace}
+    value = runtime.detach_history(value)
+    pulled = {n: runtime.detach_history(namespace[n]) for n in pull if n in namespace}
     missing = [n for n in pull if n not in namespace]
     arrow, pulled = tables.split_tabular(pulled)  # tables and arrays travel as Arrow, not pickle
     payload = cloudpickle.dumps({"value": value, "pulled": pulled, "missing": missing})
