@@ -66,15 +66,30 @@ def rows() -> list[tuple[str, str, str, str]]:
                 )
             )
             continue
+        label = {"tony_local_no_tb": "tony local, --no-tensorboard"}.get(side, side)
         out.append(
             (
-                f"training steps/s, {ov['workers']} worker(s), {side.replace('_', ' ')} "
+                f"training steps/s, {ov['workers']} worker(s), {label.replace('_', ' ')} "
                 f"(goal ≥ {ov['goal_ratio']})",
                 _f(ov["steps_per_s_median"][side]),
                 f"hand-launched: {_f(ov['steps_per_s_median']['hand'])}",
                 _f(value),
             )
         )
+    for side, cpu in ov.get("cpu_s_by_role_median", {}).items():
+        if side != "hand":
+            out.append(
+                (
+                    f"CPU s during that training, {side.replace('_', ' ')}: "
+                    "workers / AM / heartbeat sidecars / TensorBoard",
+                    " / ".join(
+                        _f(cpu.get(k, 0.0))
+                        for k in ("executor", "am", "heartbeat_sidecar", "tensorboard")
+                    ),
+                    f"by hand: workers {_f(ov['cpu_s_by_role_median']['hand'].get('executor'))}",
+                    "",
+                )
+            )
     st = _load("streaming")
     for rate, m in st.get("median", {}).items():
         rate_s = rate.replace("_", " ").replace("lines per s", "lines/s")
