@@ -152,7 +152,8 @@ def tony_peer(cluster, workers: int, conf: dict) -> dict:
     client_log = out / "tony-client.log"
     t0 = time.time()
     with open(client_log, "wb") as log:
-        client = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ)
+        # cwd: TonyClient writes <app id>-tony-final.xml into its working directory.
+        client = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=out)
 
     def alive() -> None:
         if client.poll() is not None:

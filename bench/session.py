@@ -27,9 +27,9 @@ def timed(ip, line: str) -> float:
 
 
 def measure(ip, line: str, runs: int, interleave: bool = True) -> dict:
-    """A B A B ... where the machine holds both at once; on the devcluster's 4-vcore default
-    partition a warm 2-worker session leaves no room for a one-shot job beside it, so there
-    the warm cells run first, then (session stopped) the one-shot jobs."""
+    """A B A B ... where the cluster holds both at once (the devcluster's 8-vcore default
+    partition does: 3 + 3 vcores); with ``interleave=False`` the warm cells run first, then
+    (session stopped) the one-shot jobs, for a cluster too small for both."""
     from tony_jupyter import session as sessions
 
     ip.run_line_magic("tony", f"session start {line}")
@@ -70,15 +70,17 @@ def main() -> None:
     ip = start_ipython()
     ip.run_line_magic("load_ext", "tony_jupyter")
     ip.display_formatter.active_types = ["text/plain"]
-    result = {"bench": "session", "runs": runs, "cell": CELL,
-              "local_2_workers": measure(ip, "--workers 2 --no-tensorboard", runs)}
+    result = {
+        "bench": "session",
+        "runs": runs,
+        "cell": CELL,
+        "local_2_workers": measure(ip, "--workers 2 --no-tensorboard", runs),
+    }
     if args.yarn:
         if not hadoop:
             raise SystemExit("--yarn needs HADOOP_CONF_DIR (tony-jupyter devcluster env)")
         os.environ["HADOOP_CONF_DIR"] = hadoop
-        result["yarn_2_workers"] = measure(
-            ip, "--workers 2 --memory 512m --no-tensorboard", runs, interleave=False
-        )
+        result["yarn_2_workers"] = measure(ip, "--workers 2 --memory 512m --no-tensorboard", runs)
     text = json.dumps(result, indent=1)
     print(text)
     out = Path(__file__).parent / "results" / "session.json"
