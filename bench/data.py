@@ -5,6 +5,7 @@ while streaming a data set 1x and 4x the size (each in a fresh process, RSS samp
 Prints JSON; writes bench/results/data.json.
 
     .venv/bin/python bench/data.py [--rows 2000000] [--runs 5] [--batch-size 8192]
+        [--parts throughput,memory] [--before GIT_REV]
 """
 
 from __future__ import annotations
@@ -44,18 +45,48 @@ def write_files(d: Path, rows: int, files: int = 4) -> list[str]:
     return out
 
 
-def run_dataset(files: list[str], batch_size: int, stack: bool = False) -> tuple[int, float]:
-    from tony_jupyter.data import dataset
+def build_dataset(files: list[str], batch_size: int, stack: bool = False, module=None):
+    """dataset() over ``files``, and the seconds it took (footers, the tf.data graph): paid
+    once per training, so timed apart from the passes."""
+    if module is None:
+        from tony_jupyter import data as module
 
     t0 = time.perf_counter()
-    ds = dataset(files, label="label", batch_size=batch_size, shard=False, stack=stack)
+    ds = module.dataset(files, label="label", batch_size=batch_size, shard=False, stack=stack)
+    return ds, time.perf_counter() - t0
+
+
+def pass_eager(ds) -> tuple[int, float]:
+    """One pass (an epoch) over ``ds`` in a Python loop, like the pyarrow side."""
+    t0 = time.perf_counter()
     rows = 0
     for _, y in ds:
         rows += int(y.shape[0])
     return rows, time.perf_counter() - t0
 
 
+def graph_consumer(ds):
+    """One pass over ``ds`` consumed inside TensorFlow, as ``model.fit`` consumes it (no Python
+    per batch)."""
+    import numpy as np
+    import tensorflow as tf
+
+    @tf.function
+    def count():
+        return ds.reduce(np.int64(0), lambda n, e: n + tf.shape(e[1], out_type=tf.int64)[0])
+
+    def run() -> tuple[int, float]:
+        t0 = time.perf_counter()
+        rows = int(count())
+        return rows, time.perf_counter() - t0
+
+    return run
+
+
 def run_pyarrow(files: list[str], batch_size: int) -> tuple[int, float]:
+    """The baseline: plain pyarrow reading the same files into the same batches, as NumPy
+    arrays: ``ParquetFile.iter_batches(batch_size)`` over each file (default threads), every
+    column ``to_numpy`` (zero-copy where Arrow allows), in a Python loop."""
     import pyarrow.parquet as pq
 
     t0 = time.perf_counter()
@@ -67,32 +98,68 @@ def run_pyarrow(files: list[str], batch_size: int) -> tuple[int, float]:
     return rows, time.perf_counter() - t0
 
 
-def throughput(files: list[str], runs: int, batch_size: int) -> dict:
-    run_dataset(files, batch_size)  # warm: TensorFlow's first graph, the page cache
-    run_pyarrow(files, batch_size)
-    a, s, b = [], [], []
-    for _ in range(runs):  # A B C A B C ...: the same machine load for all three
-        rows, t = run_dataset(files, batch_size)
-        a.append(rows / t)
-        rows_s, t = run_dataset(files, batch_size, stack=True)
-        s.append(rows_s / t)
-        rows_b, t = run_pyarrow(files, batch_size)
-        b.append(rows_b / t)
-        assert rows == rows_b == rows_s, (rows, rows_b, rows_s)
-    ma, ms, mb = statistics.median(a), statistics.median(s), statistics.median(b)
+def module_at(rev: str):
+    """tony_jupyter.data as it was at git ``rev`` (one file then), to measure beside this one."""
+    import importlib.util
+
+    src = subprocess.run(
+        ["git", "show", f"{rev}:tony_jupyter/data.py"],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    path = Path(tempfile.mkdtemp(prefix="tony-data-before-")) / "data_before.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("tony_jupyter._data_before", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def throughput(files: list[str], runs: int, batch_size: int, before=None) -> dict:
+    """Rows/s of each side, alternating every round (A B C D A B C D ...), medians; the ratios
+    are each side's median over pyarrow's. ``before``: another data module (an older
+    tony_jupyter.data) measured in the same rounds."""
+    import pyarrow.parquet as pq
+
+    ds_dict, _ = build_dataset(files, batch_size)
+    ds_stack, _ = build_dataset(files, batch_size, stack=True)
+    sides = {
+        "pyarrow": lambda: run_pyarrow(files, batch_size),
+        "dataset_dict": lambda: pass_eager(ds_dict),
+        "dataset_stacked": lambda: pass_eager(ds_stack),
+        "dataset_dict_in_graph": graph_consumer(ds_dict),
+    }
+    if before is not None:
+        ds_before, _ = build_dataset(files, batch_size, module=before)
+        sides["before_dataset_dict"] = lambda: pass_eager(ds_before)
+        sides["before_dataset_dict_in_graph"] = graph_consumer(ds_before)
+    expected = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    for side in sides.values():  # warm: TensorFlow's first graph, the page cache
+        side()
+    rates: dict[str, list[float]] = {k: [] for k in sides}
+    builds = []
+    load = [round(os.getloadavg()[0], 2)]
+    for _ in range(runs):
+        for name, side in sides.items():
+            rows, t = side()
+            assert rows == expected, (name, rows, expected)
+            rates[name].append(rows / t)
+        builds.append(build_dataset(files, batch_size)[1])
+    load.append(round(os.getloadavg()[0], 2))
+    med = {k: statistics.median(v) for k, v in rates.items()}
     return {
-        "rows": rows,
+        "rows": expected,
         "batch_size": batch_size,
-        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
-        "pyarrow_iter_batches_rows_per_s_median": round(mb),
-        "tony_dataset_dict_rows_per_s_median": round(ma),
-        "tony_dataset_stacked_rows_per_s_median": round(ms),
-        "ratio_dict": round(ma / mb, 3),
-        "ratio_stacked": round(ms / mb, 3),
+        "load_average_1min_start_end": load,
+        "baseline": run_pyarrow.__doc__.split("The baseline: ")[1].replace("\n    ", " "),
+        "rows_per_s_median": {k: round(v) for k, v in med.items()},
+        "ratio_over_pyarrow": {k: round(v / med["pyarrow"], 3) for k, v in med.items()},
         "goal": ">= 0.9",
-        "pyarrow_all": [round(x) for x in b],
-        "tony_dataset_dict_all": [round(x) for x in a],
-        "tony_dataset_stacked_all": [round(x) for x in s],
+        "dataset_build_s_median": round(statistics.median(builds), 4),
+        "rows_per_s_all": {k: [round(x) for x in v] for k, v in rates.items()},
     }
 
 
@@ -183,6 +250,8 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=8192)
     p.add_argument("--child", default=None)
+    p.add_argument("--before", default=None, help="also measure tony_jupyter.data at this git rev")
+    p.add_argument("--parts", default="throughput,memory", help="which parts to run")
     p.add_argument("files", nargs="*")
     args = p.parse_args()
     if args.child:
@@ -194,9 +263,12 @@ def main() -> None:
             "bench": "data",
             "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
             "columns": f"{COLUMNS} float32 + int64 label",
-            "throughput": throughput(files, args.runs, args.batch_size),
-            "memory": memory(Path(tmp) / "memory", args.mem_rows, args.batch_size),
         }
+        if "throughput" in args.parts:
+            before = module_at(args.before) if args.before else None
+            result["throughput"] = throughput(files, args.runs, args.batch_size, before)
+        if "memory" in args.parts:
+            result["memory"] = memory(Path(tmp) / "memory", args.mem_rows, args.batch_size)
     text = json.dumps(result, indent=1)
     print(text)
     out = Path(__file__).parent / "results" / "data.json"

@@ -5,12 +5,15 @@ How rows reach TensorFlow cheaply: Python reads runs of whole batches (up to ``R
 into instead of copying it (where Arrow's buffer has the alignment TensorFlow requires; otherwise
 it is copied). TensorFlow then cuts the run into batches with dim-0 slices, which share memory
 too. One Python call per run, not per batch, and no copy on the way: what keeps up with plain
-pyarrow (bench/data.py).
+pyarrow (bench/data.py). A thread per pass decodes ahead (``_ReadAhead``), so pyarrow's
+decoding overlaps TensorFlow's handling of the previous run.
 """
 
 from __future__ import annotations
 
 import itertools
+import queue
+import threading
 from collections import OrderedDict
 
 from .batches import DEFAULT_BATCH_SIZE, runs
@@ -97,6 +100,53 @@ def _to_tensor(name: str, col, kind: str, width: tuple[int, ...]):
     return col.to_numpy(zero_copy_only=False)
 
 
+class _ReadAhead:
+    """A pass's runs, decoded by a thread of its own up to ``depth`` runs ahead: pyarrow
+    decodes without the GIL while TensorFlow's thread hands the previous run on, so the two
+    overlap instead of taking turns. ``close()`` stops the thread of an abandoned pass."""
+
+    def __init__(self, runs, depth: int = 2):
+        self.items: queue.Queue = queue.Queue(depth)
+        self.stopped = threading.Event()
+        self.last: tuple | None = None
+        self.thread = threading.Thread(
+            target=self._read, args=(runs,), name="tony-data-read-ahead", daemon=True
+        )
+        self.thread.start()
+
+    def _put(self, item) -> bool:
+        while not self.stopped.is_set():
+            try:
+                self.items.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _read(self, runs) -> None:
+        try:
+            for run in runs:
+                if not self._put(("run", run)):
+                    return
+            self._put(("end", None))
+        except BaseException as e:  # raised again in the reader's thread, by __next__
+            self._put(("error", e))
+
+    def __next__(self):
+        # After the end or an error nothing more comes: answer again without waiting (a
+        # prefetching TensorFlow thread may ask once more).
+        kind, value = self.last or self.items.get()
+        if kind == "run":
+            return value
+        self.last = (kind, value)
+        if kind == "end":
+            raise StopIteration
+        raise value
+
+    def close(self) -> None:
+        self.stopped.set()
+
+
 class _Passes:
     """Python-side state of the passes over a dataset: one run generator per TensorFlow
     iterator, so two iterators (or two ``.repeat()`` epochs) never share one."""
@@ -110,9 +160,9 @@ class _Passes:
         import numpy as np
 
         k = next(self.numbers)
-        self.live[k] = self.make(k)
+        self.live[k] = _ReadAhead(self.make(k))
         while len(self.live) > LIVE_PASSES:
-            self.live.popitem(last=False)
+            self.live.popitem(last=False)[1].close()
         return np.int64(k)
 
     def next(self, k):
