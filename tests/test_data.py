@@ -219,29 +219,9 @@ def test_dataset_bad_columns(tmp_path, tf):
         list(ds)
 
 
-@pytest.mark.parametrize("seed", range(10))
-def test_runs_are_whole_batches_cut_not_copied(seed):
-    from tony_jupyter.data.batches import _runs
-
-    rnd = random.Random(seed)
-    size = rnd.randint(1, 50)
-    sizes = [rnd.randint(1, 120) for _ in range(rnd.randint(1, 12))]
-    start, inputs = 0, []
-    for n in sizes:
-        inputs.append(pa.record_batch({"id": np.arange(start, start + n)}))
-        start += n
-    got = list(_runs(inputs, size))
-    assert all(b.num_rows % size == 0 for b in got[:-1]) and got[-1].num_rows
-    assert [v for b in got for v in b.column("id").to_pylist()] == list(range(start))
-    # Only the rows carried over a boundary are copied: at most one batch per input batch.
-    bufs = {i.column(0).buffers()[1].address for i in inputs}
-    copied = [b for b in got if b.column(0).buffers()[1].address not in bufs]
-    assert all(b.num_rows <= size for b in copied)
-
-
 def test_dataset_values_match_pyarrow(tmp_path, tf):
-    """Every column kind, shared with Arrow or copied (nulls, bools, dictionaries, odd batch
-    sizes that leave slices unaligned), arrives with pyarrow's values."""
+    """Every column kind (nulls, bools, dictionaries, lists) at batch sizes that do and do not
+    divide the row groups arrives with pyarrow's values."""
     n = 1000
     rng = np.random.default_rng(0)
     x = rng.random(n)
@@ -280,33 +260,6 @@ def test_dataset_two_iterators_at_once(parquet_dir, tf):
     # Epochs of .repeat() are passes too.
     two = np.concatenate([x["id"].numpy() for x in ds.repeat(2)])
     assert two.tolist() == list(range(3000)) * 2
-
-
-def test_dataset_abandoned_pass_is_dropped(parquet_dir, tf):
-    from tony_jupyter.data.tfdata import LIVE_PASSES
-
-    ds = data.dataset(parquet_dir, columns=["id"], batch_size=64, shard=False)
-    old = iter(ds)
-    next(old)
-    for _ in range(LIVE_PASSES):
-        next(iter(ds))  # newer passes, abandoned after one batch
-    with pytest.raises(Exception, match="this pass over the dataset was dropped"):
-        for _ in old:
-            pass
-
-
-def test_columns_cross_into_tensorflow_without_copies(parquet_dir, tf):
-    from tony_jupyter.data.tfdata import ALIGN, _to_tensor
-
-    col = pq.read_table(parquet_dir / "part-0.parquet", columns=["x"]).column("x").chunk(0)
-    address = col.buffers()[1].address
-    assert address % ALIGN == 0  # Arrow's allocator aligns to 64 bytes
-    shared = _to_tensor("x", col, "float", ())
-    assert isinstance(shared, tf.Tensor)
-    assert np.asarray(shared).__array_interface__["data"][0] == address
-    # A slice that starts off the alignment TensorFlow needs is copied, not shared.
-    copied = _to_tensor("x", col.slice(3), "float", ())
-    assert isinstance(copied, np.ndarray) and (copied == col.slice(3).to_numpy()).all()
 
 
 def test_filesystem_local(tmp_path):

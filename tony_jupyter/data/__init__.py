@@ -20,7 +20,7 @@ calling task and streamed in record batches.
   instead. With ``label=``, elements are ``(features, label)``. Numeric and bool columns become
   tensors of their type, strings ``tf.string``, fixed-size lists (arrays of ``--shard``, or
   embeddings) ``[batch, k]``; anything else is an error naming the column. ``tfdata`` says
-  how rows cross into TensorFlow without copies.
+  how rows cross into TensorFlow.
 """
 
 from .batches import DEFAULT_BATCH_SIZE, record_batches

@@ -1,6 +1,5 @@
 """A task's pieces streamed as pyarrow record batches, one row group at a time: in batches of
-exactly ``batch_size`` rows (:func:`record_batches`), or in runs of whole batches that cross into
-TensorFlow without copies (:func:`runs`)."""
+exactly ``batch_size`` rows (:func:`stream`, :func:`record_batches`)."""
 
 from __future__ import annotations
 
@@ -30,38 +29,6 @@ def _rebatch(batches, size: int):
                 buf, n = [], 0
     if buf:
         yield pa.Table.from_batches(buf).combine_chunks().to_batches()[0]
-
-
-def _concat(batches):
-    import pyarrow as pa
-
-    if len(batches) == 1:
-        return batches[0]
-    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
-
-
-def _runs(batches, size: int):
-    """Record batches whose row counts are multiples of ``size`` (the last may be short): each
-    input batch is cut, not copied, except the few rows carried over a boundary, so every batch
-    of ``size`` rows lies inside one run (and TensorFlow can slice it out without a copy)."""
-    carry, n = [], 0
-    for b in batches:
-        if n:
-            head = b.slice(0, size - n)
-            carry.append(head)
-            n += head.num_rows
-            b = b.slice(head.num_rows)
-            if n < size:
-                continue
-            yield _concat(carry)
-            carry, n = [], 0
-        whole = b.num_rows - b.num_rows % size
-        if whole:
-            yield b.slice(0, whole)
-        if whole < b.num_rows:
-            carry, n = [b.slice(whole)], b.num_rows - whole
-    if n:
-        yield _concat(carry)
 
 
 def _shuffled(batches, window: int, rng):
@@ -103,21 +70,14 @@ def _pieces_batches(plan: ShardPlan, columns: list[str], batch_size: int, rng):
                 break
 
 
-def runs(
-    plan: ShardPlan,
-    columns: list[str],
-    batch_size: int,
-    run_rows: int,
-    rng=None,
-    window: int | None = None,
-):
-    """This reader's rows in record batches of at most ``run_rows`` rows (a multiple of
-    ``batch_size``), each a whole number of batches except the last; with ``rng``, pieces in a
-    random order and rows permuted within windows of ``window`` rows."""
-    stream = _pieces_batches(plan, columns, run_rows, rng)
+def stream(plan: ShardPlan, columns, batch_size: int, rng=None, window: int | None = None):
+    """This reader's rows in record batches of exactly ``batch_size`` rows (the last may be
+    short); with ``rng``, pieces in a random order and rows permuted within windows of
+    ``window`` rows."""
+    batches = _pieces_batches(plan, columns, batch_size, rng)
     if rng is not None:
-        stream = _shuffled(stream, window or max(8 * batch_size, 65536), rng)
-    return _runs(stream, batch_size)
+        batches = _shuffled(batches, window or max(8 * batch_size, 65536), rng)
+    return _rebatch(batches, batch_size)
 
 
 def record_batches(
@@ -130,5 +90,4 @@ def record_batches(
     short): what :func:`dataset` streams, without TensorFlow."""
     plan = shard_plan(paths, shard)
     _, read_cols, _ = plan_columns(plan, columns, None)
-    batch_size = int(batch_size)
-    return _rebatch(_pieces_batches(plan, read_cols, batch_size, None), batch_size)
+    return stream(plan, read_cols, int(batch_size))
