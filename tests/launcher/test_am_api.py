@@ -4,8 +4,8 @@ import time
 
 import pytest
 import requests
-
 from conftest import wait_no_processes
+
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.launcher import backend_local
 from tony_jupyter.launcher.jobs import JobClient
