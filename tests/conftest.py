@@ -70,3 +70,21 @@ def _server_base_url_does_not_leak(monkeypatch):
     """The server extension writes the server's base_url into os.environ (kernels inherit it);
     an in-process server test must not hand its base_url to the tests after it."""
     monkeypatch.setenv("TONY_JUPYTER_BASE_URL", "/")
+
+
+def run_notebook(path: Path, cwd: Path, timeout: int = 600):
+    """Execute a notebook headless (nbclient) in ``cwd``; returns it, asserting no cell failed.
+
+    "python3" is the kernel of the interpreter running the tests (the project's venv); the
+    kernel inherits this process's environment.
+    """
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(
+        nb, kernel_name="python3", timeout=timeout, resources={"metadata": {"path": str(cwd)}}
+    ).execute()
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert not errors, errors
+    return nb

@@ -2,10 +2,8 @@
 
 from pathlib import Path
 
-import nbformat
 import pytest
-from conftest import wait_no_processes
-from nbclient import NotebookClient
+from conftest import run_notebook, wait_no_processes
 
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
@@ -13,13 +11,7 @@ NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes(path, tony_home, tmp_path):
-    nb = nbformat.read(path, as_version=4)
-    # "python3" is the kernel of the interpreter running the tests (the project's venv).
-    NotebookClient(
-        nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
-    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
-    assert not errors, errors
+    nb = run_notebook(path, tmp_path)
     reports = [
         o["data"]["text/html"]
         for c in nb.cells

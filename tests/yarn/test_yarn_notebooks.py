@@ -5,10 +5,9 @@ shard and from ``dataset("hdfs://.../*.parquet")``."""
 import getpass
 from pathlib import Path
 
-import nbformat
 import pytest
+from conftest import run_notebook
 from hdfs import InsecureClient
-from nbclient import NotebookClient
 from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
@@ -41,13 +40,8 @@ def outputs(cell) -> str:
 def test_data_notebook_trains_on_yarn_from_hdfs(tony_home, tmp_path, cluster, hdfs_data):
     client, path = hdfs_data
     before = {a["id"] for a in cluster.apps()}
-    nb = nbformat.read(NOTEBOOK, as_version=4)
     # The kernel inherits this process's environment: yarn_home put the devcluster's in it.
-    NotebookClient(
-        nb, kernel_name="python3", timeout=900, resources={"metadata": {"path": str(tmp_path)}}
-    ).execute()
-    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
-    assert not errors, errors
+    nb = run_notebook(NOTEBOOK, tmp_path, timeout=900)
     # The notebook wrote its Parquet files to HDFS (not to the local directory)...
     write = next(c for c in nb.cells if "filesystem(data_dir)" in c.source)
     assert f"'hdfs:///user/{getpass.getuser()}/tony-examples/digits-parquet'" in outputs(write)
