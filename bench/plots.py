@@ -80,7 +80,7 @@ def draw(name: str, data: dict) -> None:
                 {
                     "first": data["first"]["staging_s"],
                     "second": data["second"]["staging_s"],
-                    "raw WebHDFS": data["raw_webhdfs_same_files_s"],
+                    "raw WebHDFS, the archive": data["all"][0]["raw_webhdfs_archive_s"],
                 }
                 if "first" in data
                 else {}

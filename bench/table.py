@@ -111,15 +111,32 @@ def rows() -> list[tuple[str, str, str, str]]:
         )
     sg = _load("staging")
     if "first" in sg:
+        env_mib = sg.get("environment", {}).get("archive_mib")
         for which in ("first", "second"):
+            side = sg[which]
             out.append(
                 (
-                    f"YARN staging, {which} submission (environment bytes: 0, not packed)",
-                    f"{sg[which]['bytes']} B in {_f(sg[which]['staging_s'], ' s')}",
-                    f"raw WebHDFS, same files: {_f(sg['raw_webhdfs_same_files_s'], ' s')}",
-                    _f(sg["staging_vs_raw_webhdfs"]) if which == "first" else "",
+                    f"YARN staging with --pack-env ({env_mib} MiB archive), {which} submission",
+                    f"{side['bytes']} B ({side['environment_bytes']} B environment) in "
+                    f"{_f(side['staging_s'], ' s')}"
+                    + (
+                        f" (pack {_f(side['pack_s'], ' s')}, "
+                        f"upload {_f(side['env_upload_s'], ' s')})"
+                        if which == "first"
+                        else ""
+                    ),
+                    "",
+                    "",
                 )
             )
+        out.append(
+            (
+                "environment upload throughput",
+                _f(sg["env_upload_mib_s"], " MiB/s"),
+                f"raw WebHDFS, same archive: {_f(sg['raw_webhdfs_mib_s'], ' MiB/s')}",
+                _f(sg["env_upload_vs_raw_webhdfs"]),
+            )
+        )
     am = _load("am_scale")
     for lv in am.get("levels", []):
         out.append(

@@ -99,20 +99,24 @@ class Staging:
         d = f"{self.root}/{ENVS}"
         path = f"{d}/{digest}.tar.gz"
         st = self._call(f"reading {path}", self.client.status, path, strict=False)
-        uploaded = 0
+        uploaded, pack_s, upload_s = 0, 0.0, 0.0
         if st is None:
             self._call(f"creating {d}", self.client.makedirs, d, permission="700")
             with tempfile.TemporaryDirectory(prefix="tony-pack-env-") as tmp:
                 local = Path(tmp) / "env.tar.gz"
+                t_pack = time.time()
                 packenv.pack(prefix, local)
+                pack_s = time.time() - t_pack
                 uploaded = os.path.getsize(local)
                 # Written under a temporary name, then renamed: a job never localizes a half
                 # upload, and two kernels packing the same env at once both end up fine.
                 part = f"{d}/.{digest}.{secrets.token_hex(4)}.part"
                 try:
+                    t_up = time.time()
                     self._call(
                         f"writing {part}", self.client.upload, part, str(local), permission="600"
                     )
+                    upload_s = time.time() - t_up
                     if self._call(f"reading {path}", self.client.status, path, strict=False):
                         uploaded = 0  # someone else's upload won; ours is thrown away
                     else:
@@ -136,6 +140,8 @@ class Staging:
             "path": path,
             "bytes_uploaded": uploaded,
             "seconds": round(time.time() - t0, 3),
+            "pack_s": round(pack_s, 3),
+            "upload_s": round(upload_s, 3),
         }
         return entry, info
 
