@@ -75,13 +75,15 @@ class Recorder:
         yarn_staging.Staging.upload = self._orig  # type: ignore[method-assign]
 
 
-def build_env(root: Path) -> Path:
-    """A self-contained venv under ``root`` (see the module docstring)."""
+def build_env(root: Path, packages: list[str] = ENV_PACKAGES) -> Path:
+    """A self-contained venv at ``root/venv``: ``packages`` (from pip's cache) and a copy of
+    tony_jupyter (not an editable install: venv-pack refuses those, their code lives outside
+    the venv). Also the pack-env tests' venv."""
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
     subprocess.run(
-        [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *ENV_PACKAGES],
+        [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *packages],
         check=True,
     )
     site = subprocess.run(

@@ -45,19 +45,29 @@ len(history["loss"])
 """
 
 
-def kill_worker_when(record, signum, min_epoch=3):
-    """Wait until attempt 1 has trained ``min_epoch`` epochs, then signal worker:1."""
+def strike_when(record, strike, min_epoch=3, timeout=300):
+    """Once attempt 1 has trained ``min_epoch`` epochs, ``strike(snapshot)``; (time, epoch)."""
     client = JobClient(record)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         snap = client.snapshot()
         tasks = {t["id"]: t for t in snap["tasks"]}
         done = (tasks.get("worker:0", {}).get("progress") or {}).get("epoch_done", 0)
         if snap["attempt"] == 1 and done >= min_epoch and tasks["worker:1"]["pid"]:
-            os.kill(tasks["worker:1"]["pid"], signum)
-            return time.time()
+            strike(snap)
+            return time.time(), done
         time.sleep(0.05)
     raise TimeoutError("attempt 1 never reached the epoch to strike at")
+
+
+def kill_worker_when(record, signum, min_epoch=3):
+    """Wait until attempt 1 has trained ``min_epoch`` epochs, then signal worker:1."""
+
+    def kill(snap):
+        (worker,) = [t for t in snap["tasks"] if t["id"] == "worker:1"]
+        os.kill(worker["pid"], signum)
+
+    return strike_when(record, kill, min_epoch, timeout=120)[0]
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ import psutil
 import pytest
 import requests
 from sklearn.datasets import load_digits
-from test_fault_tolerance import CELL
+from test_fault_tolerance import CELL, strike_when
 from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
 
 from tony_jupyter.devcluster import process as daemons
@@ -51,21 +51,6 @@ FLAGS = (
     f"--conf tony.task.heartbeat-interval-ms={INTERVAL_S * 1000:.0f} "
     f"--conf tony.task.max-missed-heartbeats={MAX_MISSED}"
 )
-
-
-def strike_when(record, strike, min_epoch=3):
-    """Once attempt 1 has trained ``min_epoch`` epochs, ``strike(snapshot)``; (time, epoch)."""
-    client = JobClient(record)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        snap = client.snapshot()
-        tasks = {t["id"]: t for t in snap["tasks"]}
-        done = (tasks.get("worker:0", {}).get("progress") or {}).get("epoch_done", 0)
-        if snap["attempt"] == 1 and done >= min_epoch and tasks["worker:1"]["pid"]:
-            strike(snap)
-            return time.time(), done
-        time.sleep(0.05)
-    raise TimeoutError("attempt 1 never reached the epoch to strike at")
 
 
 def kill_worker_process(snap, cluster, dc):

@@ -3,18 +3,14 @@ localized as the ARCHIVE ``env``, in which the AM and the executors run."""
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
 from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
 
-import tony_jupyter
+from bench.staging import build_env
 from tony_jupyter.launcher.jobs import jobs_dir, list_jobs
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
@@ -28,24 +24,8 @@ tony_home = pytest.fixture(yarn_home)
 
 @pytest.fixture(scope="module")
 def small_venv(tmp_path_factory):
-    """A self-contained venv: the runtime deps (pip's cache) and a copy of tony_jupyter (not an
-    editable install: venv-pack refuses those, their code lives outside the venv)."""
-    venv = tmp_path_factory.mktemp("packenv") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    py = venv / "bin" / "python"
-    subprocess.run(
-        [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *RUNTIME],
-        check=True,
-    )
-    site = subprocess.run(
-        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    src = Path(tony_jupyter.__file__).parent
-    shutil.copytree(src, Path(site) / "tony_jupyter", ignore=shutil.ignore_patterns("__pycache__"))
-    return venv
+    """A self-contained venv of the runtime deps and a copy of tony_jupyter."""
+    return build_env(tmp_path_factory.mktemp("packenv"), RUNTIME)
 
 
 CELL = """
