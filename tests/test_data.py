@@ -268,3 +268,90 @@ def test_filesystem_local(tmp_path):
     fs.create_dir(path)
     pq.write_table(pa.table({"a": [1, 2, 3]}), f"{path}/p.parquet", filesystem=fs)
     assert [b.num_rows for b in data.record_batches(path, shard=False)] == [3]
+
+
+# --- how dataset() reads: runs of pieces, from several threads ---------------------------------
+
+
+def test_group_pieces_runs_cover_every_piece_once(parquet_dir):
+    from tony_jupyter.data.batches import group_pieces, piece_rows
+
+    plan = data.shard_plan(parquet_dir, shard=False)
+    assert [piece_rows(plan, p) for p in plan.pieces] == [300, 300, 300, 100] * 3
+    runs = group_pieces(plan, 500)
+    assert [i for run in runs for i in run] == list(range(len(plan.pieces)))  # in order, once
+    sizes = [sum(piece_rows(plan, plan.pieces[i]) for i in run) for run in runs]
+    assert all(s >= 500 for s in sizes[:-1]) and sizes[-1] > 0
+    assert sizes == [600, 700, 600, 700, 400]
+    assert group_pieces(plan, 1) == [[i] for i in range(12)]  # a big piece is never split
+    assert group_pieces(plan, 10**9) == [list(range(12))]
+
+
+def test_piece_reader_from_many_threads_at_once(parquet_dir):
+    """One ParquetFile read from two threads at once fails inside pyarrow; the reader gives
+    each thread its own, and every thread sees the same rows."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tony_jupyter.data.batches import PieceReader
+
+    plan = data.shard_plan(parquet_dir, shard=(12, 13))  # rows mode: a slice of a row group
+    assert plan.mode == "rows" and plan.pieces[0].stop is not None
+    full = data.shard_plan(parquet_dir, shard=False)
+    reader = PieceReader(full, ["id", "x"])
+    want = [reader.read([p]).column("id").to_pylist() for p in full.pieces]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda p: reader.read([p]).column("id").to_pylist(), full.pieces * 8))
+    assert got == want * 8
+    part = PieceReader(plan, ["id"]).read(plan.pieces).column("id").to_pylist()
+    assert part == list(range(3000 - len(part), 3000))
+
+
+@pytest.mark.parametrize("parallel_bytes", [64 << 20, 0])
+def test_dataset_parallel_reads_keep_row_order(parquet_dir, tf, monkeypatch, parallel_bytes):
+    """Every row group its own read, read two at a time (or one at a time when runs are
+    big): the rows still come out in file order, batches cutting across reads."""
+    from tony_jupyter.data import tfdata
+
+    monkeypatch.setattr(tfdata, "CHUNK_ROWS", 1)
+    monkeypatch.setattr(tfdata, "PARALLEL_BYTES", parallel_bytes)
+    ds = data.dataset(parquet_dir, columns=["id", "emb"], batch_size=77, shard=False)
+    got = [(x["id"].numpy(), x["emb"].numpy()) for x in ds]
+    assert all(len(i) == 77 for i, _ in got[:-1])
+    ids = np.concatenate([i for i, _ in got])
+    assert ids.tolist() == list(range(3000))
+    emb = np.concatenate([e for _, e in got])
+    np.testing.assert_array_equal(emb[:, 0], (ids % 1000) * 4)
+
+
+def test_dataset_shuffle_windows_and_seed(tmp_path, tf, monkeypatch):
+    """Shuffled: runs in a new order every pass, rows mixed across the runs of a window, the
+    same passes again for the same seed."""
+    from tony_jupyter.data import tfdata
+
+    monkeypatch.setattr(tfdata, "CHUNK_ROWS", 1)  # every row group a run of its own
+    pq.write_table(pa.table({"id": np.arange(2400)}), tmp_path / "t.parquet", row_group_size=300)
+
+    def passes(seed, n=2):
+        ds = data.dataset(
+            tmp_path,
+            columns=["id"],
+            batch_size=50,
+            shuffle=True,
+            seed=seed,
+            shuffle_window=600,  # two row groups
+            shard=False,
+        )
+        return [np.concatenate([x["id"].numpy() for x in ds]) for _ in range(n)]
+
+    first, second = passes(7)
+    assert sorted(first) == sorted(second) == list(range(2400))
+    assert (first != second).any()
+    for start in range(0, 2400, 600):
+        window = first[start : start + 600] // 300  # row groups
+        assert len(set(window.tolist())) == 2  # a window is two whole row groups ...
+        assert (np.diff(window) != 0).sum() > 10  # ... their rows mixed, not one after the other
+    windows = [set((first[s : s + 600] // 300).tolist()) for s in range(0, 2400, 600)]
+    assert windows != [{0, 1}, {2, 3}, {4, 5}, {6, 7}]  # row groups in a shuffled order
+    again = passes(7)
+    assert all((a == b).all() for a, b in zip(again, [first, second], strict=True))
+    assert (passes(8, 1)[0] != first).any()

@@ -44,6 +44,26 @@ def test_hdfs_shards_disjoint_and_complete(hdfs_dir, count, mode):
     assert sorted(ids) == list(range(300))
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_hdfs_dataset_reads_row_groups_in_parallel(hdfs_dir, monkeypatch, shuffle):
+    """dataset() reads HDFS from TensorFlow's threads, every row group a read of its own, two
+    at a time (handles to HDFS files are Python objects: closing one from a TensorFlow thread's
+    teardown once hung here); then the same rows again, from the handles kept open."""
+    import tensorflow as tf  # noqa: F401 - dataset() needs it
+
+    from tony_jupyter.data import tfdata
+
+    monkeypatch.setattr(tfdata, "CHUNK_ROWS", 1)
+    _, url, _ = hdfs_dir
+    ds = data.dataset(url, columns=["id"], batch_size=10, shuffle=shuffle, seed=1, shard=False)
+    for _ in range(2):
+        ids = np.concatenate([x["id"].numpy() for x in ds])
+        if shuffle:
+            assert sorted(ids) == list(range(300)) and (ids != np.arange(300)).any()
+        else:
+            assert ids.tolist() == list(range(300))
+
+
 def test_hdfs_bad_inputs(hdfs_dir):
     client, url, base = hdfs_dir
     with pytest.raises(data.DataError, match="matches no file on HDFS"):

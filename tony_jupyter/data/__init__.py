@@ -13,8 +13,9 @@ calling task and streamed in record batches.
   row). The evaluator, parameter servers and code outside a job read everything.
   ``shard=(i, n)`` overrides this (e.g. from a ``tf.distribute.InputContext``); ``shard=False``
   switches it off.
-- **Memory** (``batches``): files are read with ``ParquetFile.iter_batches``, one row group at a
-  time, so a task holds a few batches, never the data set.
+- **Memory** (``batches``): ``dataset()`` reads runs of whole row groups (about 64k rows),
+  two at a time; ``record_batches()`` streams with ``ParquetFile.iter_batches``, one row group
+  at a time. Either way a task holds a few row groups, never the data set.
 - **Elements**: ``features`` is a dict ``{column: tensor}`` (Keras models with named ``Input``
   layers take it as is); ``stack=True`` gives one ``float32`` matrix ``[batch, n_features]``
   instead. With ``label=``, elements are ``(features, label)``. Numeric and bool columns become

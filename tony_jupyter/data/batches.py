@@ -1,9 +1,11 @@
-"""A task's pieces streamed as pyarrow record batches, one row group at a time: in batches of
-exactly ``batch_size`` rows (:func:`stream`, :func:`record_batches`)."""
+"""A task's pieces as pyarrow data: streamed in record batches of exactly ``batch_size`` rows,
+one row group at a time (:func:`stream`, :func:`record_batches`), or read whole, a run of
+pieces at a time, from several threads (:func:`group_pieces`, :class:`PieceReader`: what
+``dataset()`` does)."""
 
 from __future__ import annotations
 
-from .plan import ShardPlan, plan_columns, shard_plan
+from .plan import Piece, ShardPlan, plan_columns, shard_plan
 
 DEFAULT_BATCH_SIZE = 1024
 
@@ -31,28 +33,8 @@ def _rebatch(batches, size: int):
         yield pa.Table.from_batches(buf).combine_chunks().to_batches()[0]
 
 
-def _shuffled(batches, window: int, rng):
-    """Rows permuted within windows of ``window`` rows: memory stays one window."""
-    import pyarrow as pa
-
-    buf, n = [], 0
-    for b in batches:
-        buf.append(b)
-        n += b.num_rows
-        if n >= window:
-            t = pa.Table.from_batches(buf)
-            yield from t.take(rng.permutation(n)).to_batches()
-            buf, n = [], 0
-    if buf:
-        t = pa.Table.from_batches(buf)
-        yield from t.take(rng.permutation(n)).to_batches()
-
-
-def _pieces_batches(plan: ShardPlan, columns: list[str], batch_size: int, rng):
-    order = list(plan.pieces)
-    if rng is not None:
-        order = [order[i] for i in rng.permutation(len(order))]
-    for p in order:
+def _pieces_batches(plan: ShardPlan, columns: list[str], batch_size: int):
+    for p in plan.pieces:
         pf = plan.parquet_file(p.file)
         # One row group per read: a reader given many row groups buffers ahead across them,
         # and memory then grows with the file (measured: bench/data.py).
@@ -70,14 +52,73 @@ def _pieces_batches(plan: ShardPlan, columns: list[str], batch_size: int, rng):
                 break
 
 
-def stream(plan: ShardPlan, columns, batch_size: int, rng=None, window: int | None = None):
+def stream(plan: ShardPlan, columns, batch_size: int):
     """This reader's rows in record batches of exactly ``batch_size`` rows (the last may be
-    short); with ``rng``, pieces in a random order and rows permuted within windows of
-    ``window`` rows."""
-    batches = _pieces_batches(plan, columns, batch_size, rng)
-    if rng is not None:
-        batches = _shuffled(batches, window or max(8 * batch_size, 65536), rng)
-    return _rebatch(batches, batch_size)
+    short)."""
+    return _rebatch(_pieces_batches(plan, columns, batch_size), batch_size)
+
+
+def piece_rows(plan: ShardPlan, p: Piece) -> int:
+    if p.stop is not None:
+        return p.stop - p.start
+    return plan.opened[p.file].metadata.row_group(p.row_group).num_rows
+
+
+def group_pieces(plan: ShardPlan, rows: int) -> list[list[int]]:
+    """The plan's pieces (by index) in runs of consecutive pieces holding at least ``rows``
+    rows, the last run possibly fewer; a piece of ``rows`` or more is a run of its own (a row
+    group is never split: reading part of one decodes it from its start)."""
+    groups: list[list[int]] = []
+    run: list[int] = []
+    n = 0
+    for i, p in enumerate(plan.pieces):
+        run.append(i)
+        n += piece_rows(plan, p)
+        if n >= rows:
+            groups.append(run)
+            run, n = [], 0
+    if run:
+        groups.append(run)
+    return groups
+
+
+class PieceReader:
+    """Whole pieces read as one pyarrow Table, from any thread. A ``ParquetFile`` must not be
+    read from two threads at once, so each read takes one out of a pool of open handles (per
+    file, reusing the footers the plan already read) and puts it back after. Not per-thread
+    handles: TensorFlow's threads get a fresh Python thread state for every call, and a
+    thread-local handle closed as that state is torn down deadlocks on HDFS (its file is
+    Python code, through fsspec)."""
+
+    def __init__(self, plan: ShardPlan, columns: list[str]):
+        import threading
+
+        self.plan, self.columns = plan, columns
+        self.lock = threading.Lock()
+        self.idle: dict[int, list] = {}
+
+    def _take(self, f: int):
+        import pyarrow.parquet as pq
+
+        with self.lock:
+            if self.idle.get(f):
+                return self.idle[f].pop()
+        source = self.plan.fs.open_input_file(self.plan.files[f])
+        return pq.ParquetFile(source, metadata=self.plan.opened[f].metadata)
+
+    def read(self, pieces: list[Piece]):
+        import pyarrow as pa
+
+        tables = []
+        for p in pieces:
+            pf = self._take(p.file)
+            try:
+                t = pf.read_row_group(p.row_group, columns=self.columns)
+            finally:
+                with self.lock:
+                    self.idle.setdefault(p.file, []).append(pf)
+            tables.append(t if p.stop is None else t.slice(p.start, p.stop - p.start))
+        return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
 
 def record_batches(
@@ -87,7 +128,8 @@ def record_batches(
     shard: tuple[int, int] | bool = True,
 ):
     """This task's rows as pyarrow RecordBatches of ``batch_size`` rows (the last may be
-    short): what :func:`dataset` streams, without TensorFlow."""
+    short), streamed with ``ParquetFile.iter_batches``: the rows :func:`dataset` reads,
+    without TensorFlow."""
     plan = shard_plan(paths, shard)
     _, read_cols, _ = plan_columns(plan, columns, None)
     return stream(plan, read_cols, int(batch_size))

@@ -1,20 +1,26 @@
-"""``dataset()``: a task's record batches as a ``tf.data.Dataset``.
+"""``dataset()``: a task's rows as a ``tf.data.Dataset``.
 
-Rows cross from Python into TensorFlow in chunks of up to ``CHUNK_ROWS`` rows (or
-``CHUNK_BYTES``) through ``Dataset.from_generator``, and are rebatched to ``batch_size`` in C++:
-one generator call per chunk, not per batch. (A zero-copy variant, Arrow buffers handed over
-through DLPack with a read-ahead thread, measured slower than this in the same runs of
-bench/data.py on the 2-core machine; it is in the history, commit d915013.)
+The task's pieces are grouped into runs of at least ``CHUNK_ROWS`` rows (or ``CHUNK_BYTES``;
+``batches.group_pieces``). A ``map`` reads each run whole (``read_row_group``) inside
+``tf.numpy_function``, ``PARALLEL_READS`` runs at once in order, and the rows are rebatched to
+``batch_size`` in C++. One Python call per run, none per batch; Parquet decoding releases the
+GIL, so the reads overlap each other and TensorFlow's work. A task holds about
+``PARALLEL_READS`` + 1 runs decoded; runs larger than ``PARALLEL_BYTES`` (row groups that big)
+are read one at a time. Measured against plain pyarrow in bench/data.py; two earlier designs,
+``Dataset.from_generator`` over streamed record batches and Arrow buffers handed over through
+DLPack, measured slower there and are in the history.
 """
 
 from __future__ import annotations
 
-from .batches import DEFAULT_BATCH_SIZE, stream
+from .batches import DEFAULT_BATCH_SIZE, PieceReader, group_pieces, piece_rows
 from .plan import plan_columns, shard_plan
 from .sources import DataError
 
 CHUNK_ROWS = 65536
 CHUNK_BYTES = 16 << 20
+PARALLEL_READS = 2
+PARALLEL_BYTES = 64 << 20
 
 
 def _column_spec(field):
@@ -51,6 +57,8 @@ def _column_spec(field):
 def _to_numpy(name: str, col, kind: str, width: tuple[int, ...]):
     import pyarrow as pa
 
+    if isinstance(col, pa.ChunkedArray):
+        col = col.chunk(0) if col.num_chunks == 1 else pa.concat_arrays(col.chunks)
     if pa.types.is_dictionary(col.type):
         col = col.dictionary_decode()
     if col.null_count and kind != "float":
@@ -103,49 +111,63 @@ def dataset(
                 "leave it out with columns=[...] or use stack=False (a dict of tensors)"
             )
 
-    def to_tensors(b):
-        cols = {c: _to_numpy(c, b.column(c), specs[c][2], specs[c][1]) for c in read_cols}
+    row_bytes = sum(
+        (specs[c][0].size if specs[c][0] != tf.string else 32) * int(np.prod(specs[c][1] or 1))
+        for c in read_cols
+    )
+    chunk = max(batch_size, min(CHUNK_ROWS, CHUNK_BYTES // max(row_bytes, 1)))
+    groups = group_pieces(plan, chunk)
+    biggest = max((sum(piece_rows(plan, plan.pieces[i]) for i in g) for g in groups), default=0)
+    reader = PieceReader(plan, read_cols)
+
+    def read(index, key):
+        """The runs ``index`` as NumPy columns in ``read_cols`` order; rows permuted with
+        ``key`` when shuffling."""
+        t = reader.read([plan.pieces[j] for i in index for j in groups[i]])
+        if shuffle:
+            t = t.take(np.random.default_rng(int(key) & (2**63 - 1)).permutation(t.num_rows))
+        return [_to_numpy(c, t.column(c), specs[c][2], specs[c][1]) for c in read_cols]
+
+    def element(index, key):
+        out = tf.numpy_function(read, [index, key], [specs[c][0] for c in read_cols], False)
+        cols = {}
+        for c, t in zip(read_cols, out, strict=True):
+            t.set_shape((None, *specs[c][1]))
+            cols[c] = t
         y = cols.pop(label) if label else None
         if stack:
-            x = np.concatenate(
-                [v.reshape(len(v), -1).astype(np.float32, copy=False) for v in cols.values()],
+            x = tf.concat(
+                [
+                    tf.reshape(tf.cast(v, tf.float32), (-1, int(np.prod(specs[c][1] or 1))))
+                    for c, v in cols.items()
+                ],
                 axis=1,
             )
         else:
             x = cols
         return x if label is None else (x, y)
 
-    row_bytes = sum(
-        (specs[c][0].size if specs[c][0] != tf.string else 32) * int(np.prod(specs[c][1] or 1))
-        for c in read_cols
-    )
-    chunk = max(batch_size, min(CHUNK_ROWS, CHUNK_BYTES // max(row_bytes, 1)))
-    epochs = [0]
-
-    def generate():
-        rng = None
-        if shuffle:  # a new order every pass (every .repeat() epoch), reproducible with seed
-            rng = np.random.default_rng(None if seed is None else [seed, epochs[0]])
-        epochs[0] += 1
-        for b in stream(plan, read_cols, chunk, rng, shuffle_window):
-            yield to_tensors(b)
-
-    def tensor_spec(c):
-        dtype, width, _ = specs[c]
-        return tf.TensorSpec((None, *width), dtype, name=c)
-
-    if stack:
-        total = sum(int(np.prod(specs[c][1])) if specs[c][1] else 1 for c in wanted)
-        x_sig = tf.TensorSpec((None, total), tf.float32, name="features")
+    n = len(groups)
+    ids = tf.data.Dataset.range(n)
+    if shuffle and n:
+        # Runs in a new order every pass (every .repeat() epoch), rows permuted within windows
+        # of whole runs; reproducible with seed.
+        window = shuffle_window or max(8 * batch_size, 65536)
+        per = max(1, round(window / max(plan.rows / n, 1)))
+        ids = ids.shuffle(n, seed=seed, reshuffle_each_iteration=True).batch(per)
+        keys = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
     else:
-        x_sig = {c: tensor_spec(c) for c in wanted}
-    sig = x_sig if label is None else (x_sig, tensor_spec(label))
-    ds = tf.data.Dataset.from_generator(generate, output_signature=sig).prefetch(1)
+        ids = ids.batch(1)
+        keys = tf.data.Dataset.from_tensors(np.int64(0)).repeat()
+    parallel = PARALLEL_READS if biggest * row_bytes <= PARALLEL_BYTES else 1
+    ds = tf.data.Dataset.zip(ids, keys).map(
+        element, num_parallel_calls=parallel, deterministic=True
+    )
     ds = ds.rebatch(batch_size, drop_remainder=drop_remainder)  # == unbatch().batch(), one copy
     n = plan.rows // batch_size if drop_remainder else -(-plan.rows // batch_size)
     ds = ds.apply(tf.data.experimental.assert_cardinality(n))
     options = tf.data.Options()
-    # Already sharded here: tf.distribute must not shard it again (for a generator dataset it
-    # would fall back to taking every N-th batch).
+    # Already sharded here: tf.distribute must not shard it again (it would fall back to
+    # taking every N-th batch).
     options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
     return ds.with_options(options).prefetch(2)
