@@ -120,31 +120,41 @@ def dataset(
     biggest = max((sum(piece_rows(plan, plan.pieces[i]) for i in g) for g in groups), default=0)
     reader = PieceReader(plan, read_cols)
 
+    widths = {c: int(np.prod(specs[c][1] or 1)) for c in wanted}
+    # What each read returns: the columns, or (stack=True) one float32 matrix and the label.
+    outputs = (
+        [("features", tf.float32, (sum(widths.values()),))]
+        + ([(label, specs[label][0], specs[label][1])] if label else [])
+        if stack
+        else [(c, specs[c][0], specs[c][1]) for c in read_cols]
+    )
+
     def read(index, key):
-        """The runs ``index`` as NumPy columns in ``read_cols`` order; rows permuted with
-        ``key`` when shuffling."""
+        """The runs ``index`` as NumPy arrays, as ``outputs`` says; rows permuted with ``key``
+        when shuffling."""
         t = reader.read([plan.pieces[j] for i in index for j in groups[i]])
         if shuffle:
             t = t.take(np.random.default_rng(int(key) & (2**63 - 1)).permutation(t.num_rows))
-        return [_to_numpy(c, t.column(c), specs[c][2], specs[c][1]) for c in read_cols]
+        cols = {c: _to_numpy(c, t.column(c), specs[c][2], specs[c][1]) for c in read_cols}
+        if not stack:
+            return list(cols.values())
+        # Column by column into one matrix (casting as it copies): a third of the time of
+        # tf.concat on [n, 1] pieces, measured at 64k rows x 16 columns.
+        x = np.empty((t.num_rows, sum(widths.values())), np.float32)
+        at = 0
+        for c, w in widths.items():
+            x[:, at : at + w] = cols[c].reshape(t.num_rows, w)
+            at += w
+        return [x, cols[label]] if label else [x]
 
     def element(index, key):
-        out = tf.numpy_function(read, [index, key], [specs[c][0] for c in read_cols], False)
-        cols = {}
-        for c, t in zip(read_cols, out, strict=True):
-            t.set_shape((None, *specs[c][1]))
-            cols[c] = t
-        y = cols.pop(label) if label else None
-        if stack:
-            x = tf.concat(
-                [
-                    tf.reshape(tf.cast(v, tf.float32), (-1, int(np.prod(specs[c][1] or 1))))
-                    for c, v in cols.items()
-                ],
-                axis=1,
-            )
-        else:
-            x = cols
+        out = tf.numpy_function(read, [index, key], [dtype for _, dtype, _ in outputs], False)
+        named = {}
+        for (name, _, shape), t in zip(outputs, out, strict=True):
+            t.set_shape((None, *shape))
+            named[name] = t
+        y = named.pop(label) if label else None
+        x = named["features"] if stack else named
         return x if label is None else (x, y)
 
     n = len(groups)
