@@ -187,8 +187,10 @@ def test_fault_on_yarn_resumes_from_checkpoint(
     ns = shell.user_ns
     assert ns["attempt"] == 2
     # Attempt 2 starts at the checkpointed epoch (restored from HDFS), not 0, and finishes.
-    # Struck after epoch 4: HDFS may be one save behind (the upload in flight when killed).
-    assert ns["first_epoch"] >= 3 and epochs_run == 8 - ns["first_epoch"]
+    # Struck after epoch 4, with epochs ~0.6 s apart and the mirror syncing every 0.5 s: HDFS
+    # may be one save behind (the upload in flight when killed), and two when the machine is
+    # loaded (seen under CI: ckpt-2 on HDFS when struck after epoch 4).
+    assert ns["first_epoch"] >= 2 and epochs_run == 8 - ns["first_epoch"]
     (rec,) = list_jobs()
     client = JobClient(rec)
     snap = client.snapshot()
