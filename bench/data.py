@@ -293,6 +293,35 @@ def memory(d: Path, rows: int, batch_size: int) -> dict:
     }
 
 
+NAME = "data"
+
+
+def measure(
+    rows: int,
+    mem_rows: int,
+    runs: int,
+    batch_size: int = 8192,
+    parts: str = "throughput,memory",
+    before: str | None = None,
+) -> dict:
+    result: dict = {"columns": f"{COLUMNS} float32 + int64 label"}
+    with tempfile.TemporaryDirectory() as tmp:
+        if "throughput" in parts:
+            files = write_files(Path(tmp) / "throughput", rows)
+            other = module_at(before) if before else None
+            result["throughput"] = throughput(files, runs, batch_size, other)
+        if "memory" in parts:
+            result["memory"] = memory(Path(tmp) / "memory", mem_rows, batch_size)
+    return result
+
+
+def run(quick: bool, cluster, runs: int | None) -> dict:
+    """The ``data`` part of ``python -m bench`` (local files; no devcluster needed)."""
+    if quick:
+        return measure(200_000, 100_000, runs or 1)
+    return measure(4_000_000, 1_000_000, runs or 9)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--rows", type=int, default=4_000_000)
@@ -307,18 +336,11 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child, args.files, args.batch_size)))
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        files = write_files(Path(tmp) / "throughput", args.rows)
-        result = {
-            "bench": "data",
-            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-            "columns": f"{COLUMNS} float32 + int64 label",
-        }
-        if "throughput" in args.parts:
-            before = module_at(args.before) if args.before else None
-            result["throughput"] = throughput(files, args.runs, args.batch_size, before)
-        if "memory" in args.parts:
-            result["memory"] = memory(Path(tmp) / "memory", args.mem_rows, args.batch_size)
+    result = {
+        "bench": "data",
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        **measure(args.rows, args.mem_rows, args.runs, args.batch_size, args.parts, args.before),
+    }
     text = json.dumps(result, indent=1)
     print(text)
     out = Path(__file__).parent / "results" / "data.json"

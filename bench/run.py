@@ -17,11 +17,21 @@ import tempfile
 import time
 import traceback
 
-from bench import am_scale, faults, footprint, overhead, staging, streaming, time_to_training
+from bench import (
+    am_scale,
+    data,
+    faults,
+    footprint,
+    overhead,
+    staging,
+    streaming,
+    time_to_training,
+)
 from bench.common import BENCH, devcluster, log, machine, use_devcluster_env, write_result
 
 PARTS = {
-    m.NAME: m for m in (time_to_training, overhead, streaming, staging, am_scale, footprint, faults)
+    m.NAME: m
+    for m in (time_to_training, overhead, streaming, staging, am_scale, footprint, faults, data)
 }
 ALL = ("startup", *PARTS)
 

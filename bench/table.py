@@ -158,6 +158,28 @@ def rows() -> list[tuple[str, str, str, str]]:
         out.append(
             ("RSS: TF worker under tony-jupyter / by hand", "", "", _f(fp["tony_worker_vs_hand"]))
         )
+    tp = _load("data").get("throughput", {})
+    med, paired = tp.get("rows_per_s_median", {}), tp.get("ratio_over_pyarrow", {})
+    for side, value in med.items():
+        if side != "pyarrow" and not side.startswith("before_"):
+            out.append(
+                (
+                    f"Parquet → batches, rows/s: dataset(), {side.removeprefix('dataset_')}",
+                    _f(value / 1e6, " M"),
+                    f"plain pyarrow: {_f(med['pyarrow'] / 1e6, ' M')}",
+                    _f(paired.get(side)),
+                )
+            )
+    mem = _load("data").get("memory", {})
+    if "dataset_growth_4x_over_1x" in mem:
+        out.append(
+            (
+                "RSS growth streaming 4x the data / 1x, dataset()",
+                _f(mem["dataset_4x"]["growth_mib"], " MiB"),
+                f"pq.read_table: {_f(mem['read_table_4x']['growth_mib'], ' MiB')}",
+                _f(mem["dataset_growth_4x_over_1x"]),
+            )
+        )
     return out
 
 
