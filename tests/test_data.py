@@ -165,7 +165,18 @@ def tf():
     return pytest.importorskip("tensorflow")
 
 
-def test_dataset_dict_features_and_label(parquet_dir, tf):
+@pytest.fixture(params=["parallel", "streamed"])
+def read_path(request, monkeypatch):
+    """dataset()'s two ways of reading: runs of row groups read whole, two at a time, or (for
+    row groups over STREAM_BYTES decoded, forced here) streamed page by page."""
+    from tony_jupyter.data import tfdata
+
+    if request.param == "streamed":
+        monkeypatch.setattr(tfdata, "STREAM_BYTES", 0)
+    return request.param
+
+
+def test_dataset_dict_features_and_label(parquet_dir, tf, read_path):
     ds = data.dataset(parquet_dir, label="id", batch_size=256, shard=(1, 4))
     x_spec, y_spec = ds.element_spec
     assert sorted(x_spec) == ["emb", "s", "x"] and x_spec["emb"].shape.as_list() == [None, 4]
@@ -177,7 +188,7 @@ def test_dataset_dict_features_and_label(parquet_dir, tf):
     assert opts == tf.data.experimental.AutoShardPolicy.OFF
 
 
-def test_dataset_stacked_shuffled_drop_remainder(parquet_dir, tf):
+def test_dataset_stacked_shuffled_drop_remainder(parquet_dir, tf, read_path):
     ds = data.dataset(
         str(parquet_dir / "*.parquet"),
         columns=["x", "emb"],
@@ -196,7 +207,7 @@ def test_dataset_stacked_shuffled_drop_remainder(parquet_dir, tf):
     assert (first != second).any()  # a new order each pass
 
 
-def test_dataset_bad_columns(tmp_path, tf):
+def test_dataset_bad_columns(tmp_path, tf, read_path):
     t = pa.table(
         {
             "ok": [1.0, 2.0],
@@ -219,7 +230,7 @@ def test_dataset_bad_columns(tmp_path, tf):
         list(ds)
 
 
-def test_dataset_values_match_pyarrow(tmp_path, tf):
+def test_dataset_values_match_pyarrow(tmp_path, tf, read_path):
     """Every column kind (nulls, bools, dictionaries, lists) at batch sizes that do and do not
     divide the row groups arrives with pyarrow's values."""
     n = 1000
@@ -249,7 +260,7 @@ def test_dataset_values_match_pyarrow(tmp_path, tf):
         np.testing.assert_array_equal(got["emb"], np.stack(want["emb"].to_pylist()))
 
 
-def test_dataset_two_iterators_at_once(parquet_dir, tf):
+def test_dataset_two_iterators_at_once(parquet_dir, tf, read_path):
     ds = data.dataset(parquet_dir, columns=["id"], batch_size=64, shard=False)
     a, b = iter(ds), iter(ds)
     ids_a, ids_b = [], []
@@ -306,14 +317,14 @@ def test_piece_reader_from_many_threads_at_once(parquet_dir):
     assert part == list(range(3000 - len(part), 3000))
 
 
-@pytest.mark.parametrize("parallel_bytes", [64 << 20, 0])
-def test_dataset_parallel_reads_keep_row_order(parquet_dir, tf, monkeypatch, parallel_bytes):
-    """Every row group its own read, read two at a time (or one at a time when runs are
-    big): the rows still come out in file order, batches cutting across reads."""
+@pytest.mark.parametrize("stream_bytes", [64 << 20, 0], ids=["parallel", "streamed"])
+def test_dataset_parallel_reads_keep_row_order(parquet_dir, tf, monkeypatch, stream_bytes):
+    """Every row group its own read, read two at a time (or, with row groups too big for
+    that, streamed): the rows still come out in file order, batches cutting across reads."""
     from tony_jupyter.data import tfdata
 
     monkeypatch.setattr(tfdata, "CHUNK_ROWS", 1)
-    monkeypatch.setattr(tfdata, "PARALLEL_BYTES", parallel_bytes)
+    monkeypatch.setattr(tfdata, "STREAM_BYTES", stream_bytes)
     ds = data.dataset(parquet_dir, columns=["id", "emb"], batch_size=77, shard=False)
     got = [(x["id"].numpy(), x["emb"].numpy()) for x in ds]
     assert all(len(i) == 77 for i, _ in got[:-1])
@@ -323,7 +334,7 @@ def test_dataset_parallel_reads_keep_row_order(parquet_dir, tf, monkeypatch, par
     np.testing.assert_array_equal(emb[:, 0], (ids % 1000) * 4)
 
 
-def test_dataset_shuffle_windows_and_seed(tmp_path, tf, monkeypatch):
+def test_dataset_shuffle_windows_and_seed(tmp_path, tf, read_path, monkeypatch):
     """Shuffled: runs in a new order every pass, rows mixed across the runs of a window, the
     same passes again for the same seed."""
     from tony_jupyter.data import tfdata

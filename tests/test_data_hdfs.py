@@ -44,8 +44,9 @@ def test_hdfs_shards_disjoint_and_complete(hdfs_dir, count, mode):
     assert sorted(ids) == list(range(300))
 
 
+@pytest.mark.parametrize("stream_bytes", [64 << 20, 0], ids=["parallel", "streamed"])
 @pytest.mark.parametrize("shuffle", [False, True])
-def test_hdfs_dataset_reads_row_groups_in_parallel(hdfs_dir, monkeypatch, shuffle):
+def test_hdfs_dataset_reads_row_groups_in_parallel(hdfs_dir, monkeypatch, shuffle, stream_bytes):
     """dataset() reads HDFS from TensorFlow's threads, every row group a read of its own, two
     at a time (handles to HDFS files are Python objects: closing one from a TensorFlow thread's
     teardown once hung here); then the same rows again, from the handles kept open."""
@@ -54,6 +55,7 @@ def test_hdfs_dataset_reads_row_groups_in_parallel(hdfs_dir, monkeypatch, shuffl
     from tony_jupyter.data import tfdata
 
     monkeypatch.setattr(tfdata, "CHUNK_ROWS", 1)
+    monkeypatch.setattr(tfdata, "STREAM_BYTES", stream_bytes)  # 0: streamed, page by page
     _, url, _ = hdfs_dir
     ds = data.dataset(url, columns=["id"], batch_size=10, shuffle=shuffle, seed=1, shard=False)
     for _ in range(2):

@@ -33,29 +33,65 @@ def _rebatch(batches, size: int):
         yield pa.Table.from_batches(buf).combine_chunks().to_batches()[0]
 
 
-def _pieces_batches(plan: ShardPlan, columns: list[str], batch_size: int):
-    for p in plan.pieces:
-        pf = plan.parquet_file(p.file)
-        # One row group per read: a reader given many row groups buffers ahead across them,
-        # and memory then grows with the file (measured: bench/data.py).
-        it = pf.iter_batches(batch_size=batch_size, row_groups=[p.row_group], columns=columns)
-        if p.stop is None:
-            yield from it
-            continue
-        pos = 0
-        for b in it:
-            a, z = max(p.start - pos, 0), min(p.stop - pos, b.num_rows)
-            if a < z:
-                yield b.slice(a, z - a)
-            pos += b.num_rows
-            if pos >= p.stop:
-                break
+def _shuffled(batches, window: int, rng):
+    """Rows permuted within windows of ``window`` rows: memory stays one window."""
+    import pyarrow as pa
+
+    buf, n = [], 0
+    for b in batches:
+        buf.append(b)
+        n += b.num_rows
+        if n >= window:
+            t = pa.Table.from_batches(buf)
+            yield from t.take(rng.permutation(n)).to_batches()
+            buf, n = [], 0
+    if buf:
+        t = pa.Table.from_batches(buf)
+        yield from t.take(rng.permutation(n)).to_batches()
 
 
-def stream(plan: ShardPlan, columns, batch_size: int):
+def _pieces_batches(plan: ShardPlan, columns: list[str], batch_size: int, rng, reader):
+    order = list(plan.pieces)
+    if rng is not None:
+        order = [order[i] for i in rng.permutation(len(order))]
+    for p in order:
+        pf = reader.take(p.file) if reader else plan.parquet_file(p.file)
+        try:
+            # One row group per read: a reader given many row groups buffers ahead across
+            # them, and memory then grows with the file (measured: bench/data.py).
+            it = pf.iter_batches(batch_size=batch_size, row_groups=[p.row_group], columns=columns)
+            if p.stop is None:
+                yield from it
+                continue
+            pos = 0
+            for b in it:
+                a, z = max(p.start - pos, 0), min(p.stop - pos, b.num_rows)
+                if a < z:
+                    yield b.slice(a, z - a)
+                pos += b.num_rows
+                if pos >= p.stop:
+                    break
+        finally:
+            if reader:
+                reader.give(p.file, pf)
+
+
+def stream(
+    plan: ShardPlan,
+    columns,
+    batch_size: int,
+    rng=None,
+    window: int | None = None,
+    reader: PieceReader | None = None,
+):
     """This reader's rows in record batches of exactly ``batch_size`` rows (the last may be
-    short)."""
-    return _rebatch(_pieces_batches(plan, columns, batch_size), batch_size)
+    short), one row group at a time, page by page; with ``rng``, pieces in a random order and
+    rows permuted within windows of ``window`` rows. ``reader``: take file handles from its
+    pool (to stream from several threads at once)."""
+    batches = _pieces_batches(plan, columns, batch_size, rng, reader)
+    if rng is not None:
+        batches = _shuffled(batches, window or max(8 * batch_size, 65536), rng)
+    return _rebatch(batches, batch_size)
 
 
 def piece_rows(plan: ShardPlan, p: Piece) -> int:
@@ -97,7 +133,7 @@ class PieceReader:
         self.lock = threading.Lock()
         self.idle: dict[int, list] = {}
 
-    def _take(self, f: int):
+    def take(self, f: int):
         import pyarrow.parquet as pq
 
         with self.lock:
@@ -106,17 +142,20 @@ class PieceReader:
         source = self.plan.fs.open_input_file(self.plan.files[f])
         return pq.ParquetFile(source, metadata=self.plan.opened[f].metadata)
 
+    def give(self, f: int, pf) -> None:
+        with self.lock:
+            self.idle.setdefault(f, []).append(pf)
+
     def read(self, pieces: list[Piece]):
         import pyarrow as pa
 
         tables = []
         for p in pieces:
-            pf = self._take(p.file)
+            pf = self.take(p.file)
             try:
                 t = pf.read_row_group(p.row_group, columns=self.columns)
             finally:
-                with self.lock:
-                    self.idle.setdefault(p.file, []).append(pf)
+                self.give(p.file, pf)
             tables.append(t if p.stop is None else t.slice(p.start, p.stop - p.start))
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 

@@ -5,22 +5,27 @@ The task's pieces are grouped into runs of at least ``CHUNK_ROWS`` rows (or ``CH
 ``tf.numpy_function``, ``PARALLEL_READS`` runs at once in order, and the rows are rebatched to
 ``batch_size`` in C++. One Python call per run, none per batch; Parquet decoding releases the
 GIL, so the reads overlap each other and TensorFlow's work. A task holds about
-``PARALLEL_READS`` + 1 runs decoded; runs larger than ``PARALLEL_BYTES`` (row groups that big)
-are read one at a time. Measured against plain pyarrow in bench/data.py; two earlier designs,
-``Dataset.from_generator`` over streamed record batches and Arrow buffers handed over through
-DLPack, measured slower there and are in the history.
+``PARALLEL_READS`` + 1 runs decoded (:func:`_parallel`). Measured against plain pyarrow in
+bench/data.py; Arrow buffers handed over through DLPack measured slower there (in the history).
+
+Files with a row group over ``STREAM_BYTES`` decoded (Spark's 128 MB row groups, pandas' 1M-row
+ones when wide) would make that a lot of memory, so they are streamed page by page instead, in
+chunks, through ``Dataset.from_generator`` (:func:`_streamed`): slower (0.5-0.9x pyarrow in
+bench/data.py when it was the only design), and it holds one row group's column chunks and a
+few chunks, not a few whole row groups decoded. Measured over 3 files of one 1M-row row group
+(68.7 MiB decoded) each: RSS grew 325 MiB streamed, 409 MiB read whole two at a time.
 """
 
 from __future__ import annotations
 
-from .batches import DEFAULT_BATCH_SIZE, PieceReader, group_pieces, piece_rows
+from .batches import DEFAULT_BATCH_SIZE, PieceReader, group_pieces, piece_rows, stream
 from .plan import plan_columns, shard_plan
 from .sources import DataError
 
 CHUNK_ROWS = 65536
 CHUNK_BYTES = 16 << 20
 PARALLEL_READS = 2
-PARALLEL_BYTES = 64 << 20
+STREAM_BYTES = 64 << 20
 
 
 def _column_spec(field):
@@ -70,6 +75,57 @@ def _to_numpy(name: str, col, kind: str, width: tuple[int, ...]):
         flat = col.flatten().to_numpy(zero_copy_only=False)
         return flat.reshape(len(col), *width)
     return col.to_numpy(zero_copy_only=False)
+
+
+def _parallel(plan, groups, reader, arrays, outputs, shuffle, seed, window):
+    """Runs of pieces read whole, ``PARALLEL_READS`` at a time, in order; with ``shuffle``, runs
+    in a new order every pass (every ``.repeat()`` epoch) and rows permuted within windows of
+    whole runs, reproducible with ``seed``."""
+    import numpy as np
+    import tensorflow as tf
+
+    def read(index, key):
+        t = reader.read([plan.pieces[j] for i in index for j in groups[i]])
+        rng = np.random.default_rng(int(key) & (2**63 - 1)) if shuffle else None
+        return arrays(t, rng)
+
+    n = len(groups)
+    ids = tf.data.Dataset.range(n)
+    if shuffle and n:
+        per = max(1, round(window / max(plan.rows / n, 1)))
+        ids = ids.shuffle(n, seed=seed, reshuffle_each_iteration=True).batch(per)
+        keys = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+    else:
+        ids = ids.batch(1)
+        keys = tf.data.Dataset.from_tensors(np.int64(0)).repeat()
+    dtypes = [dtype for _, dtype, _ in outputs]
+    return tf.data.Dataset.zip(ids, keys).map(
+        lambda index, key: tuple(tf.numpy_function(read, [index, key], dtypes, False)),
+        num_parallel_calls=PARALLEL_READS,
+        deterministic=True,
+    )
+
+
+def _streamed(plan, columns, chunk, reader, arrays, outputs, shuffle, seed, window):
+    """Row groups streamed page by page in record batches of ``chunk`` rows, through
+    ``Dataset.from_generator``: for row groups too big to hold a few of them decoded. Slower
+    than :func:`_parallel` (one thread, and the generator's conversions), memory a few chunks.
+    With ``shuffle``, pieces in a new order every pass and rows permuted within windows."""
+    import numpy as np
+    import tensorflow as tf
+
+    passes = [0]
+
+    def generate():
+        rng = None
+        if shuffle:  # a new order every pass (every .repeat() epoch), reproducible with seed
+            rng = np.random.default_rng(None if seed is None else [seed, passes[0]])
+        passes[0] += 1
+        for b in stream(plan, columns, chunk, rng, window, reader):
+            yield tuple(arrays(b))
+
+    signature = tuple(tf.TensorSpec((None, *shape), dtype) for _, dtype, shape in outputs)
+    return tf.data.Dataset.from_generator(generate, output_signature=signature).prefetch(1)
 
 
 def dataset(
@@ -129,12 +185,11 @@ def dataset(
         else [(c, specs[c][0], specs[c][1]) for c in read_cols]
     )
 
-    def read(index, key):
-        """The runs ``index`` as NumPy arrays, as ``outputs`` says; rows permuted with ``key``
-        when shuffling."""
-        t = reader.read([plan.pieces[j] for i in index for j in groups[i]])
-        if shuffle:
-            t = t.take(np.random.default_rng(int(key) & (2**63 - 1)).permutation(t.num_rows))
+    def arrays(t, rng=None):
+        """A table's (or record batch's) rows as NumPy arrays, as ``outputs`` says; permuted
+        with ``rng`` if given."""
+        if rng is not None:
+            t = t.take(rng.permutation(t.num_rows))
         cols = {c: _to_numpy(c, t.column(c), specs[c][2], specs[c][1]) for c in read_cols}
         if not stack:
             return list(cols.values())
@@ -147,8 +202,7 @@ def dataset(
             at += w
         return [x, cols[label]] if label else [x]
 
-    def element(index, key):
-        out = tf.numpy_function(read, [index, key], [dtype for _, dtype, _ in outputs], False)
+    def structure(out):
         named = {}
         for (name, _, shape), t in zip(outputs, out, strict=True):
             t.set_shape((None, *shape))
@@ -157,22 +211,12 @@ def dataset(
         x = named["features"] if stack else named
         return x if label is None else (x, y)
 
-    n = len(groups)
-    ids = tf.data.Dataset.range(n)
-    if shuffle and n:
-        # Runs in a new order every pass (every .repeat() epoch), rows permuted within windows
-        # of whole runs; reproducible with seed.
-        window = shuffle_window or max(8 * batch_size, 65536)
-        per = max(1, round(window / max(plan.rows / n, 1)))
-        ids = ids.shuffle(n, seed=seed, reshuffle_each_iteration=True).batch(per)
-        keys = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+    window = shuffle_window or max(8 * batch_size, 65536)
+    if biggest * row_bytes > STREAM_BYTES:
+        ds = _streamed(plan, read_cols, chunk, reader, arrays, outputs, shuffle, seed, window)
     else:
-        ids = ids.batch(1)
-        keys = tf.data.Dataset.from_tensors(np.int64(0)).repeat()
-    parallel = PARALLEL_READS if biggest * row_bytes <= PARALLEL_BYTES else 1
-    ds = tf.data.Dataset.zip(ids, keys).map(
-        element, num_parallel_calls=parallel, deterministic=True
-    )
+        ds = _parallel(plan, groups, reader, arrays, outputs, shuffle, seed, window)
+    ds = ds.map(lambda *out: structure(out))
     ds = ds.rebatch(batch_size, drop_remainder=drop_remainder)  # == unbatch().batch(), one copy
     n = plan.rows // batch_size if drop_remainder else -(-plan.rows // batch_size)
     ds = ds.apply(tf.data.experimental.assert_cardinality(n))
