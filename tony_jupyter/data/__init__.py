@@ -14,8 +14,9 @@ calling task and streamed in record batches.
   ``shard=(i, n)`` overrides this (e.g. from a ``tf.distribute.InputContext``); ``shard=False``
   switches it off.
 - **Memory** (``batches``): ``dataset()`` reads runs of whole row groups (about 64k rows),
-  two at a time; ``record_batches()`` streams with ``ParquetFile.iter_batches``, one row group
-  at a time. Either way a task holds a few row groups, never the data set.
+  two at a time, or, for files with row groups over 64 MiB decoded, streams them page by page
+  with ``ParquetFile.iter_batches`` as ``record_batches()`` does. Either way a task holds a
+  few row groups at most, never the data set.
 - **Elements**: ``features`` is a dict ``{column: tensor}`` (Keras models with named ``Input``
   layers take it as is); ``stack=True`` gives one ``float32`` matrix ``[batch, n_features]``
   instead. With ``label=``, elements are ``(features, label)``. Numeric and bool columns become
