@@ -5,6 +5,8 @@ pieces at a time, from several threads (:func:`group_pieces`, :class:`PieceReade
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from .plan import Piece, ShardPlan, plan_columns, shard_plan
 
 DEFAULT_BATCH_SIZE = 1024
@@ -50,16 +52,18 @@ def _shuffled(batches, window: int, rng):
         yield from t.take(rng.permutation(n)).to_batches()
 
 
-def _pieces_batches(plan: ShardPlan, columns: list[str], batch_size: int, rng, reader):
+def _pieces_batches(reader: PieceReader, batch_size: int, rng):
+    plan = reader.plan
     order = list(plan.pieces)
     if rng is not None:
         order = [order[i] for i in rng.permutation(len(order))]
     for p in order:
-        pf = reader.take(p.file) if reader else plan.parquet_file(p.file)
-        try:
+        with reader.handle(p.file) as pf:
             # One row group per read: a reader given many row groups buffers ahead across
             # them, and memory then grows with the file (measured: bench/data.py).
-            it = pf.iter_batches(batch_size=batch_size, row_groups=[p.row_group], columns=columns)
+            it = pf.iter_batches(
+                batch_size=batch_size, row_groups=[p.row_group], columns=reader.columns
+            )
             if p.stop is None:
                 yield from it
                 continue
@@ -71,24 +75,14 @@ def _pieces_batches(plan: ShardPlan, columns: list[str], batch_size: int, rng, r
                 pos += b.num_rows
                 if pos >= p.stop:
                     break
-        finally:
-            if reader:
-                reader.give(p.file, pf)
 
 
-def stream(
-    plan: ShardPlan,
-    columns,
-    batch_size: int,
-    rng=None,
-    window: int | None = None,
-    reader: PieceReader | None = None,
-):
-    """This reader's rows in record batches of exactly ``batch_size`` rows (the last may be
-    short), one row group at a time, page by page; with ``rng``, pieces in a random order and
-    rows permuted within windows of ``window`` rows. ``reader``: take file handles from its
-    pool (to stream from several threads at once)."""
-    batches = _pieces_batches(plan, columns, batch_size, rng, reader)
+def stream(reader: PieceReader, batch_size: int, rng=None, window: int | None = None):
+    """The reader's plan's rows (its columns) in record batches of exactly ``batch_size`` rows
+    (the last may be short), one row group at a time, page by page; with ``rng``, pieces in a
+    random order and rows permuted within windows of ``window`` rows. File handles come from
+    the reader's pool, so several streams may run at once."""
+    batches = _pieces_batches(reader, batch_size, rng)
     if rng is not None:
         batches = _shuffled(batches, window or max(8 * batch_size, 65536), rng)
     return _rebatch(batches, batch_size)
@@ -131,31 +125,32 @@ class PieceReader:
 
         self.plan, self.columns = plan, columns
         self.lock = threading.Lock()
-        self.idle: dict[int, list] = {}
+        # The pool starts with the handles the plan opened to read the footers.
+        self.idle: dict[int, list] = {f: [pf] for f, pf in plan.opened.items()}
 
-    def take(self, f: int):
+    @contextmanager
+    def handle(self, f: int):
+        """A handle on file ``f`` that no other thread uses until the block ends."""
         import pyarrow.parquet as pq
 
         with self.lock:
-            if self.idle.get(f):
-                return self.idle[f].pop()
-        source = self.plan.fs.open_input_file(self.plan.files[f])
-        return pq.ParquetFile(source, metadata=self.plan.opened[f].metadata)
-
-    def give(self, f: int, pf) -> None:
-        with self.lock:
-            self.idle.setdefault(f, []).append(pf)
+            pf = self.idle[f].pop() if self.idle.get(f) else None
+        if pf is None:
+            source = self.plan.fs.open_input_file(self.plan.files[f])
+            pf = pq.ParquetFile(source, metadata=self.plan.opened[f].metadata)
+        try:
+            yield pf
+        finally:
+            with self.lock:
+                self.idle.setdefault(f, []).append(pf)
 
     def read(self, pieces: list[Piece]):
         import pyarrow as pa
 
         tables = []
         for p in pieces:
-            pf = self.take(p.file)
-            try:
+            with self.handle(p.file) as pf:
                 t = pf.read_row_group(p.row_group, columns=self.columns)
-            finally:
-                self.give(p.file, pf)
             tables.append(t if p.stop is None else t.slice(p.start, p.stop - p.start))
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables)
 
@@ -171,4 +166,4 @@ def record_batches(
     without TensorFlow."""
     plan = shard_plan(paths, shard)
     _, read_cols, _ = plan_columns(plan, columns, None)
-    return stream(plan, read_cols, int(batch_size))
+    return stream(PieceReader(plan, read_cols), int(batch_size))

@@ -92,9 +92,6 @@ class ShardPlan:
     rows: int  # this reader's rows
     opened: dict  # file number -> ParquetFile (footers already read)
 
-    def parquet_file(self, f: int):
-        return self.opened.get(f) or open_parquet(self.fs, self.files[f])
-
 
 def shard_plan(paths, shard: tuple[int, int] | bool = True) -> ShardPlan:
     """Resolve ``paths`` and pick this reader's pieces (see the package docstring)."""

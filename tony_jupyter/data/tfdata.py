@@ -106,7 +106,7 @@ def _parallel(plan, groups, reader, arrays, outputs, shuffle, seed, window):
     )
 
 
-def _streamed(plan, columns, chunk, reader, arrays, outputs, shuffle, seed, window):
+def _streamed(chunk, reader, arrays, outputs, shuffle, seed, window):
     """Row groups streamed page by page in record batches of ``chunk`` rows, through
     ``Dataset.from_generator``: for row groups too big to hold a few of them decoded. Slower
     than :func:`_parallel` (one thread, and the generator's conversions), memory a few chunks.
@@ -121,7 +121,7 @@ def _streamed(plan, columns, chunk, reader, arrays, outputs, shuffle, seed, wind
         if shuffle:  # a new order every pass (every .repeat() epoch), reproducible with seed
             rng = np.random.default_rng(None if seed is None else [seed, passes[0]])
         passes[0] += 1
-        for b in stream(plan, columns, chunk, rng, window, reader):
+        for b in stream(reader, chunk, rng, window):
             yield tuple(arrays(b))
 
     signature = tuple(tf.TensorSpec((None, *shape), dtype) for _, dtype, shape in outputs)
@@ -213,7 +213,7 @@ def dataset(
 
     window = shuffle_window or max(8 * batch_size, 65536)
     if biggest * row_bytes > STREAM_BYTES:
-        ds = _streamed(plan, read_cols, chunk, reader, arrays, outputs, shuffle, seed, window)
+        ds = _streamed(chunk, reader, arrays, outputs, shuffle, seed, window)
     else:
         ds = _parallel(plan, groups, reader, arrays, outputs, shuffle, seed, window)
     ds = ds.map(lambda *out: structure(out))
