@@ -158,7 +158,8 @@ def rows() -> list[tuple[str, str, str, str]]:
         out.append(
             ("RSS: TF worker under tony-jupyter / by hand", "", "", _f(fp["tony_worker_vs_hand"]))
         )
-    tp = _load("data").get("throughput", {})
+    dt = _load("data")
+    tp = dt.get("throughput", {})
     med, paired = tp.get("rows_per_s_median", {}), tp.get("ratio_over_pyarrow", {})
     for side, value in med.items():
         if side != "pyarrow" and not side.startswith("before_"):
@@ -170,7 +171,7 @@ def rows() -> list[tuple[str, str, str, str]]:
                     _f(paired.get(side)),
                 )
             )
-    mem = _load("data").get("memory", {})
+    mem = dt.get("memory", {})
     if "dataset_growth_4x_over_1x" in mem:
         out.append(
             (
