@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bench.fake_provider import FakeProvider
-from tony_jupyter.launcher.am import AM
+from tony_jupyter.am.main import AM
 
 
 def main() -> int:

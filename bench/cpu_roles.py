@@ -16,11 +16,11 @@ def _role(cmdline: list[str], ppid_cmd: str) -> str:
     cmd = " ".join(cmdline)
     if "tensorboard" in cmd:
         return "tensorboard"
-    if "tony_jupyter.launcher.am" in cmd:
+    if "tony_jupyter.am" in cmd:
         return "am"
-    if "tony_jupyter.launcher.executor" in cmd:
+    if "tony_jupyter.executor" in cmd:
         # The heartbeat sidecar is forked from the executor, so it has the same command line.
-        return "heartbeat_sidecar" if "tony_jupyter.launcher.executor" in ppid_cmd else "executor"
+        return "heartbeat_sidecar" if "tony_jupyter.executor" in ppid_cmd else "executor"
     if "workload.py" in cmd:
         return "executor"  # by hand: the worker itself
     return "other"

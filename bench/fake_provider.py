@@ -3,7 +3,7 @@ clients in other processes) register for the tasks it was asked to launch."""
 
 from __future__ import annotations
 
-from tony_jupyter.launcher.provider import Provider
+from tony_jupyter.am.provider import Provider
 from tony_jupyter.spec import TaskSpec
 
 

@@ -118,7 +118,7 @@ def _kill_9_am(snap, cluster):
     (am,) = [
         p
         for p in psutil.process_iter(["cmdline"])
-        if (p.info["cmdline"] or [])[1:3] == ["-m", "tony_jupyter.launcher.am"]
+        if (p.info["cmdline"] or [])[1:3] == ["-m", "tony_jupyter.am"]
         and container in " ".join(p.info["cmdline"])
     ]
     am.send_signal(signal.SIGKILL)

@@ -23,7 +23,7 @@ import psutil
 
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import TonyJob
-from tony_jupyter.launcher import backend_local
+from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.options import parse_job_args
 
 # The first line of user code records when it ran; nothing else, so the figure is pure overhead.

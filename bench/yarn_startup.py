@@ -21,7 +21,7 @@ import requests
 
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import TonyJob
-from tony_jupyter.launcher import backend_local
+from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.yarn import backend as yarn_backend
 from tony_jupyter.launcher.yarn import staging as yarn_staging
 from tony_jupyter.options import parse_job_args
@@ -52,7 +52,7 @@ def am_rss(app_id: str) -> int:
     best = 0
     for p in psutil.process_iter(["cmdline"]):
         cmd = " ".join(p.info["cmdline"] or [])
-        if "tony_jupyter.launcher.am" in cmd and app_id in cmd:
+        if "tony_jupyter.am" in cmd and app_id in cmd:
             best = max(best, p.memory_info().rss)
     return best
 

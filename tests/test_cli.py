@@ -7,8 +7,12 @@ from conftest import wait_no_processes
 
 
 def cli(*args, check=True):
-    r = subprocess.run([sys.executable, "-m", "tony_jupyter.cli", *args],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "tony_jupyter.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if check:
         assert r.returncode == 0, r.stderr + r.stdout
     return r

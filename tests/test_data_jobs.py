@@ -12,7 +12,7 @@ from conftest import processes_under, wait_no_processes
 from IPython.core.error import UsageError
 
 from tony_jupyter.errors import JobFailedError
-from tony_jupyter.launcher.jobs import JobClient, list_jobs
+from tony_jupyter.launcher.client import JobClient, list_jobs
 
 FAST = "--conf tony.task.heartbeat-interval-ms=200"
 

@@ -9,9 +9,9 @@ import pytest
 from conftest import wait_no_processes
 from sklearn.datasets import load_digits
 
-from tony_jupyter.launcher.coordinator import Coordinator
-from tony_jupyter.launcher.jobs import JobClient, list_jobs
-from tony_jupyter.launcher.provider import Provider
+from tony_jupyter.am.coordinator import Coordinator
+from tony_jupyter.am.provider import Provider
+from tony_jupyter.launcher.client import JobClient, list_jobs
 from tony_jupyter.options import parse_job_args
 
 CELL = """

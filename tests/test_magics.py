@@ -11,7 +11,7 @@ from conftest import processes_under, wait_no_processes
 from IPython.core.error import UsageError
 
 from tony_jupyter.errors import JobFailedError
-from tony_jupyter.launcher.jobs import JobClient, list_jobs
+from tony_jupyter.launcher.client import JobClient, list_jobs
 
 FAST = "--conf tony.task.heartbeat-interval-ms=200"
 
@@ -105,6 +105,7 @@ def test_interrupt_mid_rendezvous_kills_the_job(shell, tony_home):
     (hang / "sitecustomize.py").write_text(
         "import os, time\nif os.environ.get('TONY_TASK_ID') == 'worker:1':\n    time.sleep(600)\n"
     )
+
     def interrupt_in_rendezvous():
         # Strike once worker:0 has registered: the job is waiting for worker:1, mid-rendezvous.
         deadline = time.monotonic() + 60

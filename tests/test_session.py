@@ -13,7 +13,7 @@ from sklearn.datasets import load_digits
 
 from tony_jupyter import session as sessions
 from tony_jupyter.errors import JobFailedError
-from tony_jupyter.launcher.jobs import JobClient, list_jobs
+from tony_jupyter.launcher.client import JobClient, list_jobs
 
 
 @pytest.fixture
@@ -53,8 +53,12 @@ def test_state_is_kept_between_cells_and_training_goes_on(session_shell):
     assert second < first
     # A cell that raises on one worker reports it; the next cell still runs.
     with pytest.raises(JobFailedError) as e:
-        sh.run_cell_magic("tony", "", "import os\nif os.environ['TASK_INDEX'] == '1':\n"
-                                      "    raise ValueError('worker 1 says no')\n")
+        sh.run_cell_magic(
+            "tony",
+            "",
+            "import os\nif os.environ['TASK_INDEX'] == '1':\n"
+            "    raise ValueError('worker 1 says no')\n",
+        )
     assert e.value.task == "worker:1" and "ValueError: worker 1 says no" in e.value.remote_traceback
     third = sh.run_cell_magic("tony", "--pull epochs_done", "epochs_done = 3\n" + TRAIN)
     assert third < second and sh.user_ns["epochs_done"] == 3

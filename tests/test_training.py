@@ -4,7 +4,7 @@ import pytest
 from conftest import wait_no_processes
 from sklearn.datasets import load_digits
 
-from tony_jupyter.launcher.jobs import JobClient, list_jobs
+from tony_jupyter.launcher.client import JobClient, list_jobs
 from tony_jupyter.runtime import FitHistory
 
 pytestmark = pytest.mark.slow

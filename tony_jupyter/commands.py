@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from .errors import SpecError
-from .launcher.jobs import JobClient, find_job, list_jobs
+from .launcher.client import JobClient, find_job, list_jobs
 
 TERMINAL = ("SUCCEEDED", "FAILED", "KILLED", "LOST")
 

@@ -8,7 +8,7 @@ import time
 
 from .bundle import Bundle
 from .errors import BackendError, JobFailedError
-from .launcher.jobs import JobClient, JobRecord
+from .launcher.client import JobClient, JobRecord
 from .spec import JobSpec
 
 TERMINAL = ("SUCCEEDED", "FAILED", "KILLED", "LOST")
@@ -16,7 +16,7 @@ TERMINAL = ("SUCCEEDED", "FAILED", "KILLED", "LOST")
 
 def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:
     if spec.backend == "local":
-        from .launcher import backend_local
+        from .launcher import local as backend_local
 
         return backend_local.submit(spec, bundle, argv)
     if spec.backend == "yarn":

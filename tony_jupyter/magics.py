@@ -15,7 +15,7 @@ from . import commands, shards
 from .bundle import Bundle, make_bundle
 from .errors import BundleError, JobNotFoundError, SpecError
 from .job import TonyJob, submit
-from .launcher.jobs import JobClient, find_job
+from .launcher.client import JobClient, find_job
 from .options import job_parser, parse_job_args
 
 HELP = """\
@@ -125,11 +125,15 @@ class TonyMagics(Magics):
         from .widgets import JobView
 
         if args.async_ or args.shard:
-            raise UsageError("--async and --shard are not available inside a session; "
-                             "%tony session stop to run a one-shot job")
+            raise UsageError(
+                "--async and --shard are not available inside a session; "
+                "%tony session stop to run a one-shot job"
+            )
         if _asks_for_resources(args) and not session.matches(spec):
-            raise UsageError("this cell asks for other tasks or resources than the running "
-                             "session; drop the resource flags, or %tony session stop first")
+            raise UsageError(
+                "this cell asks for other tasks or resources than the running "
+                "session; drop the resource flags, or %tony session stop first"
+            )
         view = JobView(session.job.job_id if session.job else "session")
         view.display()
         try:
@@ -203,9 +207,22 @@ def _session_flags(words: list[str]) -> tuple[str, float | None, bool]:
 
 
 def _asks_for_resources(args) -> bool:
-    return any([args.workers is not None, args.ps, args.chief, args.evaluator, args.memory,
-                args.vcores is not None, args.gpus is not None, args.conf, args.conf_file,
-                args.backend, args.queue, args.node_label])
+    return any(
+        [
+            args.workers is not None,
+            args.ps,
+            args.chief,
+            args.evaluator,
+            args.memory,
+            args.vcores is not None,
+            args.gpus is not None,
+            args.conf,
+            args.conf_file,
+            args.backend,
+            args.queue,
+            args.node_label,
+        ]
+    )
 
 
 def _view(job: TonyJob):

@@ -12,7 +12,7 @@ import time
 from .bundle import bound_names, make_bundle
 from .errors import JobFailedError, SpecError, TonyError
 from .job import TERMINAL, TonyJob, failure, submit
-from .launcher.jobs import decode_result
+from .launcher.client import decode_result
 from .spec import JobSpec
 
 INTERRUPT_GRACE_S = 10.0
@@ -82,8 +82,10 @@ class Session:
             + (f" {t['rss_bytes'] / 2**20:.0f} MiB" if t.get("rss_bytes") else "")
             for t in snap["tasks"]
         )
-        text = (f"session {snap['job_id']}: {snap['state']}  cells run: {self.cells_run}  "
-                f"idle timeout {self.spec.idle_timeout_s:g} s\n  tasks: {tasks}")
+        text = (
+            f"session {snap['job_id']}: {snap['state']}  cells run: {self.cells_run}  "
+            f"idle timeout {self.spec.idle_timeout_s:g} s\n  tasks: {tasks}"
+        )
         if snap.get("reason") and snap["state"] != "RUNNING":
             text += f"\n  reason: {snap['reason']}"
         return text
@@ -98,16 +100,25 @@ class Session:
             return self.job
         if snap["state"] == "SUCCEEDED":
             raise SessionError(f"the session has ended: {snap['reason']}")
-        raise SessionError(f"the session is broken ({snap['state']}: {snap['reason']}); "
-                           "%tony session restart brings it back with the same resources")
+        raise SessionError(
+            f"the session is broken ({snap['state']}: {snap['reason']}); "
+            "%tony session restart brings it back with the same resources"
+        )
 
     def run(self, source: str, namespace: dict, pull: tuple[str, ...] = (), view=None):
         job = self._require_running()
         bundle = make_bundle(source, namespace, exclude=tuple(self.remote_names))
         self.remote_names |= bound_names(source)
-        cell = job.client._call("POST", "cells", json={
-            "source": source, "names": base64.b64encode(bundle.names).decode(),
-            "pull": list(pull), "filename": f"<tony-cell-{self.cells_run + 1}>"})
+        cell = job.client._call(
+            "POST",
+            "cells",
+            json={
+                "source": source,
+                "names": base64.b64encode(bundle.names).decode(),
+                "pull": list(pull),
+                "filename": f"<tony-cell-{self.cells_run + 1}>",
+            },
+        )
         if cell is None:
             raise SessionError("the session's AM is gone; %tony session restart")
         self.cells_run += 1
@@ -133,8 +144,10 @@ class Session:
             if done["state"] in ("SUCCEEDED", "FAILED", "INTERRUPTED"):
                 return done
         follower.finish(follower.poll())
-        print(f"[tony] a task did not stop within {INTERRUPT_GRACE_S:g} s of the interrupt: "
-              "restarting the session (its state is lost)")
+        print(
+            f"[tony] a task did not stop within {INTERRUPT_GRACE_S:g} s of the interrupt: "
+            "restarting the session (its state is lost)"
+        )
         self.restart()
         raise KeyboardInterrupt
 
@@ -143,8 +156,13 @@ def _cell_failure(job_id: str, cell: dict) -> JobFailedError:
     for task, r in sorted(cell["results"].items()):
         if r.get("status") in ("error", "interrupted"):
             state = "INTERRUPTED" if r["status"] == "interrupted" else "FAILED"
-            return JobFailedError(job_id, state, f"cell {cell['id']} {state.lower()} on {task}",
-                                  task=task, remote_traceback=r.get("traceback"))
+            return JobFailedError(
+                job_id,
+                state,
+                f"cell {cell['id']} {state.lower()} on {task}",
+                task=task,
+                remote_traceback=r.get("traceback"),
+            )
     return JobFailedError(job_id, cell["state"], f"cell {cell['id']} {cell['state'].lower()}")
 
 
@@ -158,12 +176,16 @@ class CellFollower:
         self.last: dict = {}
 
     def poll(self, timeout: float = 0.0) -> dict:
-        cell = self.job.client._call("GET", f"cells/{self.cell_id}", timeout=timeout + 10,
-                                     params={"timeout": timeout})
+        cell = self.job.client._call(
+            "GET", f"cells/{self.cell_id}", timeout=timeout + 10, params={"timeout": timeout}
+        )
         if cell is None:  # the AM is gone: the session died under the cell
             snap = self.job.client.snapshot()
-            cell = dict(self.last, state="FAILED",
-                        results={"session": {"status": "error", "traceback": snap["reason"]}})
+            cell = dict(
+                self.last,
+                state="FAILED",
+                results={"session": {"status": "error", "traceback": snap["reason"]}},
+            )
         self.last = cell
         if self.view is not None:
             self._feed(cell)
@@ -183,15 +205,22 @@ class CellFollower:
 
     def _as_job(self, snap: dict, cell: dict) -> dict:
         failed = [t for t, r in cell.get("results", {}).items() if r.get("status") != "ok"]
-        return dict(snap, state=CELL_STATE.get(cell["state"], cell["state"]),
-                    name=f"{snap.get('name')} · cell {self.cell_id}",
-                    started=cell.get("submitted"), finished=cell.get("finished"),
-                    reason=f"failed on {', '.join(failed)}" if failed else "",
-                    failed_task=failed[0] if failed else None)
+        return dict(
+            snap,
+            state=CELL_STATE.get(cell["state"], cell["state"]),
+            name=f"{snap.get('name')} · cell {self.cell_id}",
+            started=cell.get("submitted"),
+            finished=cell.get("finished"),
+            reason=f"failed on {', '.join(failed)}" if failed else "",
+            failed_task=failed[0] if failed else None,
+        )
 
     def wait(self) -> dict:
-        while (cell := self.poll(timeout=0.5))["state"] not in ("SUCCEEDED", "FAILED",
-                                                                   "INTERRUPTED"):
+        while (cell := self.poll(timeout=0.5))["state"] not in (
+            "SUCCEEDED",
+            "FAILED",
+            "INTERRUPTED",
+        ):
             pass
         return cell
 
@@ -216,8 +245,10 @@ def set_current(session: Session | None) -> None:
 
 def session_spec(spec: JobSpec, idle_timeout: float | None) -> JobSpec:
     if spec.max_attempts != 1:
-        raise SpecError("--max-attempts does not apply to a session: a lost task breaks it, "
-                        "and %tony session restart brings it back")
+        raise SpecError(
+            "--max-attempts does not apply to a session: a lost task breaks it, "
+            "and %tony session restart brings it back"
+        )
     changes: dict = {"session": True, "tensorboard": spec.tensorboard}
     if idle_timeout is not None:
         if idle_timeout <= 0:

@@ -134,7 +134,7 @@ def lab(tmp_path, tony_home):
     yield {"url": url, "token": token, "release": release, "log": tmp_path / "lab.log"}
     release.touch()
     for rec in (tony_home / "jobs").glob("*"):  # nothing may outlive the test
-        from tony_jupyter.launcher.jobs import JobClient, JobRecord
+        from tony_jupyter.launcher.client import JobClient, JobRecord
 
         client = JobClient(JobRecord(rec.name, rec))
         client.kill("test teardown")

@@ -14,7 +14,7 @@ from tornado import httpserver, netutil
 
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import submit
-from tony_jupyter.launcher.jobs import JobClient
+from tony_jupyter.launcher.client import JobClient
 from tony_jupyter.options import parse_job_args
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]

@@ -11,7 +11,7 @@ from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noq
 
 from tony_jupyter.devcluster.config import NM_VCORES
 from tony_jupyter.errors import BackendError
-from tony_jupyter.launcher.jobs import JobClient, list_jobs
+from tony_jupyter.launcher.client import JobClient, list_jobs
 from tony_jupyter.launcher.yarn import backend
 
 pytestmark = pytest.mark.yarn

@@ -22,8 +22,8 @@ from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noq
 from tony_jupyter.devcluster import process as daemons
 from tony_jupyter.devcluster.config import NODEMANAGERS
 from tony_jupyter.devcluster.testing import started_by_fixture
-from tony_jupyter.launcher.heartbeat import STOPPED
-from tony_jupyter.launcher.jobs import JobClient, list_jobs
+from tony_jupyter.executor.heartbeat import STOPPED
+from tony_jupyter.launcher.client import JobClient, list_jobs
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 
@@ -78,7 +78,7 @@ def kill_am(snap, cluster, dc):
     (am,) = [
         p
         for p in psutil.process_iter(["cmdline"])
-        if (p.info["cmdline"] or [])[1:3] == ["-m", "tony_jupyter.launcher.am"]
+        if (p.info["cmdline"] or [])[1:3] == ["-m", "tony_jupyter.am"]
         and container in " ".join(p.info["cmdline"])
     ]  # the Python process, not its container's bash wrapper
     am.send_signal(signal.SIGKILL)
@@ -86,7 +86,7 @@ def kill_am(snap, cluster, dc):
 
 def stop_worker_process(snap, cluster, dc):
     """SIGSTOP of worker:1's process, the one running the cell: it hangs. Its heartbeat sidecar
-    (a forked child, see launcher/heartbeat.py) is not stopped: it must see its task stopped and
+    (a forked child, see executor/heartbeat.py) is not stopped: it must see its task stopped and
     go silent, so the stop of the task itself is what the AM detects."""
     (worker,) = [t for t in snap["tasks"] if t["id"] == "worker:1"]
     task = psutil.Process(worker["pid"])

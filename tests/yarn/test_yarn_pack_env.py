@@ -11,7 +11,7 @@ from IPython.core.error import UsageError
 from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
 
 from bench.staging import build_env
-from tony_jupyter.launcher.jobs import jobs_dir, list_jobs
+from tony_jupyter.launcher.client import jobs_dir, list_jobs
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 RUN = uuid.uuid4().hex[:6]

@@ -1,6 +1,6 @@
 """The server extension against YARN jobs: the REST API and proxy tests of
 tests/server_ext/test_server_api.py re-run with jobs on the devcluster (only ``tony_home``
-differs), TensorBoard's end with the chief (tests/launcher/test_tensorboard.py), and what only
+differs), TensorBoard's end with the chief (tests/executor/test_tensorboard.py), and what only
 YARN does: the application's tracking URL leads to TensorBoard through the RM's web proxy, whose
 log dir is in the chief's own container, and scalars written there show through both proxies
 while the job runs."""
@@ -13,7 +13,7 @@ import time
 
 import pytest
 import requests
-from launcher.test_tensorboard import (  # noqa: F401 - re-run here against YARN
+from executor.test_tensorboard import (  # noqa: F401 - re-run here against YARN
     submit,
     tensorboard_processes,
     test_tensorboard_ends_with_the_chief,

@@ -8,7 +8,7 @@ from sklearn.datasets import load_digits
 from test_training import MWMS, PS
 from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
 
-from tony_jupyter.launcher.jobs import JobClient, list_jobs
+from tony_jupyter.launcher.client import JobClient, list_jobs
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 

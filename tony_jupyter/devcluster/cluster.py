@@ -15,7 +15,7 @@ from pathlib import Path
 import psutil
 import requests
 
-from ..launcher.yarn.jvm import JPMS_FLAGS
+from ..am.yarn.jvm import JPMS_FLAGS
 from . import maven, preflight, process, ready
 from .config import (
     HOST,

@@ -1,86 +1,89 @@
-"""LocalProvider: one executor process per task on this machine."""
+"""The local backend: stage the bundle into the job dir and start the AM as a detached process."""
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
+import shutil
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from ..spec import TaskSpec
-from .provider import Provider
+from .. import shards
+from ..bundle import Bundle
+from ..errors import BackendError
+from ..spec import JobSpec
+from .client import JobRecord, jobs_dir, new_job_id
 
-STOP_GRACE_S = 3.0
+AM_START_TIMEOUT_S = 30.0
 
 
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:
+    job_id = new_job_id()
+    d = jobs_dir() / job_id
+    d.mkdir(mode=0o700)
     try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
+        token = d / "token"
+        token.touch(mode=0o600)
+        token.write_text(secrets.token_urlsafe(32))
+        (d / "cell.py").write_text(bundle.source)
+        (d / "names.pkl").write_bytes(bundle.names)
+        meta = {"filename": bundle.filename, "pull": list(spec.pull), "pushed": list(bundle.pushed)}
+        if bundle.shards is not None:
+            meta["shards"] = shards.write(bundle.shards, d)  # type: ignore[arg-type]
+        if argv:
+            meta["argv"] = argv
+        (d / "bundle.json").write_text(json.dumps(meta))
+        # spec.json last: its presence is what makes the directory a job (see list_jobs).
+        (d / "spec.json").write_text(spec.to_json())
+    except BaseException:
+        shutil.rmtree(d, ignore_errors=True)
+        raise
+    return JobRecord(job_id, d)
 
 
-class LocalProvider(Provider):
-    def __init__(self, job_dir: Path, python: str = sys.executable):
-        self.job_dir, self.python = job_dir, python
-        self.procs: dict[tuple[str, int], subprocess.Popen] = {}
-        self._gpu_next = 0
-        self._kill_at: dict[tuple[str, int], float] = {}
+def start_am(record: JobRecord) -> None:
+    """Start the AM and wait until it serves; on any failure leave nothing behind."""
+    d = record.dir
+    with open(d / "am.log", "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tony_jupyter.am", str(d)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=d,
+            # Its own session: the AM survives the kernel (and Ctrl-C in it).
+            start_new_session=True,
+        )
+    (d / "am.pid").write_text(str(proc.pid))
+    deadline = time.monotonic() + AM_START_TIMEOUT_S
+    try:
+        while not (d / "am.json").exists():
+            if proc.poll() is not None:
+                tail = (d / "am.log").read_text(errors="replace")[-2000:]
+                raise BackendError(
+                    f"the job's AM exited with code {proc.returncode} before "
+                    f"it started serving:\n{tail}"
+                )
+            if time.monotonic() > deadline:
+                raise BackendError(
+                    f"the job's AM did not start within {AM_START_TIMEOUT_S:g} s; "
+                    f"see {d / 'am.log'}"
+                )
+            time.sleep(0.02)
+    except BaseException:  # includes KeyboardInterrupt: leave no AM and no job dir
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        shutil.rmtree(d, ignore_errors=True)
+        raise
 
-    def launch(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> None:
-        full_env = dict(os.environ, **env)
-        full_env["TONY_BUNDLE_DIR"] = str(self.job_dir)
-        full_env["TONY_EXECUTOR_HOST"] = "127.0.0.1"
-        if task.gpus:
-            ids = range(self._gpu_next, self._gpu_next + task.gpus)
-            self._gpu_next += task.gpus
-            full_env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, ids))
-        out = self.job_dir / "logs" / f"attempt-{attempt}" / (task_id.replace(":", "-") + ".stdout")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "ab") as f:
-            proc = subprocess.Popen(
-                [self.python, "-m", "tony_jupyter.launcher.executor"],
-                env=full_env,
-                stdout=f,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=self.job_dir,
-                start_new_session=True,
-            )
-        self.procs[(task_id, attempt)] = proc
 
-    def poll(self) -> None:
-        for (task_id, attempt), proc in list(self.procs.items()):
-            code = proc.poll()
-            kill_at = self._kill_at.get((task_id, attempt))
-            if code is None and kill_at and time.monotonic() > kill_at:
-                # A stopped (SIGSTOP) or stubborn process ignores SIGTERM; SIGKILL does not wait.
-                _signal_group(proc, signal.SIGKILL)
-            if code is not None:
-                _signal_group(proc, signal.SIGKILL)  # reap what the executor left in its group
-                del self.procs[(task_id, attempt)]
-                self._kill_at.pop((task_id, attempt), None)
-                why = f"killed by signal {-code}" if code < 0 else ""
-                self.on_exit(task_id, attempt, code if code >= 0 else 128 - code, why)
-
-    def stop_task(self, task_id: str, attempt: int) -> None:
-        proc = self.procs.get((task_id, attempt))
-        if proc is not None and proc.poll() is None:
-            _signal_group(proc, signal.SIGTERM)
-            self._kill_at[(task_id, attempt)] = time.monotonic() + STOP_GRACE_S
-
-    def shutdown(self) -> None:
-        deadline = time.monotonic() + STOP_GRACE_S
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                _signal_group(proc, signal.SIGTERM)
-        for proc in self.procs.values():
-            try:
-                proc.wait(max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-            _signal_group(proc, signal.SIGKILL)
-            proc.wait()
-        self.poll()
+def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:
+    record = stage(spec, bundle, argv)
+    start_am(record)
+    return record

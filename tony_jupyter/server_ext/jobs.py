@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from tornado import web
 
 from ..errors import TonyError
-from ..launcher.jobs import JobClient, JobRecord, jobs_dir, list_jobs
+from ..launcher.client import JobClient, JobRecord, jobs_dir, list_jobs
 
 # Local ids (tony_20250101_120000_abcdef) and YARN application ids: no dots, no slashes.
 JOB_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"

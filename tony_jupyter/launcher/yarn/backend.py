@@ -21,7 +21,7 @@ from ... import shards
 from ...bundle import Bundle
 from ...errors import BackendError
 from ...spec import JobSpec
-from ..jobs import JobRecord, jobs_dir
+from ..client import JobRecord, jobs_dir
 from . import packenv
 from .conf import HadoopConf
 from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
@@ -76,7 +76,7 @@ def am_context(
         "PYTHONUNBUFFERED": "1",
     }
     cmd = (
-        f"{shlex.quote(python)} -m tony_jupyter.launcher.am {{{{PWD}}}} --provider yarn "
+        f"{shlex.quote(python)} -m tony_jupyter.am {{{{PWD}}}} --provider yarn "
         "--host 0.0.0.0 --advertise {{NM_HOST}} 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr"
     )
     return {

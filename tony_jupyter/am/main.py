@@ -1,4 +1,4 @@
-"""The Application Master: ``python -m tony_jupyter.launcher.am JOB_DIR``.
+"""The Application Master: ``python -m tony_jupyter.am JOB_DIR``.
 
 One program for every backend: a Coordinator plus a Provider, serving the job's HTTP API.
 It outlives the kernel that started it; after the job ends it lingers until a client has
@@ -13,16 +13,16 @@ import json
 import os
 import signal
 import socket
-import sys
 import time
 from pathlib import Path
 
 from tornado import httpserver, netutil
 from tornado.ioloop import IOLoop, PeriodicCallback
 
+from ..protocol import TERMINAL_JOB_STATES, ExecutorEnv, JobState
 from ..spec import JobSpec
 from .api import AMState, make_app
-from .coordinator import TERMINAL, Coordinator
+from .coordinator import Coordinator
 from .local import LocalProvider
 from .provider import Provider
 
@@ -36,24 +36,24 @@ def write_json_atomic(path: Path, data: dict) -> None:
 
 
 def executor_env(job_id: str, spec: JobSpec, url: str, token: str, job_dir: Path) -> dict:
-    env = {
-        "TONY_JOB_ID": job_id,
-        "TONY_AM_URL": url,
-        "TONY_TOKEN": token,
-        "TONY_HEARTBEAT_MS": str(spec.heartbeat_interval_ms),
-        "TONY_MAX_MISSED": str(spec.max_missed_heartbeats),
-        "TONY_CHIEF": spec.chief_id,
-        "TONY_CHECKPOINT_DIR": str(job_dir / "checkpoints"),
-        # Relative: each executor resolves it against its own cwd (launcher/executor.py). On YARN
+    env = ExecutorEnv(
+        job_id=job_id,
+        am_url=url,
+        token=token,
+        chief=spec.chief_id,
+        heartbeat_ms=spec.heartbeat_interval_ms,
+        max_missed=spec.max_missed_heartbeats,
+        checkpoint_dir=str(job_dir / "checkpoints"),
+        # Relative: each executor resolves it against its own cwd (executor/main.py). On YARN
         # that is the task's container, where the chief's TensorBoard reads; the AM's dir is
         # another container, maybe on another node.
-        "TONY_TENSORBOARD_DIR": "tensorboard"
-        if spec.backend == "yarn"
-        else str(job_dir / "tensorboard"),
-        "TONY_TENSORBOARD": "1" if spec.tensorboard else "0",
-        "TONY_SESSION": "1" if spec.session else "0",
-        "PYTHONUNBUFFERED": "1",
-    }
+        tensorboard_dir="tensorboard" if spec.backend == "yarn" else str(job_dir / "tensorboard"),
+        tensorboard=spec.tensorboard,
+        session=spec.session,
+    ).to_env()
+    for unset in ("task_id", "attempt", "bundle_dir"):  # each task's own: set by the provider
+        env.pop(ExecutorEnv.var(unset))
+    env["PYTHONUNBUFFERED"] = "1"
     if spec.legacy_keras:
         # tf.keras code from TensorFlow's multi-worker tutorials needs Keras 2 (tf-keras):
         # Keras 3 fails under MultiWorkerMirroredStrategy (see README, "Keras versions").
@@ -122,7 +122,7 @@ class AM:
         ticker = PeriodicCallback(self._tick, TICK_MS)
         ticker.start()
         try:
-            while self.coordinator.state not in TERMINAL:
+            while self.coordinator.state not in TERMINAL_JOB_STATES:
                 await self.state.changed.wait()
         finally:
             ticker.stop()
@@ -137,11 +137,11 @@ class AM:
         self.server.stop()
         self.coordinator.close()
         (self.job_dir / "am.json").unlink(missing_ok=True)
-        return 0 if self.coordinator.state == "SUCCEEDED" else 1
+        return 0 if self.coordinator.state == JobState.SUCCEEDED else 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="tony_jupyter.launcher.am")
+    p = argparse.ArgumentParser(prog="tony_jupyter.am")
     p.add_argument("job_dir", type=Path)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--advertise", default=None, help="the host executors reach the AM at")
@@ -162,7 +162,3 @@ def main(argv: list[str] | None = None) -> int:
         return await am.run()
 
     return asyncio.run(amain())
-
-
-if __name__ == "__main__":
-    sys.exit(main())

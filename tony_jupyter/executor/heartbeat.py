@@ -18,6 +18,8 @@ import time
 import psutil
 import requests
 
+from .link import Stale
+
 STOPPED = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
 
 
@@ -63,13 +65,13 @@ class Heartbeater:
         return {int(x) for x in data.split()}
 
 
-def _beat(link, parent: int, progress_fd: int, command_fd: int, interval: float,
-          max_missed: int) -> None:
+def _beat(
+    link, parent: int, progress_fd: int, command_fd: int, interval: float, max_missed: int
+) -> None:
     os.set_blocking(progress_fd, False)
     state = {"progress": {}, "cell": None}
     pending = b""
     last_ok = time.monotonic()
-    from .executor import Stale  # the caller's module, already imported
 
     while True:
         if os.getppid() != parent:

@@ -2,65 +2,19 @@
 
 from __future__ import annotations
 
-import hmac
-import json
 import time
-from datetime import timedelta
 
-from tornado import locks, web
+from tornado import web
 
-from .coordinator import TERMINAL, Coordinator, StaleAttempt
-
-API = "/api/v1"
-MAX_LONG_POLL_S = 30.0
-
-
-class AMState:
-    """What the handlers share: the coordinator, the token, a condition for long-polls."""
-
-    def __init__(self, coordinator: Coordinator, token: str):
-        self.coordinator, self.token = coordinator, token
-        self.changed = locks.Condition()
-        self.released = False
-        coordinator._listeners.append(self.changed.notify_all)
-        self.cells = None  # a CellQueue when the job is an interactive session
-
-
-class BaseHandler(web.RequestHandler):
-    def initialize(self, am: AMState) -> None:
-        self.am = am
-        self.coord = am.coordinator
-
-    def prepare(self) -> None:
-        auth = self.request.headers.get("Authorization", "")
-        if not auth:
-            raise web.HTTPError(401, "missing Authorization: Bearer <job token>")
-        scheme, _, token = auth.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token, self.am.token):
-            raise web.HTTPError(403, "wrong job token")
-
-    def write_error(self, status_code: int, **kwargs) -> None:
-        exc = kwargs.get("exc_info", (None, None, None))[1]
-        message = getattr(exc, "log_message", None) or self._reason
-        self.finish({"error": message, "status": status_code})
-
-    def body(self) -> dict:
-        try:
-            return json.loads(self.request.body or b"{}")
-        except json.JSONDecodeError:
-            raise web.HTTPError(400, "body is not JSON") from None
-
-    def stale(self, e: StaleAttempt) -> None:
-        self.set_status(410)
-        self.finish({"command": "stop", "error": str(e)})
-
-    async def wait_change(self, timeout: float) -> None:
-        await self.am.changed.wait(timeout=timedelta(seconds=min(timeout, MAX_LONG_POLL_S)))
+from ..protocol import TERMINAL_JOB_STATES
+from .coordinator import StaleAttempt
+from .http import API, AMState, BaseHandler
+from .session_api import ROUTES as SESSION_ROUTES
 
 
 class JobHandler(BaseHandler):
     def get(self) -> None:
-        self.finish(self.coord.snapshot())
+        self.finish(self.coord.snapshot().to_json())
 
 
 class EventsHandler(BaseHandler):
@@ -68,7 +22,7 @@ class EventsHandler(BaseHandler):
         since = int(self.get_argument("since", "0"))
         deadline = time.monotonic() + float(self.get_argument("timeout", "0"))
         # Heartbeats change the job without adding events: wait for events, not any change.
-        while len(self.coord.events) <= since and self.coord.state not in TERMINAL:
+        while len(self.coord.events) <= since and self.coord.state not in TERMINAL_JOB_STATES:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
@@ -143,7 +97,7 @@ class ClusterSpecHandler(BaseHandler):
         deadline = time.monotonic() + float(self.get_argument("timeout", "10"))
         while True:
             try:
-                self.coord._task(task, attempt)
+                self.coord.live_task(task, attempt)
             except StaleAttempt as e:
                 return self.stale(e)
             if self.coord.cluster_spec is not None or time.monotonic() >= deadline:
@@ -199,7 +153,5 @@ def make_app(am: AMState) -> web.Application:
         ("executor/result", ExecutorResultHandler),
     ]
     if am.cells is not None:
-        from .session_api import ROUTES
-
-        routes += ROUTES
+        routes += SESSION_ROUTES
     return web.Application([(f"{API}/{p}", h, {"am": am}) for p, h in routes])

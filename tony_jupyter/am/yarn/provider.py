@@ -22,11 +22,13 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ... import shards
+from ...protocol import ExecutorEnv
 from ...spec import JobSpec, TaskSpec
 from ..provider import Provider
 from . import eventlog, jvm
 
 log = logging.getLogger("tony_jupyter.am.yarn")
+V = ExecutorEnv.var
 
 GPU = "yarn.io/gpu"
 FAST_S, SLOW_S = 0.1, 1.0
@@ -61,7 +63,7 @@ class YarnProvider(Provider):
     def __init__(self, job_dir: Path, python: str | None = None):
         self.job_dir = job_dir
         self.python = python or os.environ.get("TONY_PYTHON") or sys.executable
-        self.staging = os.environ.get("TONY_STAGING_DIR", "")
+        self.staging = os.environ.get(V("staging_dir"), "")
         self.keep_staging = JobSpec.from_json((job_dir / "spec.json").read_text()).keep_staging
         self.outcome = ("FAILED", "the AM ended without an outcome")
         self.resources = json.loads((job_dir / "resources.json").read_text())
@@ -261,15 +263,13 @@ class YarnProvider(Provider):
     def _context(self, launch: Launch, c):
         J = self.J
         env = dict(launch.env)
-        env.update(
-            TONY_BUNDLE_DIR="{{PWD}}",
-            TONY_EXECUTOR_HOST=str(c.getNodeId().getHost()),
-            TONY_CONTAINER_ID=str(c.getId().toString()),
-        )
+        env[V("bundle_dir")] = "{{PWD}}"
+        env[V("executor_host")] = str(c.getNodeId().getHost())
+        env[V("container_id")] = str(c.getId().toString())
         if self.staging:
-            # checkpoint_dir() is container-local, mirrored here (launcher/checkpoints.py).
-            env["TONY_CHECKPOINT_REMOTE"] = urlparse(self.staging).path + "/checkpoints"
-        for name in ("HADOOP_USER_NAME", "TONY_WEBHDFS_URL"):
+            # checkpoint_dir() is container-local, mirrored here (executor/checkpoints.py).
+            env[V("checkpoint_remote")] = urlparse(self.staging).path + "/checkpoints"
+        for name in ("HADOOP_USER_NAME", V("webhdfs_url")):
             if os.environ.get(name):
                 env[name] = os.environ[name]
         if launch.gpus:
@@ -295,7 +295,7 @@ class YarnProvider(Provider):
                 ),
             )
         cmd = (
-            f"{shlex.quote(self.python)} -m tony_jupyter.launcher.executor "
+            f"{shlex.quote(self.python)} -m tony_jupyter.executor "
             "1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"
         )
         cmds = J.ArrayList()

@@ -2,8 +2,8 @@
 
 import pytest
 
-from tony_jupyter.launcher.coordinator import Coordinator, StaleAttempt
-from tony_jupyter.launcher.provider import Provider
+from tony_jupyter.am.coordinator import Coordinator, StaleAttempt
+from tony_jupyter.am.provider import Provider
 from tony_jupyter.options import parse_job_args
 
 

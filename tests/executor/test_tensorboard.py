@@ -14,8 +14,8 @@ from sklearn.datasets import load_digits
 
 from tony_jupyter import job
 from tony_jupyter.bundle import make_bundle
-from tony_jupyter.launcher import tensorboard as tb
-from tony_jupyter.launcher.jobs import JobClient
+from tony_jupyter.executor import tensorboard as tb
+from tony_jupyter.launcher.client import JobClient
 from tony_jupyter.options import parse_job_args
 
 # Trains for a while (the test reads the scalars while it runs), then waits to be killed.
@@ -103,7 +103,7 @@ def tensorboard_processes(job_id: str) -> list[psutil.Process]:
     for p in psutil.process_iter(["cmdline", "status"]):
         try:
             cmd = " ".join(p.info["cmdline"] or [])
-            if p.info["status"] != psutil.STATUS_ZOMBIE and "launcher.tensorboard" in cmd:
+            if p.info["status"] != psutil.STATUS_ZOMBIE and "executor.tensorboard" in cmd:
                 if job_id in cmd:
                     found.append(p)
         except (psutil.Error, TypeError):
@@ -185,8 +185,8 @@ def test_tensorboard_without_tensorflow_starts_fast(tmp_path):
 def test_tensorboard_dir_is_the_job_dir_locally_and_the_chief_container_on_yarn(
     tmp_path, monkeypatch, backend
 ):
-    from tony_jupyter.launcher.am import executor_env
-    from tony_jupyter.launcher.executor import resolve_tensorboard_dir
+    from tony_jupyter.am.main import executor_env
+    from tony_jupyter.executor.main import resolve_tensorboard_dir
 
     _, spec = parse_job_args(f"--workers 1 --backend {backend}")
     env = executor_env("j", spec, "http://am", "t", tmp_path / "am-dir")

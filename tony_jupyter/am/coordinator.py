@@ -8,11 +8,19 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ..protocol import (
+    DONE_TASK_STATES,
+    TERMINAL_JOB_STATES,
+    AttemptEnd,
+    ExecutorEnv,
+    JobSnapshot,
+    JobState,
+    TaskState,
+    TaskView,
+)
 from ..spec import JobSpec
 from .provider import Provider
 
-TERMINAL = ("SUCCEEDED", "FAILED", "KILLED")
-TASK_DONE = ("SUCCEEDED", "FAILED", "KILLED", "STOPPED")
 # A task's log batch in the record the provider keeps (record_event): not a job event.
 LOG_RECORD = "log"
 
@@ -27,7 +35,7 @@ class Task:
     type: str
     index: int
     tracked: bool
-    state: str = "NEW"
+    state: str = TaskState.NEW
     host: str | None = None
     port: int | None = None
     pid: int | None = None
@@ -56,7 +64,7 @@ class Coordinator:
         self.job_id, self.spec, self.job_dir, self.provider = job_id, spec, job_dir, provider
         self.base_env = base_env
         self.clock = clock
-        self.state = "NEW"
+        self.state: str = JobState.NEW
         self.reason = ""
         self.failed_task: str | None = None
         self.attempt = 0
@@ -84,6 +92,10 @@ class Coordinator:
         self.provider.record_event(event)
         self.changed()
 
+    def subscribe(self, notify) -> None:
+        """Call ``notify()`` on every change (the AM's long-polls wait on it)."""
+        self._listeners.append(notify)
+
     def changed(self) -> None:
         for notify in list(self._listeners):
             notify()
@@ -95,7 +107,7 @@ class Coordinator:
     # --- lifecycle --------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self.state in TERMINAL:  # recovered: the job had ended before the AM was lost
+        if self.state in TERMINAL_JOB_STATES:  # recovered: the job had ended before the AM was lost
             self.finished_at = self.clock()
             self.write_status()
             return
@@ -103,9 +115,9 @@ class Coordinator:
             why = "the AM was lost (YARN started a new AM attempt); its tasks went with it"
             self.attempt_history.append({"attempt": self.attempt, "reason": why, "task": None})
             self.emit("attempt", attempt=self.attempt, state="FAILED", reason=why, task=None)
-            self._set_state("STARTING", f"attempt {self.attempt} failed: {why}")
+            self._set_state(JobState.STARTING, f"attempt {self.attempt} failed: {why}")
         else:
-            self._set_state("STARTING")
+            self._set_state(JobState.STARTING)
         self._start_attempt()
 
     def recover(self, events: list[dict]) -> None:
@@ -161,13 +173,20 @@ class Coordinator:
         for t in self.spec.tasks:
             for i in range(t.instances):
                 task = self.tasks[f"{t.type}:{i}"]
-                env = dict(self.base_env, TONY_TASK_ID=task.id, TONY_ATTEMPT=str(self.attempt))
+                env = dict(self.base_env)
+                env[ExecutorEnv.var("task_id")] = task.id
+                env[ExecutorEnv.var("attempt")] = str(self.attempt)
                 task.launched_at = self.clock()
-                self._set_task_state(task, "LAUNCHED")
+                self._set_task_state(task, TaskState.LAUNCHED)
                 self.provider.launch(t, task.id, self.attempt, env)
 
-    def _task(self, task_id: str, attempt: int) -> Task:
-        if attempt != self.attempt or self.state in TERMINAL or task_id not in self.tasks:
+    def live_task(self, task_id: str, attempt: int) -> Task:
+        """The task, if this request's attempt is the live one; else :class:`StaleAttempt`."""
+        if (
+            attempt != self.attempt
+            or self.state in TERMINAL_JOB_STATES
+            or task_id not in self.tasks
+        ):
             raise StaleAttempt(f"{task_id} attempt {attempt} is over")
         return self.tasks[task_id]
 
@@ -176,16 +195,16 @@ class Coordinator:
     def register(
         self, task_id: str, attempt: int, host: str, port: int, pid: int, container=None
     ) -> None:
-        task = self._task(task_id, attempt)
+        task = self.live_task(task_id, attempt)
         task.host, task.port, task.pid, task.container = host, port, pid, container
         task.registered_at = task.last_heartbeat = self.clock()
-        self._set_task_state(task, "REGISTERED", host=f"{host}:{port}")
+        self._set_task_state(task, TaskState.REGISTERED, host=f"{host}:{port}")
         if all(t.registered_at for t in self.tasks.values()):
             self.cluster_spec = self._build_cluster_spec()
             for t in self.tasks.values():
-                if t.state == "REGISTERED":
-                    self._set_task_state(t, "RUNNING")
-            self._set_state("RUNNING")
+                if t.state == TaskState.REGISTERED:
+                    self._set_task_state(t, TaskState.RUNNING)
+            self._set_state(JobState.RUNNING)
 
     def _build_cluster_spec(self) -> dict[str, list[str]]:
         spec: dict[str, list[str]] = {}
@@ -196,7 +215,7 @@ class Coordinator:
     def heartbeat(
         self, task_id: str, attempt: int, progress: dict | None, rss: int | None = None
     ) -> None:
-        task = self._task(task_id, attempt)
+        task = self.live_task(task_id, attempt)
         task.last_heartbeat = self.clock()
         if progress:
             task.progress = progress
@@ -220,7 +239,7 @@ class Coordinator:
         self.changed()
 
     def set_result(self, task_id: str, attempt: int, payload: dict) -> None:
-        task = self._task(task_id, attempt)
+        task = self.live_task(task_id, attempt)
         if payload.get("traceback"):
             task.traceback = payload["traceback"]
         if task_id == self.spec.chief_id and payload.get("status") == "ok":
@@ -234,20 +253,20 @@ class Coordinator:
         if attempt != self.attempt or task_id not in self.tasks:
             return
         task = self.tasks[task_id]
-        if task.state in TASK_DONE:
+        if task.state in DONE_TASK_STATES:
             return
         task.exit_code, task.finished_at = code, self.clock()
         task.diagnostics = diagnostics
-        if self.state in TERMINAL or task.state == "STOPPING":
-            self._set_task_state(task, "STOPPED", exit_code=code)
+        if self.state in TERMINAL_JOB_STATES or task.state == TaskState.STOPPING:
+            self._set_task_state(task, TaskState.STOPPED, exit_code=code)
             return
         if code == 0:
-            self._set_task_state(task, "SUCCEEDED", exit_code=0)
+            self._set_task_state(task, TaskState.SUCCEEDED, exit_code=0)
             if task.id == self.spec.chief_id:
                 self._chief_done_at = self.clock()
             self._check_done()
             return
-        self._set_task_state(task, "FAILED", exit_code=code)
+        self._set_task_state(task, TaskState.FAILED, exit_code=code)
         why = f"{task.id} exited with code {code}"
         if diagnostics:
             why += f" ({diagnostics})"
@@ -255,20 +274,20 @@ class Coordinator:
 
     def _check_done(self) -> None:
         tracked = [t for t in self.tasks.values() if t.tracked]
-        if all(t.state == "SUCCEEDED" for t in tracked):
-            self._finish("SUCCEEDED", "all tracked tasks succeeded")
+        if all(t.state == TaskState.SUCCEEDED for t in tracked):
+            self._finish(JobState.SUCCEEDED, "all tracked tasks succeeded")
 
     def tick(self) -> None:
         """Periodic checks: registration timeout, missed heartbeats, job timeout, grace."""
-        if self.state in TERMINAL:
+        if self.state in TERMINAL_JOB_STATES:
             return
         now = self.clock()
         self.provider.poll()
-        if self.state in TERMINAL:
+        if self.state in TERMINAL_JOB_STATES:
             return
         if self.spec.timeout_s and now - self.started_at > self.spec.timeout_s:
             self._finish(
-                "FAILED",
+                JobState.FAILED,
                 f"timed out after {self.spec.timeout_s:g} s (tony.application.timeout / --timeout)",
             )
             return
@@ -290,10 +309,13 @@ class Coordinator:
                 return
         limit = self.spec.heartbeat_interval_ms / 1000.0 * self.spec.max_missed_heartbeats
         for t in self.tasks.values():
-            if t.state in ("REGISTERED", "RUNNING") and t.last_heartbeat is not None:
+            if (
+                t.state in (TaskState.REGISTERED, TaskState.RUNNING)
+                and t.last_heartbeat is not None
+            ):
                 silent = now - t.last_heartbeat
                 if silent > limit:
-                    self._set_task_state(t, "FAILED", reason="missed heartbeats")
+                    self._set_task_state(t, TaskState.FAILED, reason="missed heartbeats")
                     self._fail_attempt(
                         t,
                         f"{t.id} missed {self.spec.max_missed_heartbeats} "
@@ -301,9 +323,11 @@ class Coordinator:
                     )
                     return
         if self._chief_done_at and now - self._chief_done_at > self.spec.completion_grace_s:
-            left = [t.id for t in self.tasks.values() if t.tracked and t.state not in TASK_DONE]
+            left = [
+                t.id for t in self.tasks.values() if t.tracked and t.state not in DONE_TASK_STATES
+            ]
             self._finish(
-                "FAILED",
+                JobState.FAILED,
                 f"{', '.join(left)} still running "
                 f"{self.spec.completion_grace_s:g} s after "
                 f"{self.spec.chief_id} finished; stopped them "
@@ -316,25 +340,25 @@ class Coordinator:
         self.emit("attempt", attempt=self.attempt, state="FAILED", reason=why, task=task.id)
         if self.attempt < self.spec.max_attempts:
             self._stop_tasks()
-            self._set_state("STARTING", f"attempt {self.attempt} failed: {why}")
+            self._set_state(JobState.STARTING, f"attempt {self.attempt} failed: {why}")
             self._start_attempt()
         else:
-            self._finish("FAILED", why)
+            self._finish(JobState.FAILED, why)
 
     def _stop_tasks(self) -> None:
         for t in self.tasks.values():
-            if t.state not in TASK_DONE:
-                t.state = "STOPPING"
+            if t.state not in DONE_TASK_STATES:
+                t.state = TaskState.STOPPING
                 self.provider.stop_task(t.id, self.attempt)
 
     def kill(self, reason: str = "killed on request") -> None:
-        if self.state not in TERMINAL:
-            self._finish("KILLED", reason)
+        if self.state not in TERMINAL_JOB_STATES:
+            self._finish(JobState.KILLED, reason)
 
     def stop(self, reason: str) -> None:
         """End a session normally (its tasks never end by themselves)."""
-        if self.state not in TERMINAL:
-            self._finish("SUCCEEDED", reason)
+        if self.state not in TERMINAL_JOB_STATES:
+            self._finish(JobState.SUCCEEDED, reason)
 
     def _finish(self, state: str, reason: str) -> None:
         self._stop_tasks()
@@ -344,29 +368,29 @@ class Coordinator:
 
     def write_status(self) -> None:
         tmp = self.job_dir / "status.json.tmp"
-        tmp.write_text(json.dumps(self.snapshot(), indent=1))
+        tmp.write_text(json.dumps(self.snapshot().to_json(), indent=1))
         tmp.replace(self.job_dir / "status.json")
 
     # --- views ------------------------------------------------------------------------------
 
-    def snapshot(self) -> dict:
-        return {
-            "job_id": self.job_id,
-            "name": self.spec.name,
-            "backend": self.spec.backend,
-            "state": self.state,
-            "reason": self.reason,
-            "failed_task": self.failed_task,
-            "attempt": self.attempt,
-            "max_attempts": self.spec.max_attempts,
-            "attempts": self.attempt_history,
-            "started": self.started_at,
-            "finished": self.finished_at,
-            "now": self.clock(),
-            "endpoints": self.endpoints,
-            "chief": self.spec.chief_id,
-            "tasks": [asdict(t) for t in self.tasks.values()],
-        }
+    def snapshot(self) -> JobSnapshot:
+        return JobSnapshot(
+            job_id=self.job_id,
+            name=self.spec.name,
+            backend=self.spec.backend,
+            state=self.state,
+            reason=self.reason,
+            failed_task=self.failed_task,
+            attempt=self.attempt,
+            max_attempts=self.spec.max_attempts,
+            attempts=tuple(AttemptEnd.from_json(a) for a in self.attempt_history),
+            started=self.started_at,
+            finished=self.finished_at,
+            now=self.clock(),
+            endpoints=dict(self.endpoints),
+            chief=self.spec.chief_id,
+            tasks=tuple(TaskView.from_json(asdict(t)) for t in self.tasks.values()),
+        )
 
     def close(self) -> None:
         self._event_file.close()

@@ -6,9 +6,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import asdict, dataclass, field
 
-from .coordinator import TERMINAL, Coordinator
-
-CELL_DONE = ("SUCCEEDED", "FAILED", "INTERRUPTED")
+from ..protocol import DONE_CELL_STATES, TERMINAL_JOB_STATES, CellState, JobState
+from .coordinator import Coordinator
 
 
 @dataclass
@@ -18,7 +17,7 @@ class Cell:
     names: str  # base64 cloudpickle, as the executor unpickles it
     pull: list[str]
     filename: str
-    state: str = "PENDING"
+    state: str = CellState.PENDING
     submitted: float = 0.0
     finished: float | None = None
     interrupt: bool = False
@@ -30,8 +29,10 @@ class Cell:
         d = asdict(self)
         del d["source"], d["names"]
         if not with_value:
-            d["results"] = {t: {k: v for k, v in r.items() if k not in ("value", "arrow")}
-                            for t, r in self.results.items()}
+            d["results"] = {
+                t: {k: v for k, v in r.items() if k not in ("value", "arrow")}
+                for t, r in self.results.items()
+            }
         return d
 
 
@@ -47,12 +48,12 @@ class CellQueue:
         return [t.id for t in self.coord.tasks.values() if t.tracked]
 
     def submit(self, source: str, names: str, pull: list[str], filename: str) -> Cell:
-        if self.coord.state != "RUNNING":
+        if self.coord.state != JobState.RUNNING:
             raise ValueError(f"the session is {self.coord.state}: {self.coord.reason}")
         cell = Cell(next(self._ids), source, names, pull, filename, submitted=self.coord.clock())
         self.cells.append(cell)
         self.last_activity = self.coord.clock()
-        self.coord.emit("cell", cell=cell.id, state="PENDING")
+        self.coord.emit("cell", cell=cell.id, state=CellState.PENDING)
         return cell
 
     def get(self, cell_id: int) -> Cell:
@@ -66,10 +67,14 @@ class CellQueue:
         if task_id not in self.runners:
             return None
         for c in self.cells:
-            if c.id > after and task_id not in c.results and c.state in ("PENDING", "RUNNING"):
-                if c.state == "PENDING":
-                    c.state = "RUNNING"
-                    self.coord.emit("cell", cell=c.id, state="RUNNING")
+            if (
+                c.id > after
+                and task_id not in c.results
+                and c.state in (CellState.PENDING, CellState.RUNNING)
+            ):
+                if c.state == CellState.PENDING:
+                    c.state = CellState.RUNNING
+                    self.coord.emit("cell", cell=c.id, state=CellState.RUNNING)
                 c.log_start.setdefault(task_id, self._log_size(task_id))
                 return c
         return None
@@ -84,8 +89,13 @@ class CellQueue:
         cell.log_end[task_id] = self._log_size(task_id)
         if all(t in cell.results for t in self.runners):
             statuses = {r.get("status") for r in cell.results.values()}
-            cell.state = ("INTERRUPTED" if "interrupted" in statuses
-                          else "FAILED" if "error" in statuses else "SUCCEEDED")
+            cell.state = (
+                CellState.INTERRUPTED
+                if "interrupted" in statuses
+                else CellState.FAILED
+                if "error" in statuses
+                else CellState.SUCCEEDED
+            )
             cell.finished = self.coord.clock()
             self.last_activity = cell.finished
             self.coord.emit("cell", cell=cell.id, state=cell.state)
@@ -93,28 +103,35 @@ class CellQueue:
 
     def command_for(self, task_id: str) -> dict | None:
         for c in self.cells:
-            if c.state == "RUNNING" and c.interrupt and task_id not in c.results:
+            if c.state == CellState.RUNNING and c.interrupt and task_id not in c.results:
                 return {"command": "interrupt", "cell": c.id}
         return None
 
     def interrupt(self, cell_id: int) -> Cell:
         cell = self.get(cell_id)
-        if cell.state in ("PENDING", "RUNNING"):
+        if cell.state in (CellState.PENDING, CellState.RUNNING):
             cell.interrupt = True
-            if cell.state == "PENDING":
-                cell.state, cell.finished = "INTERRUPTED", self.coord.clock()
+            if cell.state == CellState.PENDING:
+                cell.state, cell.finished = CellState.INTERRUPTED, self.coord.clock()
             self.coord.emit("cell", cell=cell.id, state="INTERRUPTING")
         return cell
 
     def tick(self) -> None:
-        busy = any(c.state in ("PENDING", "RUNNING") for c in self.cells)
+        busy = any(c.state in (CellState.PENDING, CellState.RUNNING) for c in self.cells)
         idle = self.coord.clock() - self.last_activity
-        if not busy and self.coord.state == "RUNNING" and idle > self.coord.spec.idle_timeout_s:
-            self.coord.stop(f"the session was idle for {self.coord.spec.idle_timeout_s:g} s "
-                            "(--idle-timeout); start it again with %tony session start")
-        if self.coord.state in TERMINAL:
+        if (
+            not busy
+            and self.coord.state == JobState.RUNNING
+            and idle > self.coord.spec.idle_timeout_s
+        ):
+            self.coord.stop(
+                f"the session was idle for {self.coord.spec.idle_timeout_s:g} s "
+                "(--idle-timeout); start it again with %tony session start"
+            )
+        if self.coord.state in TERMINAL_JOB_STATES:
             for c in self.cells:
-                if c.state not in CELL_DONE:
-                    c.state, c.finished = "FAILED", self.coord.clock()
-                    c.results.setdefault("session", {"status": "error",
-                                                     "traceback": self.coord.reason})
+                if c.state not in DONE_CELL_STATES:
+                    c.state, c.finished = CellState.FAILED, self.coord.clock()
+                    c.results.setdefault(
+                        "session", {"status": "error", "traceback": self.coord.reason}
+                    )

@@ -6,16 +6,18 @@ import time
 
 from tornado import web
 
-from .api import BaseHandler
+from ..protocol import CellState
 from .coordinator import StaleAttempt
+from .http import BaseHandler
 
 
 class CellsHandler(BaseHandler):
     def post(self) -> None:
         b = self.body()
         try:
-            cell = self.am.cells.submit(b["source"], b["names"], list(b.get("pull", [])),
-                                        b.get("filename", "<tony-cell>"))
+            cell = self.am.cells.submit(
+                b["source"], b["names"], list(b.get("pull", [])), b.get("filename", "<tony-cell>")
+            )
         except ValueError as e:
             raise web.HTTPError(409, str(e)) from None
         self.finish(cell.view())
@@ -29,7 +31,7 @@ class CellHandler(BaseHandler):
         """The cell; with ``timeout``, waits (long-poll) until it is done or anything changes."""
         cell = self._cell(cell_id)
         timeout = float(self.get_argument("timeout", "0"))
-        if timeout > 0 and cell.state in ("PENDING", "RUNNING"):
+        if timeout > 0 and cell.state in (CellState.PENDING, CellState.RUNNING):
             await self.wait_change(timeout)
         self.finish(cell.view(with_value=True))
 
@@ -59,7 +61,7 @@ class NextCellHandler(BaseHandler):
         deadline = time.monotonic() + float(self.get_argument("timeout", "10"))
         while True:
             try:
-                self.coord._task(task, attempt)
+                self.coord.live_task(task, attempt)
             except StaleAttempt as e:
                 return self.stale(e)
             cell = self.am.cells.next_for(task, after)
@@ -69,15 +71,24 @@ class NextCellHandler(BaseHandler):
         if cell is None:
             self.finish({"cell": None})
             return
-        self.finish({"cell": {"id": cell.id, "source": cell.source, "names": cell.names,
-                              "pull": cell.pull, "filename": cell.filename}})
+        self.finish(
+            {
+                "cell": {
+                    "id": cell.id,
+                    "source": cell.source,
+                    "names": cell.names,
+                    "pull": cell.pull,
+                    "filename": cell.filename,
+                }
+            }
+        )
 
 
 class CellResultHandler(BaseHandler):
     def post(self) -> None:
         b = self.body()
         try:
-            self.coord._task(b["task"], int(b["attempt"]))
+            self.coord.live_task(b["task"], int(b["attempt"]))
         except StaleAttempt as e:
             return self.stale(e)
         outcome = {k: v for k, v in b.items() if k not in ("task", "attempt", "cell")}

@@ -4,7 +4,7 @@ reads."""
 
 from pathlib import Path
 
-from tony_jupyter.launcher.checkpoints import CheckpointMirror
+from tony_jupyter.executor.checkpoints import CheckpointMirror
 
 
 class FakeHdfs:

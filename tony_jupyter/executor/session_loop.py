@@ -11,7 +11,9 @@ import traceback
 import cloudpickle
 import requests
 
-from .executor import AMLink, Background, Stale, execute
+from .background import Background
+from .cell import execute
+from .link import AMLink, Stale
 
 POLL_S = 30
 
@@ -30,9 +32,12 @@ def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
     after, code = 0, 0
     try:
         while True:
-            got = am.call("GET", "executor/next-cell", timeout=POLL_S + 10,
-                          params={"task": am.task, "attempt": am.attempt, "after": after,
-                                  "timeout": POLL_S})["cell"]
+            got = am.call(
+                "GET",
+                "executor/next-cell",
+                timeout=POLL_S + 10,
+                params={"task": am.task, "attempt": am.attempt, "after": after, "timeout": POLL_S},
+            )["cell"]
             if got is None:
                 continue
             after = got["id"]

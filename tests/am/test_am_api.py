@@ -7,8 +7,8 @@ import requests
 from conftest import wait_no_processes
 
 from tony_jupyter.bundle import make_bundle
-from tony_jupyter.launcher import backend_local
-from tony_jupyter.launcher.jobs import JobClient
+from tony_jupyter.launcher import local as backend_local
+from tony_jupyter.launcher.client import JobClient
 from tony_jupyter.options import parse_job_args
 
 

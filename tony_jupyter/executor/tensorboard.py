@@ -1,7 +1,7 @@
 """TensorBoard beside the chief: started in the background, registered with the AM.
 
 The chief's executor calls :func:`start_in_background` once the cluster spec has arrived. A
-thread starts ``python -m tony_jupyter.launcher.tensorboard`` (TensorBoard's own ``main``, with
+thread starts ``python -m tony_jupyter.executor.tensorboard`` (TensorBoard's own ``main``, with
 TensorFlow's import blocked so TensorBoard runs on its bundled stub: about 1 s and 75 MB instead
 of 25 s and 700 MB with TensorFlow, and the scalars, histograms and images it reads from event
 files are the same), waits until it answers, and registers ``{"name": "tensorboard", "url": ...}``
@@ -39,7 +39,7 @@ def command(logdir: str, bind: str, port: int) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "tony_jupyter.launcher.tensorboard",
+        "tony_jupyter.executor.tensorboard",
         "--logdir",
         logdir,
         "--host",

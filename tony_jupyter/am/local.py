@@ -1,0 +1,87 @@
+"""LocalProvider: one executor process per task on this machine."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..protocol import ExecutorEnv
+from ..spec import TaskSpec
+from .provider import Provider
+
+STOP_GRACE_S = 3.0
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+class LocalProvider(Provider):
+    def __init__(self, job_dir: Path, python: str = sys.executable):
+        self.job_dir, self.python = job_dir, python
+        self.procs: dict[tuple[str, int], subprocess.Popen] = {}
+        self._gpu_next = 0
+        self._kill_at: dict[tuple[str, int], float] = {}
+
+    def launch(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> None:
+        full_env = dict(os.environ, **env)
+        full_env[ExecutorEnv.var("bundle_dir")] = str(self.job_dir)
+        full_env[ExecutorEnv.var("executor_host")] = "127.0.0.1"
+        if task.gpus:
+            ids = range(self._gpu_next, self._gpu_next + task.gpus)
+            self._gpu_next += task.gpus
+            full_env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, ids))
+        out = self.job_dir / "logs" / f"attempt-{attempt}" / (task_id.replace(":", "-") + ".stdout")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "ab") as f:
+            proc = subprocess.Popen(
+                [self.python, "-m", "tony_jupyter.executor"],
+                env=full_env,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.job_dir,
+                start_new_session=True,
+            )
+        self.procs[(task_id, attempt)] = proc
+
+    def poll(self) -> None:
+        for (task_id, attempt), proc in list(self.procs.items()):
+            code = proc.poll()
+            kill_at = self._kill_at.get((task_id, attempt))
+            if code is None and kill_at and time.monotonic() > kill_at:
+                # A stopped (SIGSTOP) or stubborn process ignores SIGTERM; SIGKILL does not wait.
+                _signal_group(proc, signal.SIGKILL)
+            if code is not None:
+                _signal_group(proc, signal.SIGKILL)  # reap what the executor left in its group
+                del self.procs[(task_id, attempt)]
+                self._kill_at.pop((task_id, attempt), None)
+                why = f"killed by signal {-code}" if code < 0 else ""
+                self.on_exit(task_id, attempt, code if code >= 0 else 128 - code, why)
+
+    def stop_task(self, task_id: str, attempt: int) -> None:
+        proc = self.procs.get((task_id, attempt))
+        if proc is not None and proc.poll() is None:
+            _signal_group(proc, signal.SIGTERM)
+            self._kill_at[(task_id, attempt)] = time.monotonic() + STOP_GRACE_S
+
+    def shutdown(self) -> None:
+        deadline = time.monotonic() + STOP_GRACE_S
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                _signal_group(proc, signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            _signal_group(proc, signal.SIGKILL)
+            proc.wait()
+        self.poll()

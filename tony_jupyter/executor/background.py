@@ -1,0 +1,43 @@
+"""The executor's background thread: ships the task's log lines every ``LOG_FLUSH_S`` and hands
+the latest progress to the heartbeat sidecar; exits the task if the AM says its attempt is over."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import requests
+
+from .. import runtime
+from .capture import LogCapture
+from .heartbeat import Heartbeater
+from .link import AMLink, Stale
+
+LOG_FLUSH_S = 0.25
+
+
+class Background(threading.Thread):
+    """Log shipping, and progress for the heartbeat sidecar; exits if the AM says stop."""
+
+    def __init__(self, am: AMLink, logs: LogCapture, beat: Heartbeater):
+        super().__init__(daemon=True)
+        self.am, self.logs, self.beat = am, logs, beat
+        self.stop = threading.Event()
+        self.cell: int | None = None  # the session cell running now, for interrupts
+        self._ship_lock = threading.Lock()
+
+    def ship_logs(self) -> None:
+        with self._ship_lock:  # the main thread ships too (a session, between cells): keep order
+            text = self.logs.take()
+            if text:
+                self.am.post("executor/logs", text=text)
+
+    def run(self) -> None:
+        while not self.stop.wait(LOG_FLUSH_S):
+            self.beat.update(runtime.current_progress(), self.cell)
+            try:
+                self.ship_logs()
+            except Stale:
+                os._exit(143)
+            except requests.RequestException:
+                pass  # the sidecar decides when the AM is gone; these lines are lost

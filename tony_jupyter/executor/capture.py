@@ -1,0 +1,66 @@
+"""The task's stdout and stderr, captured at the file-descriptor level so that output of
+native code (TensorFlow's C++ logging) is shipped too."""
+
+from __future__ import annotations
+
+import array
+import fcntl
+import os
+import sys
+import termios
+import threading
+import time
+
+
+class LogCapture:
+    """Points fds 1 and 2 at a pipe; a thread copies it to the original stdout and a buffer."""
+
+    def __init__(self) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        self.orig = os.dup(1)
+        r, w = os.pipe()
+        os.dup2(w, 1)
+        os.dup2(w, 2)
+        os.close(w)
+        self.read_fd = r
+        self.buf: list[str] = []
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+
+    def _read(self) -> None:
+        while chunk := os.read(self.read_fd, 65536):
+            os.write(self.orig, chunk)
+            with self.lock:
+                self.buf.append(chunk.decode("utf-8", errors="replace"))
+
+    def drain(self, timeout: float = 1.0) -> None:
+        """Wait until what the task has written so far is in the buffer (a session ships a
+        cell's output before its result, so the output belongs to that cell)."""
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pending = array.array("i", [0])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            fcntl.ioctl(self.read_fd, termios.FIONREAD, pending, True)
+            if not pending[0]:
+                break
+            time.sleep(0.002)
+        time.sleep(0.005)  # a chunk the reader has just read is appended within moments
+        with self.lock:
+            pass
+
+    def take(self) -> str:
+        with self.lock:
+            text, self.buf = "".join(self.buf), []
+        return text
+
+    def close(self) -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(self.orig, 1)
+        os.dup2(self.orig, 2)  # closes the pipe's last write ends, so the reader sees EOF
+        self.reader.join(5)

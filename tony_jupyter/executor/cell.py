@@ -1,0 +1,64 @@
+"""Running the user's code in a task: the cell or script from the bundle, its pushed names and
+shards bound, and TonY's environment contract for TensorFlow."""
+
+from __future__ import annotations
+
+import base64
+import json
+import linecache
+import sys
+from pathlib import Path
+
+import cloudpickle
+
+from .. import runtime, shards, tables
+from ..bundle import split_last_expression
+
+
+def tony_env(task_id: str, cluster_spec: dict[str, list[str]]) -> dict[str, str]:
+    type_, _, index = task_id.partition(":")
+    # TensorFlow wants the evaluator outside the cluster it trains with; TonY's CLUSTER_SPEC
+    # lists every task.
+    tf_cluster = {k: v for k, v in cluster_spec.items() if k != "evaluator"}
+    return {
+        "TF_CONFIG": json.dumps(
+            {"cluster": tf_cluster, "task": {"type": type_, "index": int(index)}}
+        ),
+        "CLUSTER_SPEC": json.dumps(cluster_spec),
+        "JOB_NAME": type_,
+        "TASK_INDEX": index,
+        "TASK_NUM": str(len(cluster_spec.get(type_, []))),
+    }
+
+
+def run_user_code(bundle_dir: Path, is_chief: bool) -> dict:
+    meta = json.loads((bundle_dir / "bundle.json").read_text())
+    source = (bundle_dir / "cell.py").read_text()
+    filename = meta.get("filename", "<tony-cell>")
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    namespace.update(cloudpickle.loads((bundle_dir / "names.pkl").read_bytes()))
+    namespace.update(shards.bind(bundle_dir, meta.get("shards")))
+    if meta.get("argv"):
+        sys.argv = list(meta["argv"])
+    return execute(source, filename, namespace, meta.get("pull", []), is_chief)
+
+
+def execute(source: str, filename: str, namespace: dict, pull: list[str], is_chief: bool) -> dict:
+    """Run a cell in ``namespace``; the chief's outcome carries the value and pulled names."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    body, last = split_last_expression(source)
+    exec(compile(body, filename, "exec"), namespace)  # noqa: S102 - running the user's cell is the point
+    value = eval(compile(last, filename, "eval"), namespace) if last else None  # noqa: S307
+    if not is_chief:
+        return {"status": "ok"}
+    value = runtime.detach_history(value)
+    pulled = {n: runtime.detach_history(namespace[n]) for n in pull if n in namespace}
+    missing = [n for n in pull if n not in namespace]
+    arrow, pulled = tables.split_tabular(pulled)  # tables and arrays travel as Arrow, not pickle
+    payload = cloudpickle.dumps({"value": value, "pulled": pulled, "missing": missing})
+    return {
+        "status": "ok",
+        "value": base64.b64encode(payload).decode(),
+        "arrow": {n: base64.b64encode(b).decode() for n, b in arrow.items()},
+    }

@@ -1,0 +1,116 @@
+"""The executor: runs in every task's process (local process or YARN container).
+
+Registers with the AM, waits for the cluster spec, sets ``TF_CONFIG`` and TonY's env contract,
+runs the cell, heartbeats with progress, ships its stdout/stderr in batches (and still writes
+them to its own stdout, which is the container log), sends the result, exits.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import traceback
+from pathlib import Path
+
+import requests
+
+from .. import runtime
+from ..protocol import ExecutorEnv
+from . import checkpoints
+from .background import Background
+from .capture import LogCapture
+from .cell import run_user_code, tony_env
+from .heartbeat import Heartbeater
+from .link import AMLink, Stale
+
+
+def reserve_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def resolve_tensorboard_dir(env=os.environ) -> None:
+    """A relative TONY_TENSORBOARD_DIR (YARN) is in this task's cwd, its container: made
+    absolute before the cell runs, so tensorboard_dir() and TensorBoard agree even if the cell
+    changes directory."""
+    tb_dir = env.get("TONY_TENSORBOARD_DIR")
+    if tb_dir and not os.path.isabs(tb_dir):
+        env["TONY_TENSORBOARD_DIR"] = os.path.abspath(tb_dir)
+
+
+def main() -> int:
+    resolve_tensorboard_dir()
+    env = ExecutorEnv.from_env(os.environ)
+    task_id, attempt, is_chief = env.task_id, env.attempt, env.task_id == env.chief
+    bundle_dir = Path(env.bundle_dir)
+    am = AMLink(env.am_url, env.token, task_id, attempt)
+    beat = Heartbeater.fork(am, env.heartbeat_ms / 1000.0, env.max_missed)
+    logs = LogCapture()
+    bg = Background(am, logs, beat)
+    host = env.executor_host or socket.getfqdn()
+    try:
+        am.post(
+            "executor/register",
+            host=host,
+            port=reserve_port(),
+            pid=os.getpid(),
+            container=env.container_id,
+        )
+        bg.start()
+        print(
+            f"[tony] {task_id} attempt {attempt} registered; waiting for the cluster spec",
+            flush=True,
+        )
+        spec = None
+        while spec is None:
+            spec = am.call(
+                "GET",
+                "executor/cluster-spec",
+                timeout=40,
+                params={"task": task_id, "attempt": attempt, "timeout": 30},
+            )["cluster_spec"]
+    except Stale:
+        return 143
+    os.environ.update(tony_env(task_id, spec))
+    if is_chief and env.tensorboard:
+        from . import tensorboard  # in the background: training does not wait for it
+
+        tensorboard.start_in_background(am, dict(os.environ))
+    if env.session:
+        from .session_loop import serve
+
+        serve(am, bg, bundle_dir, is_chief=is_chief)  # never returns
+    try:
+        # YARN: checkpoint_dir() restored from HDFS before the user code runs (checkpoints.py).
+        mirror = checkpoints.from_env(is_chief=is_chief)
+        outcome = run_user_code(bundle_dir, is_chief=is_chief)
+        if mirror is not None:
+            mirror.close()
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        outcome = (
+            {"status": "ok"}
+            if code == 0
+            else {"status": "error", "traceback": f"SystemExit: {e.code}"}
+        )
+    except BaseException:  # noqa: BLE001 - any failure of user code is reported, then we exit 1
+        traceback.print_exc()
+        outcome, code = {"status": "error", "traceback": traceback.format_exc()}, 1
+    try:
+        am.post("executor/heartbeat", progress=runtime.current_progress())  # the final progress
+        am.post("executor/result", **outcome)
+    except Exception as e:  # noqa: BLE001 - the exit code still tells the AM
+        print(f"[tony] could not send the result: {e}", file=sys.stderr)
+        code = code or 1
+    bg.stop.set()
+    bg.join(5)
+    logs.close()
+    try:
+        bg.ship_logs()
+    except (Stale, requests.RequestException):
+        pass
+    # TensorFlow's background threads can block interpreter shutdown; everything is sent.
+    os._exit(code)

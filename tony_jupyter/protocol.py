@@ -1,0 +1,427 @@
+"""What crosses between the notebook side, the AM and the executors: one typed definition.
+
+States are string enums (their JSON form is the bare name); the records are frozen dataclasses
+with one JSON form (``to_json``/``from_json``) carrying ``SCHEMA_VERSION``, like ``JobSpec``.
+The AM serves :class:`JobSnapshot` on ``GET /api/v1/job``; the notebook side (job client,
+widgets, ``%tony`` commands, the server extension) reads it back as the same record; the
+labextension's TypeScript types are generated from :func:`json_schema` (checked by a test).
+:class:`ExecutorEnv` is the one definition of the ``TONY_*`` variables an executor is started with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from enum import Enum
+from typing import Any, ClassVar, TypeVar
+
+SCHEMA_VERSION = 1
+
+
+class JobState(str, Enum):
+    NEW = "NEW"
+    STARTING = "STARTING"  # submitted, or between attempts
+    RUNNING = "RUNNING"  # every task registered, the cluster spec handed out
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    KILLED = "KILLED"
+    LOST = "LOST"  # the notebook side's verdict: the AM is gone and left no final status
+    UNKNOWN = "UNKNOWN"  # the server extension could not read the job
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_JOB_STATES
+
+
+class TaskState(str, Enum):
+    NEW = "NEW"
+    LAUNCHED = "LAUNCHED"
+    REGISTERED = "REGISTERED"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    KILLED = "KILLED"
+    STOPPING = "STOPPING"  # asked to stop; its exit is awaited
+    STOPPED = "STOPPED"  # an untracked task (a parameter server) stopped at the job's end
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def done(self) -> bool:
+        return self in DONE_TASK_STATES
+
+
+class CellState(str, Enum):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    INTERRUPTED = "INTERRUPTED"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def done(self) -> bool:
+        return self in DONE_CELL_STATES
+
+
+TERMINAL_JOB_STATES = frozenset(
+    {JobState.SUCCEEDED, JobState.FAILED, JobState.KILLED, JobState.LOST}
+)
+DONE_TASK_STATES = frozenset(
+    {TaskState.SUCCEEDED, TaskState.FAILED, TaskState.KILLED, TaskState.STOPPED}
+)
+DONE_CELL_STATES = frozenset({CellState.SUCCEEDED, CellState.FAILED, CellState.INTERRUPTED})
+
+
+class EventKind(str, Enum):
+    """The ``kind`` of an event in the AM's event log (``GET /api/v1/events``)."""
+
+    JOB = "job"  # the job's state changed
+    TASK = "task"  # a task's state changed
+    ATTEMPT = "attempt"  # an attempt ended
+    ENDPOINT = "endpoint"  # a task registered an endpoint (TensorBoard)
+    CELL = "cell"  # a session cell changed state
+    LOG = "log"  # a task's log batch, kept in the YARN AM's recovery log only
+
+    def __str__(self) -> str:
+        return self.value
+
+
+R = TypeVar("R", bound="Record")
+
+
+class Record:
+    """A frozen dataclass with one JSON form: enums as their names, nested records as
+    objects; unknown keys are ignored and missing ones take their defaults when read, so
+    records written by an older version still load."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
+
+    @classmethod
+    def from_json(cls: type[R], data: Mapping[str, Any]) -> R:
+        hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+        kw = {}
+        for f in fields(cls):  # type: ignore[arg-type]
+            if f.name in data:
+                kw[f.name] = _typed(hints[f.name], data[f.name])
+        return cls(**kw)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_json()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _typed(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        return _typed(inner[0], value) if len(inner) == 1 else value
+    if origin is tuple and args:
+        return tuple(_typed(args[0], v) for v in value)
+    if isinstance(hint, type) and issubclass(hint, Record):
+        return hint.from_json(value)
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        try:
+            return hint(value)
+        except ValueError:
+            return value  # a state a newer AM knows: shown as it is
+    return value
+
+
+@dataclass(frozen=True)
+class TaskView(Record):
+    """One task of a job as the AM reports it."""
+
+    id: str  # "worker:0"
+    type: str
+    index: int
+    tracked: bool
+    state: TaskState = TaskState.NEW
+    host: str | None = None
+    port: int | None = None
+    pid: int | None = None
+    container: str | None = None  # YARN: the task's container id
+    exit_code: int | None = None
+    launched_at: float | None = None
+    registered_at: float | None = None
+    finished_at: float | None = None
+    last_heartbeat: float | None = None
+    rss_bytes: int | None = None  # the task process's resident memory, from its heartbeats
+    progress: dict[str, Any] = field(default_factory=dict)
+    traceback: str | None = None
+    diagnostics: str = ""
+
+
+@dataclass(frozen=True)
+class AttemptEnd(Record):
+    """Why an attempt ended (the job's ``attempts`` list)."""
+
+    attempt: int
+    reason: str
+    task: str | None = None
+
+
+@dataclass(frozen=True)
+class JobSnapshot(Record):
+    """The whole job at one moment: what ``GET /api/v1/job`` answers and ``status.json`` keeps."""
+
+    job_id: str
+    name: str = ""
+    backend: str = "local"
+    state: JobState = JobState.NEW
+    reason: str = ""
+    failed_task: str | None = None
+    attempt: int = 0
+    max_attempts: int = 1
+    attempts: tuple[AttemptEnd, ...] = ()
+    started: float | None = None
+    finished: float | None = None
+    now: float = 0.0
+    endpoints: dict[str, str] = field(default_factory=dict)
+    chief: str | None = None
+    tasks: tuple[TaskView, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_JOB_STATES
+
+    @property
+    def settled(self) -> bool:
+        """The job has ended and the AM has seen every task's process end."""
+        return self.state in (JobState.SUCCEEDED, JobState.FAILED, JobState.KILLED) and all(
+            t.state in DONE_TASK_STATES for t in self.tasks
+        )
+
+    def task(self, task_id: str | None) -> TaskView | None:
+        return next((t for t in self.tasks if t.id == task_id), None)
+
+    @property
+    def chief_task(self) -> TaskView | None:
+        return self.task(self.chief)
+
+    @classmethod
+    def lost(
+        cls,
+        job_id: str,
+        spec: Mapping[str, Any],
+        reason: str,
+        state: JobState = JobState.LOST,
+        started: float | None = None,
+        finished: float | None = None,
+    ) -> JobSnapshot:
+        """The job as the notebook side can tell it when its AM is gone without a record."""
+        return cls(
+            job_id=job_id,
+            name=spec.get("name", ""),
+            backend=spec.get("backend", "local"),
+            state=state,
+            reason=reason,
+            max_attempts=spec.get("max_attempts", 1),
+            started=started,
+            finished=finished,
+            now=time.time(),
+        )
+
+
+@dataclass(frozen=True)
+class TaskSummary(Record):
+    id: str
+    state: TaskState
+
+
+@dataclass(frozen=True)
+class JobSummary(Record):
+    """One row of the server extension's job list (``GET /tony/api/jobs``): the side panel."""
+
+    job_id: str
+    name: str = ""
+    state: JobState = JobState.UNKNOWN
+    reason: str = ""
+    backend: str = "local"
+    attempt: int | None = None
+    max_attempts: int | None = None
+    started: float | None = None
+    finished: float | None = None
+    tasks: tuple[TaskSummary, ...] = ()
+    endpoints: tuple[str, ...] = ()  # the names of the endpoints the job registered
+    progress: dict[str, Any] = field(default_factory=dict)  # the chief's
+
+    @classmethod
+    def of(cls, snap: JobSnapshot) -> JobSummary:
+        chief = snap.chief_task
+        return cls(
+            job_id=snap.job_id,
+            name=snap.name,
+            state=snap.state,
+            reason=snap.reason,
+            backend=snap.backend,
+            attempt=snap.attempt,
+            max_attempts=snap.max_attempts,
+            started=snap.started,
+            finished=snap.finished,
+            tasks=tuple(TaskSummary(t.id, t.state) for t in snap.tasks),
+            endpoints=tuple(sorted(snap.endpoints)),
+            progress=dict(chief.progress) if chief else {},
+        )
+
+
+@dataclass(frozen=True)
+class CellOutcome(Record):
+    """What an executor reports for a cell it ran (``POST /api/v1/executor/result``)."""
+
+    status: str  # "ok" | "error" | "interrupted"
+    traceback: str | None = None
+    value: str | None = None  # base64 cloudpickle {'value', 'pulled', 'missing'}: chief only
+    arrow: dict[str, str] | None = None  # pulled tables as base64 Arrow IPC: chief only
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class ExecutorEnv(Record):
+    """The environment the AM starts every executor with: the one definition of ``TONY_*``."""
+
+    PREFIX: ClassVar[str] = "TONY_"
+    am_url: str
+    token: str
+    job_id: str = ""
+    chief: str = ""
+    heartbeat_ms: int = 1000
+    max_missed: int = 8
+    checkpoint_dir: str = ""
+    tensorboard_dir: str = ""
+    tensorboard: bool = True
+    session: bool = False
+    # Set per task by the provider:
+    task_id: str = ""
+    attempt: int = 0
+    bundle_dir: str = "."
+    container_id: str | None = None
+    executor_host: str | None = None
+    staging_dir: str | None = None
+    webhdfs_url: str | None = None
+    checkpoint_remote: str | None = None
+
+    @staticmethod
+    def var(name: str) -> str:
+        """The variable a field travels in: ``task_id`` -> ``TONY_TASK_ID``."""
+        return ExecutorEnv.PREFIX + name.upper()
+
+    def to_env(self) -> dict[str, str]:
+        env = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            env[self.var(f.name)] = (
+                ("1" if value else "0") if isinstance(value, bool) else str(value)
+            )
+        return env
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ExecutorEnv:
+        hints = typing.get_type_hints(cls)
+        kw: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(cls.var(f.name))
+            if raw is None:
+                continue
+            hint = hints[f.name]
+            if hint is bool:
+                kw[f.name] = raw == "1"
+            elif hint is int:
+                kw[f.name] = int(raw)
+            else:
+                kw[f.name] = raw
+        return cls(**kw)
+
+    def replace(self, **changes: Any) -> ExecutorEnv:
+        return dataclasses.replace(self, **changes)
+
+
+# --- the schema the labextension's types are generated from -----------------------------------
+
+SCHEMA_RECORDS: tuple[type[Record], ...] = (
+    TaskView,
+    AttemptEnd,
+    JobSnapshot,
+    TaskSummary,
+    JobSummary,
+)
+SCHEMA_ENUMS: tuple[type[Enum], ...] = (JobState, TaskState)
+
+
+def _schema_of(hint: Any) -> dict[str, Any]:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        return {"anyOf": [_schema_of(inner[0]), {"type": "null"}]}
+    if origin is tuple or origin is list:
+        return {"type": "array", "items": _schema_of(args[0])}
+    if origin is dict:
+        value = args[1] if args else Any
+        return {
+            "type": "object",
+            "additionalProperties": _schema_of(value) if value is not Any else {},
+        }
+    if isinstance(hint, type) and issubclass(hint, (Record, Enum)):
+        return {"$ref": f"#/definitions/{hint.__name__}"}
+    simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
+    if hint in simple:
+        return {"type": simple[hint]}
+    return {}
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON Schema (draft-07) of the records the labextension reads."""
+    definitions: dict[str, Any] = {}
+    for enum in SCHEMA_ENUMS:
+        definitions[enum.__name__] = {"type": "string", "enum": [m.value for m in enum]}
+    for rec in SCHEMA_RECORDS:
+        hints = typing.get_type_hints(rec)
+        props = {f.name: _schema_of(hints[f.name]) for f in fields(rec)}  # type: ignore[arg-type]
+        required = [f.name for f in fields(rec)]  # type: ignore[arg-type]  # to_json writes all
+        definitions[rec.__name__] = {
+            "type": "object",
+            "properties": props,
+            "required": required,
+            "additionalProperties": False,
+        }
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "tony-jupyter protocol",
+        "description": f"schema version {SCHEMA_VERSION}; generated from tony_jupyter/protocol.py",
+        "definitions": definitions,
+    }
+
+
+if (
+    __name__ == "__main__"
+):  # python -m tony_jupyter.protocol > labextension/schema/protocol.schema.json
+    print(json.dumps(json_schema(), indent=2))
