@@ -1,10 +1,12 @@
 """JupyterLab in Debian's Chromium (Playwright, no browser download), under a JupyterHub-style
 base_url: a %%tony --workers 2 training cell shows its widget, task table and TensorBoard
 (through /tony/proxy/) live; the "TonY jobs" side panel lists jobs, opens TensorBoard and logs in
-main-area tabs, and kills a job. Screenshots land in build/browser/."""
+main-area tabs, and kills a job; after a page reload those tabs come back. Screenshots land in
+build/browser/."""
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -219,6 +221,7 @@ def _run(page, lab):
     panel = page.locator("#tony-jobs-panel")
     job = panel.locator(f".tony-job[data-job-id='{_job_id(lab)}']")
     expect(job.locator(".tony-state")).to_have_text("RUNNING", timeout=30_000)
+    job.evaluate("row => { row.tonyMark = 'same node' }")  # rows are updated, not rebuilt
     job.locator("button.tony-open-tensorboard").click()
     main_frame = page.locator(".tony-tensorboard-frame iframe")
     expect(main_frame.content_frame.locator("body")).to_contain_text("epoch_loss", timeout=120_000)
@@ -232,6 +235,8 @@ def _run(page, lab):
     expect(train).to_contain_text("SUCCEEDED", timeout=120_000)
     expect(train).to_contain_text("worker:1")
     expect(job.locator(".tony-state")).to_have_text("SUCCEEDED", timeout=30_000)
+    expect(job.locator("button.tony-kill")).to_be_hidden()
+    assert job.evaluate("row => row.tonyMark") == "same node"
 
     # a second, sleeping job started --async: killed from the side panel
     page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="train.ipynb").click()
@@ -239,11 +244,51 @@ def _run(page, lab):
     command(page, "notebook:run-cell")
     sleeper = panel.locator(".tony-job", has_text="sleeper")
     expect(sleeper.locator(".tony-state")).to_have_text("RUNNING", timeout=120_000)
+    expect(sleeper.locator("button.tony-open-tensorboard")).to_be_hidden()  # --no-tensorboard
     shot(page, "4-panel-two-jobs")
     sleeper.locator("button.tony-kill").click()
     expect(sleeper.locator(".tony-state")).to_have_text("KILLED", timeout=60_000)
     cells.nth(1).scroll_into_view_if_needed()
     shot(page, "5-killed-and-report")
+
+    # a page reload brings the log and TensorBoard tabs back (WidgetTracker + ILayoutRestorer),
+    # the log tab on the task picked last
+    job_id = _job_id(lab)
+    tabs = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab")
+    tabs.filter(has_text="Logs · digits").click()
+    page.locator(".tony-logs-task").select_option("worker:1")
+    expect(page.locator(".tony-logs-text")).to_contain_text("Epoch 3/3", timeout=30_000)
+    _wait_workspace_saved(lab, job_id, task="worker:1")
+    page.reload()
+    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell", timeout=120_000)
+    expect(tabs.filter(has_text="TensorBoard · digits")).to_be_visible(timeout=60_000)
+    tensorboard_src = re.escape(f"{BASE_URL}tony/proxy/{job_id}/tensorboard/") + "$"
+    expect(page.locator(".tony-tensorboard-frame iframe")).to_have_attribute(
+        "src", re.compile(tensorboard_src)
+    )
+    tabs.filter(has_text="Logs · digits").click()
+    expect(page.locator(".tony-logs-task")).to_have_value("worker:1", timeout=30_000)
+    expect(page.locator(".tony-logs-text")).to_contain_text("Epoch 3/3", timeout=30_000)
+    expect(panel.locator(f".tony-job[data-job-id='{job_id}'] .tony-state")).to_have_text(
+        "SUCCEEDED", timeout=30_000
+    )
+    shot(page, "6-tabs-restored-after-reload")
+
+
+def _wait_workspace_saved(lab, job_id: str, task: str) -> None:
+    """JupyterLab saves the layout to the server's workspace a moment after it changes: a
+    reload before that would restore an older layout."""
+    url = f"{lab['url']}lab/api/workspaces/default"
+    deadline = time.monotonic() + 30
+    while True:
+        got = requests.get(url, params={"token": lab["token"]}, timeout=5)
+        data = got.json().get("data", {}) if got.ok else {}
+        logs = data.get(f"tony-logs:{job_id}", {}).get("data", {})
+        if logs.get("task") == task and f"tony-tensorboard:{job_id}" in data:
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"the workspace never held both tabs of {job_id}: {sorted(data)}")
+        time.sleep(0.5)
 
 
 def _job_id(lab) -> str:

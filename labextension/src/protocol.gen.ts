@@ -1,0 +1,155 @@
+/* Generated from schema/protocol.schema.json by scripts/gen-types.mjs
+   (npm run build:types): do not edit; change the schema and regenerate. */
+
+/**
+ * A response of the server extension's REST API (/tony/api/jobs...) that the JupyterLab side panel reads. Field names are exactly those of the Python side: launcher/coordinator.py (Coordinator.snapshot, Task), launcher/jobs.py and launcher/yarn/client.py (snapshots of a lost job), server_ext/jobs.py (summary) and server_ext/api.py (the handlers). labextension/src/protocol.gen.ts is generated from this file (npm run build:types).
+ */
+export type TonyProtocol = JobList | JobSnapshot | LogChunk | KillResult;
+/**
+ * A job's state. NEW, STARTING, RUNNING, SUCCEEDED, FAILED, KILLED: the AM's Coordinator. LOST: the AM is gone and left no final status (launcher/jobs.py, launcher/yarn/client.py). UNKNOWN: the server could not read the job (server_ext/jobs.py).
+ */
+export type JobState =
+  'NEW' | 'STARTING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'KILLED' | 'LOST' | 'UNKNOWN';
+/**
+ * A task's state in the current attempt (launcher/coordinator.py; KILLED is one of its TASK_DONE states).
+ */
+export type TaskState =
+  | 'NEW'
+  | 'LAUNCHED'
+  | 'REGISTERED'
+  | 'RUNNING'
+  | 'SUCCEEDED'
+  | 'FAILED'
+  | 'KILLED'
+  | 'STOPPING'
+  | 'STOPPED';
+
+/**
+ * GET /tony/api/jobs: every job, newest first.
+ */
+export interface JobList {
+  jobs: JobSummary[];
+}
+/**
+ * One row of GET /tony/api/jobs (server_ext/jobs.py summary()): what the side panel shows; its progress is the chief task's.
+ */
+export interface JobSummary {
+  job_id: string;
+  name: string;
+  state: JobState;
+  reason: string;
+  /**
+   * local or yarn
+   */
+  backend: string;
+  attempt: number | null;
+  max_attempts: number | null;
+  started: number | null;
+  finished: number | null;
+  tasks: TaskSummary[];
+  /**
+   * the names of the job's endpoints (the keys of JobSnapshot.endpoints), sorted
+   */
+  endpoints: string[];
+  progress: Progress;
+}
+/**
+ * One task in JobSummary.tasks.
+ */
+export interface TaskSummary {
+  id: string;
+  state: TaskState;
+}
+/**
+ * What a task last reported through its heartbeat (tony_jupyter.progress() / runtime.report): epochs, steps, epoch, epoch_done, step, batch, time and the Keras metrics (loss, accuracy, val_*); values are numbers, strings or null.
+ */
+export interface Progress {
+  [k: string]: number | string | null;
+}
+/**
+ * GET /tony/api/jobs/<job id>: Coordinator.snapshot() from the AM, or the job's saved status.json, or (AM gone, no status) the LOST snapshot of launcher/jobs.py or launcher/yarn/client.py, which has no failed_task and no chief.
+ */
+export interface JobSnapshot {
+  job_id: string;
+  name: string;
+  /**
+   * local or yarn
+   */
+  backend: string;
+  state: JobState;
+  reason: string;
+  failed_task?: string | null;
+  attempt: number;
+  max_attempts: number;
+  attempts: FailedAttempt[];
+  started: number | null;
+  finished: number | null;
+  now: number;
+  endpoints: Endpoints;
+  /**
+   * the id of the task whose result is the job's
+   */
+  chief?: string;
+  tasks: TaskView[];
+}
+/**
+ * One failed attempt in JobSnapshot.attempts (Coordinator.attempt_history).
+ */
+export interface FailedAttempt {
+  attempt: number;
+  reason: string | null;
+  /**
+   * the task that failed it; null when the AM was lost
+   */
+  task: string | null;
+}
+/**
+ * The endpoints the job's tasks registered with the AM: name (e.g. tensorboard) -> URL.
+ */
+export interface Endpoints {
+  [k: string]: string;
+}
+/**
+ * One task in JobSnapshot.tasks: the Task dataclass of launcher/coordinator.py, as dataclasses.asdict gives it.
+ */
+export interface TaskView {
+  /**
+   * type:index, e.g. worker:0
+   */
+  id: string;
+  type: string;
+  index: number;
+  tracked: boolean;
+  state: TaskState;
+  host: string | null;
+  port: number | null;
+  pid: number | null;
+  /**
+   * YARN: the task's container id
+   */
+  container: string | null;
+  exit_code: number | null;
+  launched_at: number | null;
+  registered_at: number | null;
+  finished_at: number | null;
+  last_heartbeat: number | null;
+  rss_bytes: number | null;
+  progress: Progress;
+  traceback: string | null;
+  diagnostics: string;
+}
+/**
+ * GET /tony/api/jobs/<job id>/logs?task=&offset=&attempt=: a task's log from offset on; offset is where the next read starts.
+ */
+export interface LogChunk {
+  task: string;
+  offset: number;
+  text: string;
+}
+/**
+ * POST /tony/api/jobs/<job id>/kill.
+ */
+export interface KillResult {
+  killed: boolean;
+  state: JobState;
+}
