@@ -4,14 +4,14 @@ States are string enums (their JSON form is the bare name); the records are froz
 with one JSON form (``to_json``/``from_json``) carrying ``SCHEMA_VERSION``, like ``JobSpec``.
 The AM serves :class:`JobSnapshot` on ``GET /api/v1/job``; the notebook side (job client,
 widgets, ``%tony`` commands, the server extension) reads it back as the same record; the
-labextension's TypeScript types are generated from :func:`json_schema` (checked by a test).
+labextension's TypeScript types are generated from ``labextension/schema/protocol.schema.json``,
+which tests/test_protocol.py checks against these records.
 :class:`ExecutorEnv` is the one definition of the ``TONY_*`` variables an executor is started with.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 import time
 import types
@@ -176,7 +176,7 @@ class TaskView(Record):
 
 
 @dataclass(frozen=True)
-class AttemptEnd(Record):
+class FailedAttempt(Record):
     """Why an attempt ended (the job's ``attempts`` list)."""
 
     attempt: int
@@ -196,7 +196,7 @@ class JobSnapshot(Record):
     failed_task: str | None = None
     attempt: int = 0
     max_attempts: int = 1
-    attempts: tuple[AttemptEnd, ...] = ()
+    attempts: tuple[FailedAttempt, ...] = ()
     started: float | None = None
     finished: float | None = None
     now: float = 0.0
@@ -363,65 +363,3 @@ class ExecutorEnv(Record):
 
     def replace(self, **changes: Any) -> ExecutorEnv:
         return dataclasses.replace(self, **changes)
-
-
-# --- the schema the labextension's types are generated from -----------------------------------
-
-SCHEMA_RECORDS: tuple[type[Record], ...] = (
-    TaskView,
-    AttemptEnd,
-    JobSnapshot,
-    TaskSummary,
-    JobSummary,
-)
-SCHEMA_ENUMS: tuple[type[Enum], ...] = (JobState, TaskState)
-
-
-def _schema_of(hint: Any) -> dict[str, Any]:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        inner = [a for a in args if a is not type(None)]
-        return {"anyOf": [_schema_of(inner[0]), {"type": "null"}]}
-    if origin is tuple or origin is list:
-        return {"type": "array", "items": _schema_of(args[0])}
-    if origin is dict:
-        value = args[1] if args else Any
-        return {
-            "type": "object",
-            "additionalProperties": _schema_of(value) if value is not Any else {},
-        }
-    if isinstance(hint, type) and issubclass(hint, (Record, Enum)):
-        return {"$ref": f"#/definitions/{hint.__name__}"}
-    simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
-    if hint in simple:
-        return {"type": simple[hint]}
-    return {}
-
-
-def json_schema() -> dict[str, Any]:
-    """JSON Schema (draft-07) of the records the labextension reads."""
-    definitions: dict[str, Any] = {}
-    for enum in SCHEMA_ENUMS:
-        definitions[enum.__name__] = {"type": "string", "enum": [m.value for m in enum]}
-    for rec in SCHEMA_RECORDS:
-        hints = typing.get_type_hints(rec)
-        props = {f.name: _schema_of(hints[f.name]) for f in fields(rec)}  # type: ignore[arg-type]
-        required = [f.name for f in fields(rec)]  # type: ignore[arg-type]  # to_json writes all
-        definitions[rec.__name__] = {
-            "type": "object",
-            "properties": props,
-            "required": required,
-            "additionalProperties": False,
-        }
-    return {
-        "$schema": "http://json-schema.org/draft-07/schema#",
-        "title": "tony-jupyter protocol",
-        "description": f"schema version {SCHEMA_VERSION}; generated from tony_jupyter/protocol.py",
-        "definitions": definitions,
-    }
-
-
-if (
-    __name__ == "__main__"
-):  # python -m tony_jupyter.protocol > labextension/schema/protocol.schema.json
-    print(json.dumps(json_schema(), indent=2))

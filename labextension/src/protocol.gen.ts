@@ -89,8 +89,12 @@ export interface JobSnapshot {
   /**
    * the id of the task whose result is the job's
    */
-  chief?: string;
+  chief?: string | null;
   tasks: TaskView[];
+  /**
+   * the protocol's schema version (tony_jupyter.protocol.SCHEMA_VERSION)
+   */
+  schema_version?: number;
 }
 /**
  * One failed attempt in JobSnapshot.attempts (Coordinator.attempt_history).

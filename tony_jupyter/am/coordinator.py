@@ -11,8 +11,8 @@ from pathlib import Path
 from ..protocol import (
     DONE_TASK_STATES,
     TERMINAL_JOB_STATES,
-    AttemptEnd,
     ExecutorEnv,
+    FailedAttempt,
     JobSnapshot,
     JobState,
     TaskState,
@@ -383,7 +383,7 @@ class Coordinator:
             failed_task=self.failed_task,
             attempt=self.attempt,
             max_attempts=self.spec.max_attempts,
-            attempts=tuple(AttemptEnd.from_json(a) for a in self.attempt_history),
+            attempts=tuple(FailedAttempt.from_json(a) for a in self.attempt_history),
             started=self.started_at,
             finished=self.finished_at,
             now=self.clock(),

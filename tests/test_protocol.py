@@ -1,0 +1,120 @@
+"""The protocol's records: one JSON form each, read back unchanged, and the schema the
+labextension's TypeScript types are generated from (labextension/schema/) kept in step."""
+
+import json
+from dataclasses import fields
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tony_jupyter import protocol
+from tony_jupyter.protocol import (
+    ExecutorEnv,
+    FailedAttempt,
+    JobSnapshot,
+    JobState,
+    JobSummary,
+    TaskState,
+    TaskView,
+)
+
+SCHEMA = json.loads(
+    (Path(__file__).parents[1] / "labextension/schema/protocol.schema.json").read_text()
+)
+RECORDS = (TaskView, FailedAttempt, JobSnapshot, protocol.TaskSummary, JobSummary)
+
+
+def snapshot() -> JobSnapshot:
+    task = TaskView(
+        "worker:0",
+        "worker",
+        0,
+        True,
+        TaskState.RUNNING,
+        host="127.0.0.1",
+        port=4000,
+        pid=12,
+        last_heartbeat=2.0,
+        rss_bytes=1 << 20,
+        progress={"epoch": 1, "loss": 0.5},
+    )
+    return JobSnapshot(
+        "tony_1",
+        name="t",
+        state=JobState.RUNNING,
+        attempt=2,
+        max_attempts=3,
+        attempts=(FailedAttempt(1, "worker:1 exited with code 1", "worker:1"),),
+        started=1.0,
+        now=3.0,
+        endpoints={"tensorboard": "http://127.0.0.1:6006"},
+        chief="worker:0",
+        tasks=(task,),
+    )
+
+
+def validator(name: str) -> jsonschema.Draft7Validator:
+    return jsonschema.Draft7Validator({**SCHEMA, "$ref": f"#/definitions/{name}"})
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=lambda r: r.__name__)
+def test_schema_names_the_fields_of_each_record(record):
+    assert set(SCHEMA["definitions"][record.__name__]["properties"]) == {
+        f.name for f in fields(record)
+    }
+
+
+@pytest.mark.parametrize("enum", (JobState, TaskState), ids=lambda e: e.__name__)
+def test_schema_lists_every_state(enum):
+    assert SCHEMA["definitions"][enum.__name__]["enum"] == [m.value for m in enum]
+
+
+def test_records_as_the_am_and_server_send_them_match_the_schema():
+    snap = snapshot()
+    validator("JobSnapshot").validate(snap.to_json())
+    validator("JobSummary").validate(JobSummary.of(snap).to_json())
+    lost = JobSnapshot.lost("tony_2", {"name": "x"}, "the AM is gone")
+    validator("JobSnapshot").validate(lost.to_json())
+
+
+def test_schema_refuses_a_record_that_drifted():
+    bad = dict(snapshot().to_json(), state="RUNING")
+    with pytest.raises(jsonschema.ValidationError):
+        validator("JobSnapshot").validate(bad)
+
+
+def test_json_round_trip_gives_the_same_typed_record():
+    snap = snapshot()
+    again = JobSnapshot.from_json(json.loads(json.dumps(snap.to_json())))
+    assert again == snap
+    assert again.state is JobState.RUNNING and again.tasks[0].state is TaskState.RUNNING
+    assert again.chief_task is again.tasks[0] and not again.terminal and not again.settled
+
+
+def test_an_older_record_without_new_fields_still_loads():
+    old = {
+        "job_id": "tony_3",
+        "state": "SUCCEEDED",
+        "tasks": [
+            {"id": "worker:0", "type": "worker", "index": 0, "tracked": True, "state": "SUCCEEDED"}
+        ],
+    }
+    snap = JobSnapshot.from_json(old)
+    assert snap.terminal and snap.settled and snap.schema_version == protocol.SCHEMA_VERSION
+
+
+def test_executor_env_is_the_one_definition_of_the_tony_variables():
+    env = ExecutorEnv(
+        am_url="http://127.0.0.1:1",
+        token="t",
+        job_id="j",
+        chief="worker:0",
+        task_id="worker:1",
+        attempt=2,
+        session=True,
+    ).to_env()
+    assert env["TONY_TASK_ID"] == "worker:1" and env["TONY_SESSION"] == "1"
+    assert "TONY_CONTAINER_ID" not in env  # None: not set
+    back = ExecutorEnv.from_env(env)
+    assert back.attempt == 2 and back.session is True and back.heartbeat_ms == 1000
