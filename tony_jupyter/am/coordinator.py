@@ -19,6 +19,7 @@ from ..protocol import (
     TaskView,
 )
 from ..spec import JobSpec
+from . import rules
 from .provider import Provider
 
 # A task's log batch in the record the provider keeps (record_event): not a job event.
@@ -76,8 +77,8 @@ class Coordinator:
         self.started_at = clock()
         self.finished_at: float | None = None
         self.cluster_spec: dict[str, list[str]] | None = None
-        self._attempt_started = 0.0
-        self._chief_done_at: float | None = None
+        self.attempt_started = 0.0
+        self.chief_done_at: float | None = None
         self._listeners: list = []  # callables notified on every change (the AM's long-polls)
         (job_dir / "logs").mkdir(parents=True, exist_ok=True)
         self._event_file = open(job_dir / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
@@ -160,8 +161,8 @@ class Coordinator:
 
     def _start_attempt(self) -> None:
         self.attempt += 1
-        self._attempt_started = self.clock()
-        self._chief_done_at = None
+        self.attempt_started = self.clock()
+        self.chief_done_at = None
         self.cluster_spec = None
         self.tasks = {}
         for t in self.spec.tasks:
@@ -263,14 +264,11 @@ class Coordinator:
         if code == 0:
             self._set_task_state(task, TaskState.SUCCEEDED, exit_code=0)
             if task.id == self.spec.chief_id:
-                self._chief_done_at = self.clock()
+                self.chief_done_at = self.clock()
             self._check_done()
             return
         self._set_task_state(task, TaskState.FAILED, exit_code=code)
-        why = f"{task.id} exited with code {code}"
-        if diagnostics:
-            why += f" ({diagnostics})"
-        self._fail_attempt(task, why)
+        self._apply(rules.exit_verdict(task, code, diagnostics))
 
     def _check_done(self) -> None:
         tracked = [t for t in self.tasks.values() if t.tracked]
@@ -278,61 +276,26 @@ class Coordinator:
             self._finish(JobState.SUCCEEDED, "all tracked tasks succeeded")
 
     def tick(self) -> None:
-        """Periodic checks: registration timeout, missed heartbeats, job timeout, grace."""
+        """Periodic checks: the timer rules of :mod:`.rules`, the first verdict applied."""
         if self.state in TERMINAL_JOB_STATES:
             return
-        now = self.clock()
         self.provider.poll()
         if self.state in TERMINAL_JOB_STATES:
             return
-        if self.spec.timeout_s and now - self.started_at > self.spec.timeout_s:
-            self._finish(
-                JobState.FAILED,
-                f"timed out after {self.spec.timeout_s:g} s (tony.application.timeout / --timeout)",
-            )
-            return
-        if self.cluster_spec is None:
-            waiting = [t.id for t in self.tasks.values() if not t.registered_at]
-            if waiting and now - self._attempt_started > self.spec.registration_timeout_s:
-                limit_s = f"{self.spec.registration_timeout_s:g} s"
-                why = f"{', '.join(waiting)} did not register within {limit_s}"
-                unplaced = self.provider.unallocated(self.attempt)
-                if unplaced:
-                    why = (
-                        f"YARN allocated no container for {', '.join(unplaced)} within "
-                        f"{limit_s}: queue {self.spec.queue!r} has no room for them now "
-                        "(other applications hold its resources)"
-                    )
-                self._fail_attempt(
-                    self.tasks[waiting[0]], f"{why} (tony.task.registration-timeout-sec)"
-                )
+        now = self.clock()
+        for rule in rules.TIMER_RULES:
+            verdict = rule(self, now)
+            if verdict is not None:
+                self._apply(verdict)
                 return
-        limit = self.spec.heartbeat_interval_ms / 1000.0 * self.spec.max_missed_heartbeats
-        for t in self.tasks.values():
-            if (
-                t.state in (TaskState.REGISTERED, TaskState.RUNNING)
-                and t.last_heartbeat is not None
-            ):
-                silent = now - t.last_heartbeat
-                if silent > limit:
-                    self._set_task_state(t, TaskState.FAILED, reason="missed heartbeats")
-                    self._fail_attempt(
-                        t,
-                        f"{t.id} missed {self.spec.max_missed_heartbeats} "
-                        f"heartbeats (silent for {silent:.1f} s)",
-                    )
-                    return
-        if self._chief_done_at and now - self._chief_done_at > self.spec.completion_grace_s:
-            left = [
-                t.id for t in self.tasks.values() if t.tracked and t.state not in DONE_TASK_STATES
-            ]
-            self._finish(
-                JobState.FAILED,
-                f"{', '.join(left)} still running "
-                f"{self.spec.completion_grace_s:g} s after "
-                f"{self.spec.chief_id} finished; stopped them "
-                "(tony.task.completion-grace-sec)",
-            )
+
+    def _apply(self, verdict: rules.Verdict) -> None:
+        if verdict.task is None:
+            self._finish(JobState.FAILED, verdict.reason)
+            return
+        if verdict.task_failed:
+            self._set_task_state(verdict.task, TaskState.FAILED, reason="missed heartbeats")
+        self._fail_attempt(verdict.task, verdict.reason)
 
     def _fail_attempt(self, task: Task, why: str) -> None:
         self.failed_task = task.id

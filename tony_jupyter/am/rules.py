@@ -1,0 +1,96 @@
+"""When a job or an attempt fails: the Coordinator's failure rules, each a pure function of the
+job's state at ``now`` that returns a :class:`Verdict` or None. The Coordinator applies the first
+verdict (``tick``, and ``on_exit`` for a task's exit code); nothing else ends a job early.
+
+- a task exited non-zero: the attempt fails (``exit_verdict``);
+- the job ran past ``--timeout``: the job fails (``timed_out``);
+- a task did not register within ``tony.task.registration-timeout-sec``: the attempt fails
+  (``not_registered``; naming YARN's queue when it allocated no container);
+- a task missed ``tony.task.max-missed-heartbeats`` heartbeats: the attempt fails
+  (``missed_heartbeats``);
+- tracked tasks still run ``tony.task.completion-grace-sec`` after the chief succeeded: the
+  job fails and they are stopped (``past_completion_grace``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..protocol import DONE_TASK_STATES, TaskState
+
+if TYPE_CHECKING:
+    from .coordinator import Coordinator, Task
+
+
+@dataclass(frozen=True)
+class Verdict:
+    reason: str
+    task: Task | None = None  # the task blamed: its attempt fails (and may be retried)
+    # None: the whole job fails now, whatever attempts are left
+    task_failed: bool = False  # mark the blamed task FAILED first (it is still alive)
+
+    @property
+    def ends_job(self) -> bool:
+        return self.task is None
+
+
+def exit_verdict(task: Task, code: int, diagnostics: str) -> Verdict:
+    why = f"{task.id} exited with code {code}"
+    return Verdict(why + (f" ({diagnostics})" if diagnostics else ""), task)
+
+
+def timed_out(c: Coordinator, now: float) -> Verdict | None:
+    if c.spec.timeout_s and now - c.started_at > c.spec.timeout_s:
+        return Verdict(
+            f"timed out after {c.spec.timeout_s:g} s (tony.application.timeout / --timeout)"
+        )
+    return None
+
+
+def not_registered(c: Coordinator, now: float) -> Verdict | None:
+    if c.cluster_spec is not None:
+        return None
+    waiting = [t for t in c.tasks.values() if not t.registered_at]
+    if not waiting or now - c.attempt_started <= c.spec.registration_timeout_s:
+        return None
+    limit_s = f"{c.spec.registration_timeout_s:g} s"
+    why = f"{', '.join(t.id for t in waiting)} did not register within {limit_s}"
+    unplaced = c.provider.unallocated(c.attempt)
+    if unplaced:
+        why = (
+            f"YARN allocated no container for {', '.join(unplaced)} within "
+            f"{limit_s}: queue {c.spec.queue!r} has no room for them now "
+            "(other applications hold its resources)"
+        )
+    return Verdict(f"{why} (tony.task.registration-timeout-sec)", waiting[0])
+
+
+def missed_heartbeats(c: Coordinator, now: float) -> Verdict | None:
+    limit = c.spec.heartbeat_interval_ms / 1000.0 * c.spec.max_missed_heartbeats
+    for t in c.tasks.values():
+        if t.state not in (TaskState.REGISTERED, TaskState.RUNNING) or t.last_heartbeat is None:
+            continue
+        silent = now - t.last_heartbeat
+        if silent > limit:
+            why = (
+                f"{t.id} missed {c.spec.max_missed_heartbeats} heartbeats "
+                f"(silent for {silent:.1f} s)"
+            )
+            return Verdict(why, t, task_failed=True)
+    return None
+
+
+def past_completion_grace(c: Coordinator, now: float) -> Verdict | None:
+    done_at = c.chief_done_at
+    if not done_at or now - done_at <= c.spec.completion_grace_s:
+        return None
+    left = [t.id for t in c.tasks.values() if t.tracked and t.state not in DONE_TASK_STATES]
+    return Verdict(
+        f"{', '.join(left)} still running {c.spec.completion_grace_s:g} s after "
+        f"{c.spec.chief_id} finished; stopped them (tony.task.completion-grace-sec)"
+    )
+
+
+# Checked in this order on every tick; the first verdict wins.
+TIMER_RULES = (timed_out, not_registered, missed_heartbeats, past_completion_grace)
