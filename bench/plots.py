@@ -5,9 +5,9 @@ from __future__ import annotations
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from bench.common import results_dir  # noqa: E402
+from bench.common import results_dir
 
 LABELS = {
     "hand": "by hand",

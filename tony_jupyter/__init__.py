@@ -3,7 +3,7 @@
 __version__ = "0.1.0"
 
 
-def load_ipython_extension(ipython):  # noqa: ANN001 - IPython's hook signature
+def load_ipython_extension(ipython):
     from .magics import TonyMagics
 
     ipython.register_magics(TonyMagics(ipython))

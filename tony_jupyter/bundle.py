@@ -83,7 +83,7 @@ def make_bundle(
     for name in wanted:
         try:
             cloudpickle.dumps(namespace[name])
-        except Exception as e:  # pickling raises anything: TypeError, PicklingError, ...
+        except Exception as e:  # noqa: BLE001 - pickling raises anything: TypeError, PicklingError
             raise BundleError(
                 f"cannot ship {name!r} to the tasks: {type(e).__name__}: {e}. Create it inside "
                 "the cell instead, or delete it from the notebook if the cell does not need it "

@@ -13,12 +13,12 @@ from .spec import JobSpec, SpecBuilder, parse_memory
 class _Parser(argparse.ArgumentParser):
     """argparse that raises instead of printing usage and exiting the kernel."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         if message.startswith("unrecognized arguments"):
             message += "; `%tony help` lists the flags"
         raise SpecError(f"%%tony: {message}")
 
-    def exit(self, status: int = 0, message: str | None = None):  # type: ignore[override]
+    def exit(self, status: int = 0, message: str | None = None):
         raise SpecError(message or f"%%tony: exit {status}")
 
 

@@ -31,6 +31,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import BundleError, SpecError
 from .spec import JobSpec
@@ -82,7 +83,7 @@ class ShardPlan:
     """Checked in the notebook before anything is submitted; written by the backend's stage."""
 
     readers: tuple[str, ...]
-    tables: tuple[tuple[str, object], ...]  # (name, pyarrow.Table with tables.py metadata)
+    tables: tuple[tuple[str, Any], ...]  # (name, pyarrow.Table with tables.py metadata)
 
     @property
     def names(self) -> tuple[str, ...]:

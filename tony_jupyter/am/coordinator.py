@@ -341,7 +341,7 @@ class Coordinator:
             job_id=self.job_id,
             name=self.spec.name,
             backend=self.spec.backend,
-            state=self.state,
+            state=JobState(self.state),
             reason=self.reason,
             failed_task=self.failed_task,
             attempt=self.attempt,

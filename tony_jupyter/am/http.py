@@ -6,10 +6,14 @@ from __future__ import annotations
 import hmac
 import json
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from tornado import locks, web
 
 from .coordinator import Coordinator, StaleAttempt
+
+if TYPE_CHECKING:
+    from .cells import CellQueue
 
 API = "/api/v1"
 MAX_LONG_POLL_S = 30.0
@@ -23,7 +27,7 @@ class AMState:
         self.changed = locks.Condition()
         self.released = False
         coordinator.subscribe(self.changed.notify_all)
-        self.cells = None  # a CellQueue when the job is an interactive session
+        self.cells: CellQueue | None = None  # a session's cells
 
 
 class BaseHandler(web.RequestHandler):

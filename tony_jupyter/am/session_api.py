@@ -7,15 +7,24 @@ import time
 from tornado import web
 
 from ..protocol import CellState
+from .cells import CellQueue
 from .coordinator import StaleAttempt
 from .http import BaseHandler
 
 
-class CellsHandler(BaseHandler):
+class SessionHandler(BaseHandler):
+    @property
+    def cells(self) -> CellQueue:
+        queue = self.am.cells
+        assert queue is not None  # these routes exist only in a session's AM (api.make_app)
+        return queue
+
+
+class CellsHandler(SessionHandler):
     def post(self) -> None:
         b = self.body()
         try:
-            cell = self.am.cells.submit(
+            cell = self.cells.submit(
                 b["source"], b["names"], list(b.get("pull", [])), b.get("filename", "<tony-cell>")
             )
         except ValueError as e:
@@ -23,10 +32,10 @@ class CellsHandler(BaseHandler):
         self.finish(cell.view())
 
     def get(self) -> None:
-        self.finish({"cells": [c.view() for c in self.am.cells.cells]})
+        self.finish({"cells": [c.view() for c in self.cells.cells]})
 
 
-class CellHandler(BaseHandler):
+class CellHandler(SessionHandler):
     async def get(self, cell_id: str) -> None:
         """The cell; with ``timeout``, waits (long-poll) until it is done or anything changes."""
         cell = self._cell(cell_id)
@@ -37,7 +46,7 @@ class CellHandler(BaseHandler):
 
     def _cell(self, cell_id: str):
         try:
-            return self.am.cells.get(int(cell_id))
+            return self.cells.get(int(cell_id))
         except (KeyError, ValueError):
             raise web.HTTPError(404, f"no cell {cell_id}") from None
 
@@ -45,16 +54,16 @@ class CellHandler(BaseHandler):
 class InterruptHandler(CellHandler):
     def post(self, cell_id: str) -> None:
         self._cell(cell_id)
-        self.finish(self.am.cells.interrupt(int(cell_id)).view())
+        self.finish(self.cells.interrupt(int(cell_id)).view())
 
 
-class StopHandler(BaseHandler):
+class StopHandler(SessionHandler):
     def post(self) -> None:
         self.coord.stop(self.body().get("reason") or "session stopped")
         self.finish({"state": self.coord.state})
 
 
-class NextCellHandler(BaseHandler):
+class NextCellHandler(SessionHandler):
     async def get(self) -> None:
         task, attempt = self.get_argument("task"), int(self.get_argument("attempt"))
         after = int(self.get_argument("after", "0"))
@@ -64,7 +73,7 @@ class NextCellHandler(BaseHandler):
                 self.coord.live_task(task, attempt)
             except StaleAttempt as e:
                 return self.stale(e)
-            cell = self.am.cells.next_for(task, after)
+            cell = self.cells.next_for(task, after)
             if cell is not None or time.monotonic() >= deadline:
                 break
             await self.wait_change(deadline - time.monotonic())
@@ -84,7 +93,7 @@ class NextCellHandler(BaseHandler):
         )
 
 
-class CellResultHandler(BaseHandler):
+class CellResultHandler(SessionHandler):
     def post(self) -> None:
         b = self.body()
         try:
@@ -92,7 +101,7 @@ class CellResultHandler(BaseHandler):
         except StaleAttempt as e:
             return self.stale(e)
         outcome = {k: v for k, v in b.items() if k not in ("task", "attempt", "cell")}
-        self.am.cells.report(b["task"], int(b["cell"]), outcome)
+        self.cells.report(b["task"], int(b["cell"]), outcome)
         self.finish({"ok": True})
 
 

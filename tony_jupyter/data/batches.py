@@ -17,7 +17,8 @@ def _rebatch(batches, size: int):
     where a batch already fits."""
     import pyarrow as pa
 
-    buf, n = [], 0
+    buf: list = []
+    n = 0
     for b in batches:
         while b.num_rows:
             if not buf and b.num_rows >= size:
@@ -39,7 +40,8 @@ def _shuffled(batches, window: int, rng):
     """Rows permuted within windows of ``window`` rows: memory stays one window."""
     import pyarrow as pa
 
-    buf, n = [], 0
+    buf: list = []
+    n = 0
     for b in batches:
         buf.append(b)
         n += b.num_rows

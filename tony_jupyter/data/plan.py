@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .sources import DataError, open_parquet, resolve
 
@@ -22,11 +24,12 @@ class Piece:
     stop: int | None = None
 
 
-def reader_index(env: dict | None = None) -> tuple[int, int]:
+def reader_index(env: Mapping[str, str] | None = None) -> tuple[int, int]:
     """(index, count) of the calling task among the readers, from TF_CONFIG (or TonY's
     CLUSTER_SPEC/JOB_NAME/TASK_INDEX); (0, 1) for the evaluator, ps, or outside a job."""
     env = os.environ if env is None else env
-    cluster, me = None, None
+    cluster: dict | None = None
+    me: str | None = None
     cfg = json.loads(env.get("TF_CONFIG") or "{}")
     if cfg.get("cluster") and cfg.get("task"):
         cluster, me = cfg["cluster"], f"{cfg['task']['type']}:{cfg['task'].get('index', 0)}"
@@ -83,7 +86,7 @@ def plan_pieces(row_groups: list[list[int]], index: int, count: int) -> tuple[st
 class ShardPlan:
     """What one reader reads: how the files were split, and its pieces."""
 
-    fs: object
+    fs: Any  # a pyarrow FileSystem
     files: list[str]
     index: int
     count: int
@@ -119,7 +122,7 @@ def shard_plan(paths, shard: tuple[int, int] | bool = True) -> ShardPlan:
     return ShardPlan(fs, files, index, count, mode, pieces, rows, opened)
 
 
-def plan_columns(plan: ShardPlan, columns, label) -> tuple[list[str], list[str], object]:
+def plan_columns(plan: ShardPlan, columns, label) -> tuple[list[str], list[str], Any]:
     """(feature columns, columns to read, schema), checked against every opened footer."""
     schema = next(iter(plan.opened.values())).schema_arrow
     if columns is None:

@@ -98,7 +98,7 @@ def resolve(paths) -> tuple[object, list[str]]:
             files += [x for x in found if _is_data_file(x)]
         arrow_fs = pafs.PyFileSystem(pafs.FSSpecHandler(fs))
     else:
-        for p in map(os.fspath, items):
+        for p in (os.fspath(x) for x in items):
             p = os.path.expanduser(p)
             if _has_magic(p):
                 found = sorted(x for x in globlib.glob(p, recursive=True) if os.path.isfile(x))

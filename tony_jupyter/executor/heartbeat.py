@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import time
+from typing import Any
 
 import psutil
 import requests
@@ -69,7 +70,7 @@ def _beat(
     link, parent: int, progress_fd: int, command_fd: int, interval: float, max_missed: int
 ) -> None:
     os.set_blocking(progress_fd, False)
-    state = {"progress": {}, "cell": None}
+    state: dict[str, Any] = {"progress": {}, "cell": None}
     pending = b""
     last_ok = time.monotonic()
 

@@ -13,7 +13,7 @@ import os
 from .urls import BASE_URL_ENV
 
 
-def _load_jupyter_server_extension(serverapp) -> None:  # noqa: ANN001 - Jupyter's hook
+def _load_jupyter_server_extension(serverapp) -> None:
     # Imported here: kernels import this package (for urls) and need none of the server side.
     from jupyter_server.utils import url_path_join
 

@@ -22,7 +22,7 @@ _HASH = "'sha256-" + base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).
 _ANCHOR = b'<meta name="tb-relative-root"'
 
 
-def enable_autoreload(response, path) -> None:  # noqa: ANN001 - jupyter-server-proxy's hook
+def enable_autoreload(response, path) -> None:
     """A ``rewrite_response`` hook for jupyter-server-proxy: only TensorBoard's index page."""
     if path not in ("/", "/index.html") or response.code != 200 or _ANCHOR not in response.body:
         return

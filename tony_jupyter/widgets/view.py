@@ -253,7 +253,7 @@ class JobView:
         self.kill_button.description = "Killing…"
         try:
             self.on_kill()
-        except Exception as e:  # the user must see why, and may try again
+        except Exception as e:  # noqa: BLE001 - the user must see why, and may try again
             self.kill_button.disabled = False
             self.kill_button.description = "Kill"
             self._notice = f"kill failed: {e}"

@@ -19,6 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 from ... import shards
@@ -54,7 +55,7 @@ class Launch:
     attempt: int
     env: dict[str, str]
     request: object = None
-    container: object = None
+    container: Any = None  # a YARN Container (Java)
     gpus: list[int] = field(default_factory=list)
     stopping: bool = False
 
@@ -69,7 +70,7 @@ class YarnProvider(Provider):
         self.resources = json.loads((job_dir / "resources.json").read_text())
         self.shards = json.loads((job_dir / "bundle.json").read_text()).get("shards")
         jvm.start()
-        self.J = _Classes()
+        self.J: Any = _Classes()  # Java classes: typed by the JVM, not here
         self.conf = self.J.YarnConfiguration()
         self.am_attempt = eventlog.am_attempt()
         self.events = None

@@ -103,14 +103,14 @@ def _http(hostport: str) -> str:
 def _rm_address(yarn: dict[str, str], d: Path | None, override: str | None) -> Address:
     if override:
         return Address(override.rstrip("/"), "TONY_YARN_RM_URL")
-    where = f"{d / 'yarn-site.xml'}"
+    where = f"{Path(d or '.') / 'yarn-site.xml'}"
     if "yarn.resourcemanager.webapp.address" in yarn:
         return Address(
             _http(yarn["yarn.resourcemanager.webapp.address"]),
             f"yarn.resourcemanager.webapp.address in {where}",
         )
-    host = yarn.get("yarn.resourcemanager.hostname", "0.0.0.0")
-    if host == "0.0.0.0":
+    host = yarn.get("yarn.resourcemanager.hostname", "0.0.0.0")  # noqa: S104 - read, not bound
+    if host == "0.0.0.0":  # noqa: S104
         host = "127.0.0.1"  # yarn-default's hostname; the RM then listens on every interface
     return Address(
         f"http://{host}:{RM_WEB_PORT}",
@@ -128,7 +128,7 @@ def _webhdfs_address(
     if "dfs.namenode.http-address" in hdfs:
         return Address(
             _http(hdfs["dfs.namenode.http-address"]),
-            f"dfs.namenode.http-address in {d / 'hdfs-site.xml'}",
+            f"dfs.namenode.http-address in {Path(d or '.') / 'hdfs-site.xml'}",
         )
     host = urlparse(default_fs).hostname if default_fs.startswith("hdfs://") else None
     if not host:
@@ -138,5 +138,6 @@ def _webhdfs_address(
             "TONY_WEBHDFS_URL=http://namenode:9870"
         )
     return Address(
-        f"http://{host}:{NN_HTTP_PORT}", f"fs.defaultFS in {d / 'core-site.xml'} (default port)"
+        f"http://{host}:{NN_HTTP_PORT}",
+        f"fs.defaultFS in {Path(d or '.') / 'core-site.xml'} (default port)",
     )

@@ -175,7 +175,7 @@ class RMClient:
             for i, (name, label, unit) in enumerate(
                 (("memory", "memory", " MB"), ("vCores", "vcores", ""), (GPU, "GPUs", ""))
             ):
-                need = sum(item[1 + i] for item in items)
+                need = sum(int(item[1 + i]) for item in items)
                 most = room.get(name, 0)
                 if need > most:
                     split = ", ".join(f"{item[0]}: {item[1 + i]}{unit}" for item in items)
