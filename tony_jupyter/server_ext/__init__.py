@@ -12,16 +12,29 @@ import os
 
 from .urls import BASE_URL_ENV
 
+SETTINGS_KEY = "tony_jupyter"
+
 
 def _load_jupyter_server_extension(serverapp) -> None:
     # Imported here: kernels import this package (for urls) and need none of the server side.
     from jupyter_server.utils import url_path_join
 
     from .api import api_handlers
+    from .config import TonyJupyter
     from .proxy import proxy_handlers
 
-    base = serverapp.web_app.settings["base_url"]
-    routes = [(url_path_join(base, p), *rest) for p, *rest in api_handlers() + proxy_handlers()]
+    config = TonyJupyter(parent=serverapp)
+    serverapp.web_app.settings[SETTINGS_KEY] = config
+    # The kernels this server starts inherit its environment: they find the same job records
+    # and the proxy's base URL there (see urls.py).
+    os.environ["TONY_JUPYTER_HOME"] = config.jobs_home
+    os.environ[BASE_URL_ENV] = base = serverapp.web_app.settings["base_url"]
+    handlers = api_handlers() + (proxy_handlers() if config.proxy_enabled else [])
+    routes = [(url_path_join(base, p), *rest) for p, *rest in handlers]
     serverapp.web_app.add_handlers(".*$", routes)
-    os.environ[BASE_URL_ENV] = base
-    serverapp.log.info("tony-jupyter: %stony/api and %stony/proxy", base, base)
+    serverapp.log.info(
+        "tony-jupyter: %stony/api%s; jobs in %s",
+        base,
+        f" and {base}tony/proxy" if config.proxy_enabled else " (proxy off)",
+        config.jobs_home,
+    )

@@ -1,0 +1,46 @@
+"""The server extension's settings, as traitlets: ``c.TonyJupyter.<name>`` in a
+``jupyter_server_config.py``, or ``--TonyJupyter.<name>=...`` on the command line."""
+
+from __future__ import annotations
+
+import os
+
+from traitlets import Bool, Float, Int, Unicode, default
+from traitlets.config import Configurable
+
+
+class TonyJupyter(Configurable):
+    jobs_home = Unicode(
+        help="""Where the user's job records live (the jobs/ directory under it): the same
+        directory the kernels' %%tony magics write to. Default: $TONY_JUPYTER_HOME, else
+        ~/.tony-jupyter. Set here, it is also passed to the kernels this server starts.""",
+    ).tag(config=True)
+
+    @default("jobs_home")
+    def _default_jobs_home(self) -> str:
+        return os.environ.get("TONY_JUPYTER_HOME") or os.path.expanduser("~/.tony-jupyter")
+
+    proxy_enabled = Bool(
+        True,
+        help="""Serve /tony/proxy/<job>/<endpoint>/: a job's TensorBoard (and other endpoints
+        it registered) through this server, authenticated as the server's user. Off: the
+        widgets and the panel show no TensorBoard.""",
+    ).tag(config=True)
+
+    endpoint_cache_seconds = Float(
+        2.0,
+        help="""How long the proxy reuses a job's registered endpoints before asking its AM
+        again (TensorBoard's page loads dozens of files at once).""",
+    ).tag(config=True)
+
+    max_events_wait_seconds = Float(
+        10.0,
+        help="""The longest a client's long-poll for a job's events
+        (/tony/api/jobs/<id>/events?timeout=) is held open.""",
+    ).tag(config=True)
+
+    threads = Int(
+        8,
+        help="""Threads for the blocking calls behind the REST API (to AMs, to YARN's
+        ResourceManager), so that they never run on the server's event loop.""",
+    ).tag(config=True)
