@@ -24,6 +24,22 @@ class JobNotFoundError(TonyError, KeyError):
         return str(self.args[0]) if self.args else "job not found"
 
 
+def remote_exception(traceback: str | None) -> tuple[str | None, str]:
+    """(type, message) of the exception a formatted Python traceback ends with."""
+    if not traceback:
+        return None, ""
+    lines = [line for line in traceback.rstrip().splitlines() if line.strip()]
+    if not lines or lines[0].startswith(" "):
+        return None, ""
+    last = lines[-1]
+    if last.startswith(" "):
+        return None, ""
+    name, sep, message = last.partition(": ")
+    if not name.replace(".", "").replace("_", "").isalnum():
+        return None, ""
+    return name, message if sep else ""
+
+
 class JobFailedError(TonyError, RuntimeError):
     """The job ended FAILED/KILLED. Renders the *remote* traceback and names the task."""
 
@@ -37,7 +53,13 @@ class JobFailedError(TonyError, RuntimeError):
     ):
         self.job_id, self.state, self.reason = job_id, state, reason
         self.task, self.remote_traceback = task, remote_traceback
-        super().__init__(f"job {job_id} {state}: {reason}")
+        # The remote exception's type and message, as ipyparallel's RemoteError carries them,
+        # so that str(e) says what failed: logs and collapsed error views show only that.
+        self.remote_type, self.remote_message = remote_exception(remote_traceback)
+        message = f"job {job_id} {state}: {reason}"
+        if self.remote_type:
+            message += f"; {self.remote_type}: {self.remote_message}".rstrip(": ")
+        super().__init__(message)
 
     def _render_traceback_(self) -> list[str]:
         # IPython shows these lines instead of the local (uninteresting) traceback.
