@@ -10,6 +10,7 @@ from pathlib import Path
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
+from IPython.utils.text import DollarFormatter
 
 from . import commands, shards
 from .bundle import Bundle, make_bundle
@@ -52,7 +53,7 @@ class TonyMagics(Magics):
     def tony(self, line: str, cell: str | None = None):
         if cell is not None:
             return self._run(line, cell, filename=None, argv=None)
-        words = shlex.split(line)
+        words = shlex.split(self._expand(line))
         if not words or words[0] in ("help", "-h", "--help"):
             print(HELP + job_parser().format_help())
             return None
@@ -67,6 +68,17 @@ class TonyMagics(Magics):
             return commands.dispatch(cmd, rest)
         except (JobNotFoundError, SpecError) as e:
             raise UsageError(str(e)) from None
+
+    def _expand(self, line: str) -> str:
+        """``$name`` and ``{expr}`` from the notebook's namespace, as IPython expands every line
+        magic's arguments (this one is also a cell magic, whose line is left as written). An
+        expression that fails leaves the line as it is, as IPython does."""
+        if self.shell is None:
+            return line
+        try:  # the user's namespace only: none of this method's locals
+            return DollarFormatter().vformat(line, args=[], kwargs=self.shell.user_ns)
+        except Exception:  # noqa: BLE001 - IPython's own rule: a line that fails stays as written
+            return line
 
     def _run_script(self, words: list[str]):
         if not words:
