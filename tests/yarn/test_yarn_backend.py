@@ -32,6 +32,8 @@ def assert_nothing_left(cluster, name):
         ("--memory 100g", "ask for 102400 MB memory, above the most a container can have"),
         ("--vcores 64", "ask for 64 vcores, above the most"),
         ("--gpus 8", "ask for 8 GPUs, above the most"),
+        # GPUs only a labelled partition has: the message says where they are.
+        ("--gpus 1", "partition 'gpu' has 2 GPUs: add --node-label gpu --queue gpu"),
         ("--conf tony.am.memory=64g", "the AM (tony.am.memory/vcores) ask for 65536 MB"),
         ("--queue nope", "YARN queue 'nope' does not exist; this cluster's queues: default, gpu"),
         ("--node-label nolabel", "node label 'nolabel' does not exist on this cluster"),

@@ -129,10 +129,31 @@ class RMClient:
                     raise SpecError(
                         f"{what} ask for {got}{unit} {name}, above the most a container can "
                         f"have in queue {spec.queue!r} ({most}{unit}); YARN would never run "
-                        f"them. Lower {flag}"
+                        f"them. Lower {flag}" + (self._gpu_hint(queues) if gpus else "")
                     )
 
         self._check_total(spec, q)
+
+    def _gpu_hint(
+        self, queues: dict[str, dict], have: dict | None = None, asked: str | None = None
+    ) -> str:
+        """Where this cluster's GPUs are, and the flags that reach them: "; partition 'gpu' has
+        2 GPUs: add --node-label gpu --queue gpu"."""
+        have = self.partitions() if have is None else have
+        hints = []
+        for part, res in sorted(have.items()):
+            if part == asked or not part or not res.get(GPU):
+                continue
+            able = sorted(
+                {
+                    q["queueName"]
+                    for q in queues.values()
+                    if part in as_list(q.get("nodeLabels")) or "*" in as_list(q.get("nodeLabels"))
+                }
+            )
+            queue = f" --queue {able[0]}" if able else ""
+            hints.append(f"partition {part!r} has {res[GPU]} GPUs: add --node-label {part}{queue}")
+        return ("; " + "; ".join(hints)) if hints else ""
 
     def partitions(self) -> dict[str, dict[str, int]]:
         """The resources of the cluster's usable nodes, summed per partition ('' = default)."""
@@ -185,6 +206,7 @@ class RMClient:
                         "could never run all its tasks at once. Ask for fewer or smaller "
                         "tasks (--workers, --memory, --vcores, tony.am.*), or use another "
                         "queue or node label"
+                        + (self._gpu_hint(self.leaf_queues(), have, part) if name == GPU else "")
                     )
 
     # --- applications ----------------------------------------------------------------------
