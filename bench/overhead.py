@@ -5,15 +5,17 @@ Goal: ratio >= 0.98. Local sides also record the CPU seconds each kind of proces
 
 from __future__ import annotations
 
-from bench import runners
-from bench.common import column, interleave, log, median, ratio
-from bench.cpu_roles import CpuByRole
+from bench.lib import runners
+from bench.lib.common import Context, column, interleave, log, median, ratio
+from bench.lib.cpu_roles import CpuByRole
 
 NAME = "overhead"
+ABOUT = "steps/s of one training, tony-jupyter (local, no TensorBoard, YARN) and TonY vs by hand"
 GOAL = 0.98
 
 
-def run(quick: bool, cluster, runs: int | None = None) -> dict:
+def run(ctx: Context) -> dict:
+    quick, cluster, runs = ctx.quick, ctx.cluster, ctx.runs
     workers = 1 if quick else 2
     runs = runs or (1 if quick else 3)
     conf = {"steps": 100 if quick else 1500}

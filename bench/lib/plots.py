@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from bench.common import results_dir  # noqa: E402
+from bench.lib.common import results_dir  # noqa: E402
 
 LABELS = {
     "hand": "by hand",
