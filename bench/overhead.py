@@ -1,7 +1,7 @@
 """Part 2: steps/s of the same training under tony-jupyter (local backend, with and without its
 TensorBoard; YARN and TonY 0.4.7 when a devcluster runs) vs the same processes started by hand.
 Goal: ratio >= 0.98. Local sides also record the CPU seconds each kind of process took
-(bench/cpu_roles.py): on 2 cores, whatever runs beside the 2 workers takes CPU from them."""
+(bench/lib/cpu_roles.py): on 2 cores, whatever runs beside the 2 workers takes CPU from them."""
 
 from __future__ import annotations
 

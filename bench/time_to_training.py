@@ -1,6 +1,6 @@
 """Part 1: cell -> every task running user code, and -> first training step done; local backend
 and YARN devcluster; 1, 2, 4 workers; beside processes started by hand with TF_CONFIG and (on
-YARN) TonY itself (0.4.7, its Java client and AM: bench/tony_peer.py) and Hadoop's
+YARN) TonY itself (0.4.7, its Java client and AM: bench/lib/tony_peer.py) and Hadoop's
 distributed-shell AM, the floor of a YARN AM."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""One run of bench/workload.py on each side: tony-jupyter (local or YARN backend), processes
+"""One run of bench/lib/workload.py on each side: tony-jupyter (local or YARN backend), processes
 started by hand with TF_CONFIG, and Hadoop's distributed-shell AM on the devcluster. Each returns
 a row of seconds measured from the moment the side was asked to start (t0)."""
 
@@ -139,7 +139,7 @@ def distributed_shell(cluster, workers: int, conf: dict) -> dict:
 
 
 def tony_peer(cluster, workers: int, conf: dict) -> dict:
-    """TonY itself (0.4.7, its own Java client and AM; see bench/tony_peer.py) launching the
+    """TonY itself (0.4.7, its own Java client and AM; see bench/lib/tony_peer.py) launching the
     same script in ``workers`` containers; t0 is the moment its client is started."""
     from bench.lib import dshell, tony_peer
 
