@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         else None
     )
     broken = []
+    started = time.monotonic()
     for name in names:
         # The named part gets the flags given; the others their own flags' defaults.
         own = args if name == args.part else subs[name].parse_args([])
@@ -166,10 +167,9 @@ def main(argv: list[str] | None = None) -> int:
         from bench.lib import table
 
         table.update_readme()
-    if broken:
-        log(f"bench: broken parts: {', '.join(broken)}")
-        return 1
-    return 0
+    took = time.monotonic() - started
+    log(f"bench: {len(names)} part(s) in {took:.0f} s; broken: {', '.join(broken) or 'none'}")
+    return 1 if broken else 0
 
 
 if __name__ == "__main__":
