@@ -17,10 +17,11 @@ from pathlib import Path
 import psutil
 import requests
 
-from bench.common import REPO, log, pct
+from bench.lib.common import REPO, Context, log, pct
 from tony_jupyter.options import parse_job_args
 
 NAME = "am_scale"
+ABOUT = "the real AM under N simulated executors: CPU, RSS, heartbeat p50/p99, where it breaks"
 BREAK_P99_S = 1.0
 
 
@@ -30,7 +31,7 @@ def _start_am(n: int) -> tuple[subprocess.Popen, dict, Path]:
     (d / "spec.json").write_text(spec.to_json())
     (d / "token").write_text(secrets.token_urlsafe(32))
     am = subprocess.Popen(
-        [sys.executable, "-m", "bench.am_host", str(d)],
+        [sys.executable, "-m", "bench.lib.am_host", str(d)],
         cwd=REPO,
         stdout=open(d / "am.log", "wb"),  # noqa: SIM115 - the child holds it
         stderr=subprocess.STDOUT,
@@ -57,7 +58,7 @@ def level(n: int, steady_s: float) -> dict:
         cmd = [
             sys.executable,
             "-m",
-            "bench.sim_executors",
+            "bench.lib.sim_executors",
             info["url"],
             token,
             str(p * per),
@@ -137,7 +138,8 @@ def _broken(row: dict) -> bool:
     )
 
 
-def run(quick: bool, cluster, runs: int | None = None) -> dict:
+def run(ctx: Context) -> dict:
+    quick = ctx.quick
     levels = (50,) if quick else (100, 500, 1000, 2000, 4000)
     steady = 6.0 if quick else 20.0
     rows = []

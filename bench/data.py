@@ -4,9 +4,8 @@
 peak resident memory while streaming a data set 1x and 4x the size (each in a fresh process,
 RSS sampled every 10 ms): flat, not growing with the data set; ``pq.read_table`` of the same
 files for contrast.
-Prints JSON; writes bench/results/data.json.
 
-    .venv/bin/python bench/data.py [--rows 4000000] [--runs 9] [--batch-size 8192]
+    .venv/bin/python -m bench data [--rows 4000000] [--runs 9] [--batch-size 8192]
         [--parts throughput,memory] [--before GIT_REV]
 """
 
@@ -15,19 +14,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
+from bench.lib.common import Context
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+NAME = "data"
+ABOUT = "Parquet -> batches: dataset() vs plain pyarrow rows/s; RSS streaming 1x and 4x the data"
 COLUMNS = 16
 ROW_GROUP = 65536
+PARQUET_RSS = Path(__file__).resolve().parent / "lib" / "parquet_rss.py"  # the memory side
 
 
 def write_files(d: Path, rows: int, files: int = 4) -> list[str]:
@@ -213,58 +215,6 @@ def throughput(files: list[str], runs: int, batch_size: int, before=None) -> dic
     }
 
 
-# --- memory: one fresh process per measurement ----------------------------------------------------
-
-
-def child(mode: str, files: list[str], batch_size: int) -> dict:
-    import psutil
-
-    proc = psutil.Process()
-    if mode == "dataset":
-        import tensorflow as tf  # noqa: F401 - imported before the baseline is taken
-
-        from tony_jupyter.data import dataset
-
-        ds = dataset(files, label="label", batch_size=batch_size, shard=False)
-    base = proc.memory_info().rss
-    samples: list[tuple[float, int]] = []
-    stop = threading.Event()
-
-    def sample():
-        while not stop.wait(0.01):
-            samples.append((time.perf_counter(), proc.memory_info().rss))
-
-    t = threading.Thread(target=sample, daemon=True)
-    t.start()
-    t0 = time.perf_counter()
-    rows = 0
-    if mode == "dataset":
-        for _, y in ds:
-            rows += int(y.shape[0])
-    else:
-        import pyarrow.parquet as pq
-
-        rows = pq.read_table(files).num_rows
-    end = time.perf_counter()
-    stop.set()
-    t.join()
-    rss = [r for _, r in samples] or [proc.memory_info().rss]
-    # RSS at each quarter of the run: flat when streaming, a staircase when loading.
-    quarters = []
-    for q in (0.25, 0.5, 0.75, 1.0):
-        upto = [r for ts, r in samples if ts - t0 <= q * (end - t0)] or rss[:1]
-        quarters.append(round(upto[-1] / 2**20, 1))
-    mib = 2**20
-    return {
-        "rows": rows,
-        "baseline_rss_mib": round(base / mib, 1),
-        "peak_rss_mib": round(max(rss) / mib, 1),
-        "growth_mib": round((max(rss) - base) / mib, 1),
-        "rss_at_quarters_mib": quarters,
-        "samples": len(samples),
-    }
-
-
 def memory(d: Path, rows: int, batch_size: int) -> dict:
     out = {}
     data_mib = {}
@@ -272,15 +222,7 @@ def memory(d: Path, rows: int, batch_size: int) -> dict:
         files = write_files(d / f"x{scale}", rows * scale)
         data_mib[f"{scale}x"] = round(rows * scale * (COLUMNS * 4 + 8) / 2**20, 1)
         for mode in ("dataset", "read_table"):
-            cmd = [
-                sys.executable,
-                __file__,
-                "--child",
-                mode,
-                "--batch-size",
-                str(batch_size),
-                *files,
-            ]
+            cmd = [sys.executable, str(PARQUET_RSS), mode, str(batch_size), *files]
             r = subprocess.run(cmd, capture_output=True, text=True, check=True)
             out[f"{mode}_{scale}x"] = json.loads(r.stdout.strip().splitlines()[-1])
     g1, g4 = out["dataset_1x"]["growth_mib"], out["dataset_4x"]["growth_mib"]
@@ -291,9 +233,6 @@ def memory(d: Path, rows: int, batch_size: int) -> dict:
         "dataset_growth_4x_over_1x": round(g4 / g1, 2) if g1 > 0 else None,
         **out,
     }
-
-
-NAME = "data"
 
 
 def measure(
@@ -315,38 +254,22 @@ def measure(
     return result
 
 
-def run(quick: bool, cluster, runs: int | None) -> dict:
-    """The ``data`` part of ``python -m bench`` (local files; no devcluster needed)."""
-    if quick:
-        return measure(200_000, 100_000, runs or 1)
-    return measure(4_000_000, 1_000_000, runs or 9)
-
-
-def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--rows", type=int, default=4_000_000)
-    p.add_argument("--mem-rows", type=int, default=1_000_000)
-    p.add_argument("--runs", type=int, default=9)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rows", type=int, default=None, help="throughput rows (4,000,000)")
+    p.add_argument("--mem-rows", type=int, default=None, help="memory rows at 1x (1,000,000)")
     p.add_argument("--batch-size", type=int, default=8192)
-    p.add_argument("--child", default=None)
+    p.add_argument("--parts", default="throughput,memory", help="which sides to run")
     p.add_argument("--before", default=None, help="also measure tony_jupyter.data at this git rev")
-    p.add_argument("--parts", default="throughput,memory", help="which parts to run")
-    p.add_argument("files", nargs="*")
-    args = p.parse_args()
-    if args.child:
-        print(json.dumps(child(args.child, args.files, args.batch_size)))
-        return
-    result = {
-        "bench": "data",
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        **measure(args.rows, args.mem_rows, args.runs, args.batch_size, args.parts, args.before),
-    }
-    text = json.dumps(result, indent=1)
-    print(text)
-    out = Path(__file__).parent / "results" / "data.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(text + "\n")
 
 
-if __name__ == "__main__":
-    main()
+def run(ctx: Context) -> dict:
+    """Local files; no devcluster needed. --quick: 200,000 rows (100,000 for memory), 1 round."""
+    a = ctx.args
+    return measure(
+        a.rows or (200_000 if ctx.quick else 4_000_000),
+        a.mem_rows or (100_000 if ctx.quick else 1_000_000),
+        ctx.runs or (1 if ctx.quick else 9),
+        a.batch_size,
+        a.parts,
+        a.before,
+    )

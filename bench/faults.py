@@ -6,42 +6,37 @@ work lost (steps done when struck - the step the next attempt resumes at). Media
 Local backend: kill -9 and SIGSTOP of a worker. YARN: the same two, the worker's container
 killed through the RM, kill -9 of the AM, and the crash of the node running it all
 (DevCluster.kill_node, then start_node). The node crash needs a devcluster nobody else uses:
-run standalone, this starts one of its own in a temporary directory and stops it at the end;
-from ``python -m bench`` (the running, shared devcluster) it leaves the node crash out.
+``python -m bench faults --own-devcluster`` starts one of its own in a temporary directory and
+stops it at the end; otherwise (the running, shared devcluster, if any) it leaves it out.
 
 The training is tests/test_fault_tolerance.py's: 2 workers, MultiWorkerMirroredStrategy,
 BackupAndRestore into checkpoint_dir(), 8 epochs x 10 steps, struck once worker:0 reported
-epoch 4 done; heartbeats as in the tests (local 0.5 s x 8, YARN 1 s x 10). Prints JSON; writes
-bench/results/faults.json.
+epoch 4 done; heartbeats as in the tests (local 0.5 s x 8, YARN 1 s x 10).
 
-    .venv/bin/python bench/faults.py [--runs 3] [--no-yarn] [--only kill-9-worker,...] [--quick]
+    .venv/bin/python -m bench faults [--runs 3] [--own-devcluster] [--faults kill-9-worker,...]
 """
 
 from __future__ import annotations
 
 import argparse
 import getpass
-import json
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import threading
 import time
 
-if __package__ in (None, ""):
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 import psutil
 import requests
 
-from bench.common import column, log, machine, median, use_devcluster_env, write_result
+from bench.lib.common import Context, column, log, median, use_devcluster_env
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import TonyJob, submit
 from tony_jupyter.options import parse_job_args
 
 NAME = "faults"
+ABOUT = "per fault (kill -9, SIGSTOP; on YARN more): detection, time to resume, work lost"
 TIMEOUT_S = 400.0
 EPOCHS, STEPS_PER_EPOCH, STRIKE_AFTER_EPOCH = 8, 10, 4
 HEARTBEATS = {"local": (500, 8), "yarn": (1000, 10)}  # interval ms, max missed: the tests'
@@ -219,7 +214,7 @@ def run_fault(backend: str, fault: str, cluster=None) -> dict:
     return row
 
 
-def run(quick: bool, cluster, runs: int | None = None, only=(), crash_nodes=False) -> dict:
+def measure(quick: bool, cluster, runs: int | None = None, only=(), crash_nodes=False) -> dict:
     """``cluster``: a devcluster for the YARN faults (None: local only); the node crash only
     with ``crash_nodes`` (a cluster this part started itself)."""
     runs = runs or (1 if quick else 3)
@@ -286,43 +281,40 @@ def _own_devcluster(root: str):
     raise RuntimeError("no free port offset for a devcluster")
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="bench/faults.py", description=__doc__)
-    p.add_argument("--runs", type=int, default=None)
-    p.add_argument("--quick", action="store_true", help="one round of kill -9, local only")
-    p.add_argument("--no-yarn", action="store_true", help="local faults only")
-    p.add_argument("--only", default="", help=f"comma-separated: {', '.join(FAULTS)}")
-    args = p.parse_args(argv)
-    only = tuple(x.strip() for x in args.only.split(",") if x.strip())
+def _fault_list(text: str) -> tuple[str, ...]:
+    only = tuple(x.strip() for x in text.split(",") if x.strip())
     unknown = [x for x in only if x not in FAULTS]
     if unknown:
-        p.error(f"unknown fault(s) {', '.join(unknown)}; choose from {', '.join(FAULTS)}")
-    os.environ.setdefault("TONY_JUPYTER_HOME", tempfile.mkdtemp(prefix="tony-bench-home-"))
-    began = time.time()
-    desc = machine()
-    cluster = None
+        raise argparse.ArgumentTypeError(
+            f"unknown fault(s) {', '.join(unknown)}; choose from {', '.join(FAULTS)}"
+        )
+    return only
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--faults", type=_fault_list, default=(), help=f"comma-separated: {', '.join(FAULTS)}"
+    )
+    p.add_argument(
+        "--own-devcluster",
+        action="store_true",
+        help="start a devcluster of its own (stopped at the end) and add the node crash",
+    )
+
+
+def run(ctx: Context) -> dict:
+    """On the running devcluster (if any) without the node crash; with --own-devcluster (not
+    with --quick) on one of its own, the node crash included."""
+    if not ctx.args.own_devcluster or ctx.quick:
+        return measure(ctx.quick, ctx.cluster, ctx.runs, ctx.args.faults)
+    env = dict(os.environ)
+    log("faults: starting a devcluster of its own (the node crash needs one)")
+    cluster = _own_devcluster(tempfile.mkdtemp(prefix="tony-bench-faults-"))
     try:
-        if not (args.quick or args.no_yarn):
-            log("faults: starting a devcluster of its own (the node crash needs one)")
-            cluster = _own_devcluster(tempfile.mkdtemp(prefix="tony-bench-faults-"))
-            use_devcluster_env(cluster)
-        data = run(args.quick, cluster, args.runs, only, crash_nodes=cluster is not None)
+        use_devcluster_env(cluster)
+        return measure(False, cluster, ctx.runs, ctx.args.faults, crash_nodes=True)
     finally:
-        if cluster is not None:
-            cluster.down()
-            shutil.rmtree(cluster.dir, ignore_errors=True)
-    data = {
-        "bench": NAME,
-        "quick": args.quick,
-        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(began)),
-        "seconds": round(time.time() - began, 1),
-        "machine": dict(desc, load_avg_at_end=[round(x, 2) for x in os.getloadavg()]),
-        **data,
-    }
-    print(json.dumps(data, indent=1))
-    log(f"faults: -> {write_result(NAME, data)}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        cluster.down()
+        shutil.rmtree(cluster.dir, ignore_errors=True)
+        os.environ.clear()  # the parts after this one see the shared devcluster again
+        os.environ.update(env)

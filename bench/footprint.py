@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import time
 
-from bench import runners, startup
-from bench.common import log, ratio
+from bench import startup
+from bench.lib import runners
+from bench.lib.common import Context, am_rss, log, ratio
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.options import parse_job_args
 
 NAME = "footprint"
+ABOUT = "RSS of the AM (local, YARN) and an idle executor, beside a TensorFlow worker"
 
 
 def _yarn_am_rss() -> float | None:
-    from bench.yarn_startup import am_rss
     from tony_jupyter.job import submit
 
     _, spec = parse_job_args("--workers 1 --memory 512m --backend yarn --no-tensorboard")
@@ -30,7 +31,8 @@ def _yarn_am_rss() -> float | None:
         job.client.wait_am_exit(60)
 
 
-def run(quick: bool, cluster, runs: int | None = None) -> dict:
+def run(ctx: Context) -> dict:
+    quick, cluster = ctx.quick, ctx.cluster
     log("footprint: AM and idle executor; a TF worker by hand and under tony-jupyter")
     idle = startup.footprint()
     if quick:  # TensorFlow workers take most of a quick run's budget: AM and executor only

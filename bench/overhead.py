@@ -1,19 +1,21 @@
 """Part 2: steps/s of the same training under tony-jupyter (local backend, with and without its
 TensorBoard; YARN and TonY 0.4.7 when a devcluster runs) vs the same processes started by hand.
 Goal: ratio >= 0.98. Local sides also record the CPU seconds each kind of process took
-(bench/cpu_roles.py): on 2 cores, whatever runs beside the 2 workers takes CPU from them."""
+(bench/lib/cpu_roles.py): on 2 cores, whatever runs beside the 2 workers takes CPU from them."""
 
 from __future__ import annotations
 
-from bench import runners
-from bench.common import column, interleave, log, median, ratio
-from bench.cpu_roles import CpuByRole
+from bench.lib import runners
+from bench.lib.common import Context, column, interleave, log, median, ratio
+from bench.lib.cpu_roles import CpuByRole
 
 NAME = "overhead"
+ABOUT = "steps/s of one training, tony-jupyter (local, no TensorBoard, YARN) and TonY vs by hand"
 GOAL = 0.98
 
 
-def run(quick: bool, cluster, runs: int | None = None) -> dict:
+def run(ctx: Context) -> dict:
+    quick, cluster, runs = ctx.quick, ctx.cluster, ctx.runs
     workers = 1 if quick else 2
     runs = runs or (1 if quick else 3)
     conf = {"steps": 100 if quick else 1500}

@@ -1,21 +1,22 @@
 """Latency of a trivial cell in a warm session vs the same cell as a one-shot job
-(A B A B ..., medians). Local backend; YARN too with --yarn (needs HADOOP_CONF_DIR, e.g. from
-`tony-jupyter devcluster env`). Prints JSON; writes bench/results/session.json.
+(A B A B ..., medians), through the ``%%tony`` magic in an in-process IPython. Local backend;
+YARN too when a devcluster runs (not with --quick or --no-yarn).
 
-    .venv/bin/python bench/session.py [--runs 7] [--yarn]
+    .venv/bin/python -m bench session [--runs 7]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 from IPython.testing.globalipapp import start_ipython
+
+from bench.lib.common import Context
+
+NAME = "session"
+ABOUT = "a trivial cell in a warm session vs the same cell as a one-shot job (local; YARN)"
 
 CELL = "import os\nint(os.environ['TASK_INDEX'])"
 
@@ -58,35 +59,25 @@ def measure(ip, line: str, runs: int, interleave: bool = True) -> dict:
     }
 
 
-def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--runs", type=int, default=7)
-    p.add_argument("--yarn", action="store_true")
-    p.add_argument("--quick", action="store_true")
-    args = p.parse_args()
-    runs = 2 if args.quick else args.runs
-    os.environ.setdefault("TONY_JUPYTER_HOME", tempfile.mkdtemp(prefix="tony-bench-"))
+def run(ctx: Context) -> dict:
+    runs = ctx.runs or (2 if ctx.quick else 7)
     hadoop = os.environ.pop("HADOOP_CONF_DIR", None)
-    ip = start_ipython()
-    ip.run_line_magic("load_ext", "tony_jupyter")
-    ip.display_formatter.active_types = ["text/plain"]
-    result = {
-        "bench": "session",
-        "runs": runs,
-        "cell": CELL,
-        "local_2_workers": measure(ip, "--workers 2 --no-tensorboard", runs),
-    }
-    if args.yarn:
-        if not hadoop:
-            raise SystemExit("--yarn needs HADOOP_CONF_DIR (tony-jupyter devcluster env)")
-        os.environ["HADOOP_CONF_DIR"] = hadoop
-        result["yarn_2_workers"] = measure(ip, "--workers 2 --memory 512m --no-tensorboard", runs)
-    text = json.dumps(result, indent=1)
-    print(text)
-    out = Path(__file__).parent / "results" / "session.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(text + "\n")
-
-
-if __name__ == "__main__":
-    main()
+    try:
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "tony_jupyter")
+        ip.display_formatter.active_types = ["text/plain"]
+        result = {
+            "runs": runs,
+            "cell": CELL,
+            "local_2_workers": measure(ip, "--workers 2 --no-tensorboard", runs),
+        }
+        if ctx.cluster is not None and not ctx.quick:
+            if not hadoop:
+                raise RuntimeError("YARN needs HADOOP_CONF_DIR (the devcluster's env)")
+            os.environ["HADOOP_CONF_DIR"] = hadoop
+            line = "--workers 2 --memory 512m --no-tensorboard"
+            result["yarn_2_workers"] = measure(ip, line, runs)
+    finally:
+        if hadoop is not None:  # the parts after this one see the devcluster again
+            os.environ["HADOOP_CONF_DIR"] = hadoop
+    return result

@@ -25,7 +25,7 @@ from pathlib import Path
 import requests
 
 import tony_jupyter
-from bench.common import log, median, ratio
+from bench.lib.common import Context, log, median, ratio
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher.yarn import backend as yarn_backend
@@ -34,6 +34,7 @@ from tony_jupyter.launcher.yarn import staging as yarn_staging
 from tony_jupyter.options import parse_job_args
 
 NAME = "staging"
+ABOUT = "YARN --pack-env: bytes, seconds staged (1st, 2nd submission) vs raw WebHDFS"
 CELL = "import numpy, pyarrow, sys\nsys.prefix\n"
 ENV_PACKAGES = [
     "requests",
@@ -181,7 +182,8 @@ def _du(path: Path) -> int:
     return total
 
 
-def run(quick: bool, cluster, runs: int | None = None) -> dict:
+def run(ctx: Context) -> dict:
+    quick, cluster, runs = ctx.quick, ctx.cluster, ctx.runs
     if cluster is None:
         return {"skipped": "no devcluster running (`python -m tony_jupyter.devcluster up`)"}
     runs = runs or (1 if quick else 3)

@@ -1,8 +1,8 @@
 """Time from running a cell to every task running user code: tony-jupyter's local backend vs
 the same processes started by hand with TF_CONFIG (A B A B ..., medians). Also the resident
-memory of the AM and of an idle executor. Prints JSON; writes bench/results/startup.json.
+memory of the AM and of an idle executor (``footprint()``, which the footprint part uses too).
 
-    .venv/bin/python bench/startup.py [--runs 5] [--workers 2] [--quick]
+    .venv/bin/python -m bench startup [--runs 5] [--workers 2] [--quick]
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import socket
 import statistics
 import subprocess
@@ -21,10 +20,14 @@ from pathlib import Path
 
 import psutil
 
+from bench.lib.common import Context
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.options import parse_job_args
+
+NAME = "startup"
+ABOUT = "the original: cell -> user code, trivial cell, local, vs by hand; AM and executor RSS"
 
 # The first line of user code records when it ran; nothing else, so the figure is pure overhead.
 CELL = (
@@ -99,22 +102,20 @@ def footprint() -> dict:
     return result
 
 
-def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--runs", type=int, default=5)
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--quick", action="store_true", help="2 runs: a smoke test of the bench")
-    args = p.parse_args()
-    runs = 2 if args.quick else args.runs
-    os.environ.setdefault("TONY_JUPYTER_HOME", tempfile.mkdtemp(prefix="tony-bench-"))
+
+
+def run(ctx: Context) -> dict:
+    runs = ctx.runs or (2 if ctx.quick else 5)  # --quick: 2 runs, a smoke test of the bench
+    workers = ctx.args.workers
     tony, hand = [], []
-    run_tony(args.workers)  # warm the page cache for both sides
+    run_tony(workers)  # warm the page cache for both sides
     for _ in range(runs):
-        tony.append(run_tony(args.workers))
-        hand.append(run_by_hand(args.workers))
-    result = {
-        "bench": "startup",
-        "workers": args.workers,
+        tony.append(run_tony(workers))
+        hand.append(run_by_hand(workers))
+    return {
+        "workers": workers,
         "runs": runs,
         "cell_to_all_tasks_in_user_code_s": {
             "tony_jupyter_local_median": round(statistics.median(tony), 4),
@@ -124,18 +125,4 @@ def main() -> None:
             "by_hand_all": [round(x, 4) for x in hand],
         },
         "footprint": footprint(),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
     }
-    text = json.dumps(result, indent=1)
-    print(text)
-    out = Path(__file__).parent / "results" / "startup.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(text + "\n")
-
-
-if __name__ == "__main__":
-    main()

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import time
 
-from bench import runners
-from bench.common import column, interleave, log, median, pct, ratio
+from bench.lib import runners
+from bench.lib.common import Context, column, interleave, log, median, pct, ratio
 from tony_jupyter.widgets.follow import follow
 from tony_jupyter.widgets.view import JobView
 
 NAME = "streaming"
+ABOUT = "log line and heartbeat delay, worker -> widget model, at 0/1/1,000 lines/s"
 
 
 class ProbeView(JobView):
@@ -56,7 +57,8 @@ def _followed(workers: int, conf: dict) -> dict:
     return runners.tony("local", workers, conf, on_job=watch)
 
 
-def run(quick: bool, cluster, runs: int | None = None) -> dict:
+def run(ctx: Context) -> dict:
+    quick, runs = ctx.quick, ctx.runs
     workers = 1 if quick else 2
     runs = runs or (1 if quick else 3)
     steps = 200 if quick else 1500

@@ -1,14 +1,15 @@
 """Part 1: cell -> every task running user code, and -> first training step done; local backend
 and YARN devcluster; 1, 2, 4 workers; beside processes started by hand with TF_CONFIG and (on
-YARN) TonY itself (0.4.7, its Java client and AM: bench/tony_peer.py) and Hadoop's
+YARN) TonY itself (0.4.7, its Java client and AM: bench/lib/tony_peer.py) and Hadoop's
 distributed-shell AM, the floor of a YARN AM."""
 
 from __future__ import annotations
 
-from bench import runners
-from bench.common import column, interleave, log, median, ratio
+from bench.lib import runners
+from bench.lib.common import Context, column, interleave, log, median, ratio
 
 NAME = "time_to_training"
+ABOUT = "cell -> user code, first step, job end; 1/2/4 workers; every side vs by hand"
 
 
 def _sides(workers: int, conf: dict, cluster) -> dict:
@@ -23,7 +24,8 @@ def _sides(workers: int, conf: dict, cluster) -> dict:
     return sides
 
 
-def run(quick: bool, cluster, runs: int | None = None) -> dict:
+def run(ctx: Context) -> dict:
+    quick, cluster, runs = ctx.quick, ctx.cluster, ctx.runs
     counts = (1,) if quick else (1, 2, 4)
     runs = runs or (1 if quick else 3)
     conf = {"steps": 20}

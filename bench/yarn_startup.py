@@ -1,30 +1,32 @@
 """Cell -> every task running user code, on the YARN devcluster vs the local backend (medians),
 with the YARN time split into staging, AM start, container allocation and executor start; the
-AM container's resident memory (Python + its JVM) and the bytes staged. Prints JSON; writes
-bench/results/yarn_startup.json. Needs a running devcluster (HADOOP_CONF_DIR from it).
+AM container's resident memory (Python + its JVM) and the bytes staged. Needs a running
+devcluster (skipped without one, and with --quick).
 
-    .venv/bin/python bench/yarn_startup.py [--runs 3] [--workers 2]
+    .venv/bin/python -m bench yarn_startup [--runs 3] [--workers 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
-import psutil
 import requests
 
+from bench.lib.common import Context, am_rss
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.yarn import backend as yarn_backend
 from tony_jupyter.launcher.yarn import staging as yarn_staging
 from tony_jupyter.options import parse_job_args
+
+NAME = "yarn_startup"
+ABOUT = "cell -> user code on YARN vs local, split: staging, AM start, allocation, executor"
 
 # The first line of user code records when it ran; then the task stays a moment so the RM
 # still lists its container when we ask.
@@ -47,17 +49,7 @@ def wait_for(out: Path, n: int, timeout: float = 120) -> float:
     raise TimeoutError(f"only {len(list(out.iterdir()))}/{n} tasks started")
 
 
-def am_rss(app_id: str) -> int:
-    """The AM's Python process (its JVM is in-process) - not the container's bash wrapper."""
-    best = 0
-    for p in psutil.process_iter(["cmdline"]):
-        cmd = " ".join(p.info["cmdline"] or [])
-        if "tony_jupyter.am" in cmd and app_id in cmd:
-            best = max(best, p.memory_info().rss)
-    return best
-
-
-def run(backend: str, workers: int, marks: dict) -> dict:
+def run_once(backend: str, workers: int, marks: dict) -> dict:
     out = Path(tempfile.mkdtemp())
     _, spec = parse_job_args(f"--workers {workers} --memory 512m --backend {backend}")
     bundle = make_bundle(CELL, {"OUT": str(out)})
@@ -93,8 +85,9 @@ def run(backend: str, workers: int, marks: dict) -> dict:
     return row
 
 
-def instrument(marks: dict) -> None:
-    """Record when staging ends and how many bytes it wrote, without changing the code path."""
+def instrument(marks: dict):
+    """Record when staging ends and how many bytes it wrote, without changing the code path.
+    Returns the original upload, to put back."""
     upload = yarn_staging.Staging.upload
 
     def timed(self, app_id, files, private=()):
@@ -104,30 +97,28 @@ def instrument(marks: dict) -> None:
         return got
 
     yarn_staging.Staging.upload = timed  # type: ignore[method-assign]
+    return upload
 
 
-def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("--runs", type=int, default=3)
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=2)
-    args = p.parse_args()
-    os.environ.setdefault("TONY_JUPYTER_HOME", tempfile.mkdtemp())
+
+
+def run(ctx: Context) -> dict:
+    if ctx.cluster is None:
+        return {"skipped": "no devcluster running (`python -m tony_jupyter.devcluster up`)"}
+    runs, workers = ctx.runs or 3, ctx.args.workers
     marks: dict = {}
-    instrument(marks)
+    upload = instrument(marks)
     rows: dict[str, list[dict]] = {"local": [], "yarn": []}
-    for _ in range(args.runs):
-        for backend in ("local", "yarn"):
-            rows[backend].append(run(backend, args.workers, marks))
+    try:
+        for _ in range(runs):
+            for backend in ("local", "yarn"):
+                rows[backend].append(run_once(backend, workers, marks))
+    finally:
+        yarn_staging.Staging.upload = upload  # type: ignore[method-assign]
     summary = {
         backend: {k: statistics.median(r[k] for r in got) for k in got[0]}
         for backend, got in rows.items()
     }
-    result = {"workers": args.workers, "runs": args.runs, "median": summary, "all": rows}
-    print(json.dumps(result, indent=1))
-    out = Path(__file__).parent / "results" / "yarn_startup.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(result, indent=1))
-
-
-if __name__ == "__main__":
-    main()
+    return {"workers": workers, "runs": runs, "median": summary, "all": rows}

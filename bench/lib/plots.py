@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from bench.common import results_dir
+from bench.lib.common import results_dir  # noqa: E402
 
 LABELS = {
     "hand": "by hand",

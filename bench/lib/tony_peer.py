@@ -1,5 +1,5 @@
 """TonY itself (LinkedIn's ``com.linkedin.tony:tony-core`` 0.4.7, its last release on Maven
-Central) submitting bench/workload.py to the devcluster, beside tony-jupyter.
+Central) submitting bench/lib/workload.py to the devcluster, beside tony-jupyter.
 
 TonY 0.4.7 is built against Hadoop 2.10. On the devcluster's Hadoop 3.5 its client submits
 fine, but its ApplicationMaster dies at start with
@@ -12,7 +12,7 @@ no tasks until killed. So the bench puts one shim class first on TonY's containe
 Hadoop 3.5's own ``AbstractLivelinessMonitor``, compiled from its published sources with the
 ``int`` overload added back (see ``_shim``). Nothing else of TonY or Hadoop is changed.
 
-The jars come from Maven Central through ``bench/tony/pom.xml`` (TonY without its Hadoop 2.10
+The jars come from Maven Central through ``bench/lib/tony/pom.xml`` (TonY without its Hadoop 2.10
 dependencies, the Azkaban classes its ``TonyClient.main`` calls, zip4j, and protobuf 2.5, which
 TonY's RPC needs and Hadoop 3.5 no longer brings), cached once per machine like the
 devcluster's own jars.

@@ -1,8 +1,9 @@
-"""What every part shares: the machine's description, medians and percentiles, same-run ratios,
-results on disk, and whether a devcluster is there to use."""
+"""What every part shares: the ``Context`` its ``run`` gets, the machine's description, medians
+and percentiles, same-run ratios, results on disk, and whether a devcluster is there to use."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -12,13 +13,24 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parent.parent
 RESULTS = BENCH / "results"
 REPO = BENCH.parent
+
+
+@dataclass(frozen=True)
+class Context:
+    """What ``python -m bench`` hands every part's ``run(ctx) -> dict``."""
+
+    quick: bool = False  # CI's smoke run: small counts, one round, local only
+    runs: int | None = None  # --runs: rounds per comparison; None: the part's own default
+    cluster: object | None = None  # the running devcluster (DevCluster) to use, or None
+    args: argparse.Namespace = field(default_factory=argparse.Namespace)  # its add_arguments'
 
 
 def machine() -> dict:
@@ -133,6 +145,16 @@ def devcluster():
 def use_devcluster_env(cluster) -> None:
     """Point this process (and the YARN backend's HadoopConf) at ``cluster``."""
     os.environ.update(cluster.env())
+
+
+def am_rss(app_id: str) -> int:
+    """The YARN AM's Python process (its JVM is in-process) - not the container's bash wrapper."""
+    best = 0
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if "tony_jupyter.am" in cmd and app_id in cmd:
+            best = max(best, p.memory_info().rss)
+    return best
 
 
 def free_port() -> int:

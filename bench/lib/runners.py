@@ -1,4 +1,4 @@
-"""One run of bench/workload.py on each side: tony-jupyter (local or YARN backend), processes
+"""One run of bench/lib/workload.py on each side: tony-jupyter (local or YARN backend), processes
 started by hand with TF_CONFIG, and Hadoop's distributed-shell AM on the devcluster. Each returns
 a row of seconds measured from the moment the side was asked to start (t0)."""
 
@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import free_port
+from bench.lib.common import free_port
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.options import parse_job_args
@@ -116,7 +116,7 @@ def tony(backend: str, workers: int, conf: dict, flags: str = "", on_job=None) -
 
 def distributed_shell(cluster, workers: int, conf: dict) -> dict:
     """Hadoop's own distributed-shell AM launching the same script in ``workers`` containers."""
-    from bench import dshell
+    from bench.lib import dshell
 
     conf = _new_out(dict(conf, workers=workers))
     out = Path(conf["out"])
@@ -139,9 +139,9 @@ def distributed_shell(cluster, workers: int, conf: dict) -> dict:
 
 
 def tony_peer(cluster, workers: int, conf: dict) -> dict:
-    """TonY itself (0.4.7, its own Java client and AM; see bench/tony_peer.py) launching the
+    """TonY itself (0.4.7, its own Java client and AM; see bench/lib/tony_peer.py) launching the
     same script in ``workers`` containers; t0 is the moment its client is started."""
-    from bench import dshell, tony_peer
+    from bench.lib import dshell, tony_peer
 
     conf = _new_out(dict(conf, workers=workers))
     out = Path(conf["out"])

@@ -1,12 +1,12 @@
-"""The README's table, from the latest results: ``python -m bench.table`` prints it, with
-``--write`` also puts it between the markers in bench/README.md (a full ``python -m bench``
+"""The README's table, from the latest results: ``python -m bench --table`` prints it,
+``--write-table`` also puts it between the markers in bench/README.md (a full ``python -m bench``
 run does that itself)."""
 
 from __future__ import annotations
 
 import json
 
-from bench.common import BENCH, RESULTS
+from bench.lib.common import BENCH, RESULTS
 
 START, END = "<!-- table:start -->", "<!-- table:end -->"
 
@@ -197,11 +197,3 @@ def update_readme() -> None:
         head, rest = text.split(START, 1)
         _, tail = rest.split(END, 1)
         readme.write_text(f"{head}{START}\n{markdown()}\n{END}{tail}")
-
-
-if __name__ == "__main__":
-    import sys
-
-    print(markdown())
-    if "--write" in sys.argv:
-        update_readme()

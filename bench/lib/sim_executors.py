@@ -1,4 +1,4 @@
-"""``python -m bench.sim_executors URL TOKEN FIRST COUNT SECONDS OUT``: COUNT simulated
+"""``python -m bench.lib.sim_executors URL TOKEN FIRST COUNT SECONDS OUT``: COUNT simulated
 executors (tasks worker:FIRST ...) as asyncio HTTP clients on keep-alive connections, doing
 what a real executor does: register, long-poll the cluster spec, then heartbeat every
 TONY_HEARTBEAT_MS (default 1 s) for SECONDS. Writes the latencies and errors to OUT (JSON)."""

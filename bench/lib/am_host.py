@@ -1,4 +1,4 @@
-"""``python -m bench.am_host JOB_DIR``: tony-jupyter's AM (Coordinator + HTTP API, unchanged)
+"""``python -m bench.lib.am_host JOB_DIR``: tony-jupyter's AM (Coordinator + HTTP API, unchanged)
 with the FakeProvider, in its own process so its CPU and memory can be measured alone."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from bench.fake_provider import FakeProvider
+from bench.lib.fake_provider import FakeProvider
 from tony_jupyter.am.main import AM
 
 
