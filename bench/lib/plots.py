@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from bench.lib.common import results_dir  # noqa: E402
+from bench.lib.common import results_dir
 
 LABELS = {
     "hand": "by hand",
