@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import sys
 
 from .errors import SpecError
 from .spec import JobSpec, SpecBuilder, parse_memory
@@ -190,4 +191,18 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
     bad = [n for n in b.pull if not n.isidentifier()]
     if bad:
         raise SpecError(f"--pull: {', '.join(map(repr, bad))} is not a Python name; use --pull a,b")
-    return b.build()
+    spec = b.build()
+    report_not_applicable(b.not_applicable)
+    return spec
+
+
+_reported: set[str] = set()
+
+
+def report_not_applicable(keys: dict[str, str]) -> None:
+    """TonY keys accepted but not acted on: said once per key in this process (a tony.xml used
+    cell after cell does not repeat it)."""
+    for key, why in keys.items():
+        if key not in _reported:
+            _reported.add(key)
+            print(f"tony-jupyter: {key} does not apply here ({why}); ignored", file=sys.stderr)

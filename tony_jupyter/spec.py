@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import SpecError
+from .tonyconf import HARMLESS, NOT_APPLICABLE
 
 SCHEMA_VERSION = 1
 
@@ -164,7 +165,13 @@ _JOB_KEYS = {
     "tony.containers.envs": "env",
     "tony.execution.envs": "env",
     "tony.keras.legacy": "legacy_keras",
+    "tony.application.framework": "framework",
+    "tony.task.max-total-instances": "max_total_instances",
+    "tony.task.max-total-gpus": "max_total_gpus",
+    "tony.am.wait-client-signal-stop-timeout-sec": "am_linger_s",
+    "tony.container.allocation.timeout": "allocation_timeout_ms",
 }
+FRAMEWORKS = ("tensorflow",)
 
 
 @dataclass
@@ -186,10 +193,16 @@ class SpecBuilder:
     untracked: tuple[str, ...] | None = None
     env: dict[str, str] = field(default_factory=dict)
     pull: tuple[str, ...] = ()
+    limits: dict[str, int] = field(default_factory=dict)  # tony.task.max-total-*
+    not_applicable: dict[str, str] = field(default_factory=dict)  # TonY key -> why ignored
 
     def apply_conf(self, key: str, value: str) -> None:
         key = key.strip()
         value = value.strip()
+        if key in NOT_APPLICABLE:
+            if value.lower() not in HARMLESS.get(key, ()):
+                self.not_applicable[key] = NOT_APPLICABLE[key]
+            return
         if key in _JOB_KEYS:
             self._apply_job_key(key, _JOB_KEYS[key], value)
             return
@@ -203,7 +216,11 @@ class SpecBuilder:
                     raise SpecError(f"unknown task type {type_!r} in --conf {key}{hint}")
             self._apply_type_key(type_, what, value, key)
             return
-        known = list(_JOB_KEYS) + [f"tony.{t}.{k}" for t in KNOWN_TYPES for k in _PER_TYPE_KEYS]
+        known = (
+            list(_JOB_KEYS)
+            + list(NOT_APPLICABLE)
+            + [f"tony.{t}.{k}" for t in KNOWN_TYPES for k in _PER_TYPE_KEYS]
+        )
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else "; see `%tony help` for the keys"
         raise SpecError(f"unknown configuration key {key!r}{hint}")
@@ -247,6 +264,19 @@ class SpecBuilder:
                 self.env[k] = v
         elif what == "legacy_keras":
             self.job["legacy_keras"] = _parse_bool(value, key)
+        elif what == "framework":
+            if value.lower() not in FRAMEWORKS:
+                raise SpecError(
+                    f"{key}={value}: this version runs {', '.join(FRAMEWORKS)} jobs only"
+                )
+        elif what in ("max_total_instances", "max_total_gpus"):
+            limit = _parse_int(value, key, minimum=-1)
+            if limit >= 0:
+                self.limits[key] = limit
+        elif what == "allocation_timeout_ms":
+            timeout_ms = _parse_int(value, key, minimum=-1)
+            if timeout_ms > 0:
+                self.job["registration_timeout_s"] = timeout_ms / 1000.0
 
     def apply_conf_file(self, path: str | Path) -> None:
         """TonY's XML format: <configuration><property><name/><value/></property>..."""
@@ -261,9 +291,10 @@ class SpecBuilder:
             ) from None
         for prop in root.iter("property"):
             name, value = prop.findtext("name"), prop.findtext("value")
-            if name is None or value is None:
-                raise SpecError(f"--conf-file {p}: a <property> lacks <name> or <value>")
-            self.apply_conf(name, value)
+            if name is None:
+                raise SpecError(f"--conf-file {p}: a <property> lacks its <name>")
+            if value is not None:  # as Hadoop's Configuration: no <value>, nothing set
+                self.apply_conf(name, value)
 
     def build(self) -> JobSpec:
         counts = {t: n for t, n in self.instances.items() if n}
@@ -293,6 +324,17 @@ class SpecBuilder:
                 f"every task type is untracked ({', '.join(untracked)}): the job could never end; "
                 "leave at least the chief or the workers tracked"
             )
+        totals = {
+            "tony.task.max-total-instances": sum(t.instances for t in tasks),
+            "tony.task.max-total-gpus": sum(t.instances * t.gpus for t in tasks),
+        }
+        for key, limit in self.limits.items():
+            if totals[key] > limit:
+                what = "tasks" if key.endswith("instances") else "GPUs"
+                raise SpecError(
+                    f"the job asks for {totals[key]} {what} in all, above {key}={limit}: "
+                    "ask for fewer, or raise the limit"
+                )
         job = dict(self.job)
         job.setdefault("name", self.name)
         if int(job.get("max_attempts", 1)) < 1:  # type: ignore[call-overload]
