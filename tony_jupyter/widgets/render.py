@@ -101,14 +101,14 @@ def task_rows(snap: JobSnapshot) -> list[dict]:
     for t in snap.tasks:
         p = t.progress or {}
         beat = _num(t.last_heartbeat)
-        live = t.state in LIVE_TASK_STATES and beat is not None
+        # a finished task's silence is expected, so its age would only alarm
+        age = round(now - beat, 1) if beat is not None and t.state in LIVE_TASK_STATES else None
         rows.append(
             {
                 "task": t.id or f"{t.type}:{t.index}",
                 "address": f"{t.host}:{t.port}" if t.host else "",
                 "state": str(t.state),
-                # a finished task's silence is expected, so its age would only alarm
-                "heartbeat_age": round(now - beat, 1) if live else None,
+                "heartbeat_age": age,
                 "step": p.get("step"),
                 "loss": _num(p.get("loss")),
                 "exit_code": t.exit_code,
