@@ -34,6 +34,7 @@ from bench.lib.common import Context, column, log, median, use_devcluster_env
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import TonyJob, submit
 from tony_jupyter.options import parse_job_args
+from tony_jupyter.protocol import JobSnapshot, JobState, TaskView
 
 NAME = "faults"
 ABOUT = "per fault (kill -9, SIGSTOP; on YARN more): detection, time to resume, work lost"
@@ -82,21 +83,21 @@ history = model.fit(dataset, epochs={EPOCHS}, steps_per_epoch={STEPS_PER_EPOCH},
 """
 
 
-def _worker(snap: dict) -> dict:
-    (w,) = [t for t in snap["tasks"] if t["id"] == "worker:1"]
+def _worker(snap: JobSnapshot) -> TaskView:
+    (w,) = [t for t in snap.tasks if t.id == "worker:1"]
     return w
 
 
 def _kill_9(snap, cluster):
-    os.kill(_worker(snap)["pid"], signal.SIGKILL)  # a devcluster's NMs run on this host too
+    os.kill(_worker(snap).pid, signal.SIGKILL)  # a devcluster's NMs run on this host too
 
 
 def _sigstop(snap, cluster):
-    os.kill(_worker(snap)["pid"], signal.SIGSTOP)  # the task hangs; its heartbeat sidecar runs
+    os.kill(_worker(snap).pid, signal.SIGSTOP)  # the task hangs; its heartbeat sidecar runs
 
 
 def _yarn_kills_container(snap, cluster):
-    cid = _worker(snap)["container"]
+    cid = _worker(snap).container
     r = requests.post(
         f"{cluster.rm_url}/ws/v1/cluster/containers/{cid}/signal/FORCEFUL_SHUTDOWN",
         params={"user.name": getpass.getuser()},
@@ -107,7 +108,7 @@ def _yarn_kills_container(snap, cluster):
 
 def _kill_9_am(snap, cluster):
     got = requests.get(
-        f"{cluster.rm_url}/ws/v1/cluster/apps/{snap['job_id']}/appattempts", timeout=10
+        f"{cluster.rm_url}/ws/v1/cluster/apps/{snap.job_id}/appattempts", timeout=10
     ).json()
     container = got["appAttempts"]["appAttempt"][-1]["containerId"]
     (am,) = [
@@ -137,14 +138,14 @@ def _strike_when_trained(job: TonyJob, strike, cluster) -> dict:
     deadline = time.monotonic() + TIMEOUT_S
     while time.monotonic() < deadline:
         snap = job.client.snapshot()
-        tasks = {t["id"]: t for t in snap["tasks"]}
-        progress = tasks.get("worker:0", {}).get("progress") or {}
+        worker0, worker1 = snap.task("worker:0"), snap.task("worker:1")
+        progress = (worker0.progress if worker0 else None) or {}
         done = progress.get("epoch_done", 0)
-        if snap["attempt"] == 1 and done >= STRIKE_AFTER_EPOCH and tasks["worker:1"]["pid"]:
+        if snap.attempt == 1 and done >= STRIKE_AFTER_EPOCH and worker1 and worker1.pid:
             at = time.time()  # the signal (or request) goes out next
             strike(snap, cluster)
             return {"at": at}
-        if snap["state"] in ("SUCCEEDED", "FAILED", "KILLED"):
+        if snap.state in (JobState.SUCCEEDED, JobState.FAILED, JobState.KILLED):
             break
         time.sleep(0.05)
     raise TimeoutError("attempt 1 never reached the epoch to strike at")
@@ -193,8 +194,8 @@ def run_fault(backend: str, fault: str, cluster=None) -> dict:
             cluster.start_node("nm1")
     if "error" in struck:
         raise RuntimeError(struck["error"])
-    if snap["state"] != "SUCCEEDED" or ns["attempt"] != 2:
-        raise RuntimeError(f"{job.job_id} {snap['state']} in attempt {ns['attempt']}")
+    if snap.state != JobState.SUCCEEDED or ns["attempt"] != 2:
+        raise RuntimeError(f"{job.job_id} {snap.state} in attempt {ns['attempt']}")
     failed = next(e for e in events if e["kind"] == "attempt" and e["state"] == "FAILED")
     with open(trace) as f:
         steps = [line.split() for line in f]

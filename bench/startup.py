@@ -89,7 +89,7 @@ def footprint() -> dict:
     _, spec = parse_job_args("--workers 1")
     job = TonyJob(backend_local.submit(spec, make_bundle("import time\ntime.sleep(5)", {})))
     deadline = time.monotonic() + 30
-    while job.client.snapshot()["state"] != "RUNNING" and time.monotonic() < deadline:
+    while job.client.snapshot().state != "RUNNING" and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(2)  # heartbeats and log shipping are running
     am = psutil.Process(job.client.am_pid())

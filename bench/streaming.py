@@ -8,6 +8,7 @@ import time
 
 from bench.lib import runners
 from bench.lib.common import Context, column, interleave, log, median, pct, ratio
+from tony_jupyter.protocol import JobSnapshot
 from tony_jupyter.widgets.follow import follow
 from tony_jupyter.widgets.view import JobView
 
@@ -24,12 +25,12 @@ class ProbeView(JobView):
         self.beat_delays: list[float] = []
         self._last_probe: dict[str, float] = {}
 
-    def update(self, snapshot: dict) -> None:
+    def update(self, snapshot: JobSnapshot) -> None:
         now = time.time()
-        for task in snapshot.get("tasks") or []:
-            probe = (task.get("progress") or {}).get("probe")
-            if probe and probe != self._last_probe.get(task["id"]):
-                self._last_probe[task["id"]] = probe
+        for task in snapshot.tasks:
+            probe = (task.progress or {}).get("probe")
+            if probe and probe != self._last_probe.get(task.id):
+                self._last_probe[task.id] = probe
                 self.beat_delays.append(now - probe)
         super().update(snapshot)
 

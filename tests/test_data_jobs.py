@@ -12,7 +12,8 @@ from conftest import processes_under, wait_no_processes
 from IPython.core.error import UsageError
 
 from tony_jupyter.errors import JobFailedError
-from tony_jupyter.launcher.client import JobClient, list_jobs
+from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.clients import open_client
 
 FAST = "--conf tony.task.heartbeat-interval-ms=200"
 
@@ -165,7 +166,7 @@ other = {"k": 1}
     import cloudpickle
 
     assert list(cloudpickle.loads(base64.b64decode(result["value"]))["pulled"]) == ["other"]
-    assert JobClient(rec).result()["pulled"]["array"].shape == (3, 4)
+    assert open_client(rec).result()["pulled"]["array"].shape == (3, 4)
     assert wait_no_processes(tony_home) == []
 
 

@@ -11,7 +11,8 @@ from sklearn.datasets import load_digits
 
 from tony_jupyter.am.coordinator import Coordinator
 from tony_jupyter.am.provider import Provider
-from tony_jupyter.launcher.client import JobClient, list_jobs
+from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
 
 CELL = """
@@ -47,13 +48,13 @@ len(history["loss"])
 
 def strike_when(record, strike, min_epoch=3, timeout=300):
     """Once attempt 1 has trained ``min_epoch`` epochs, ``strike(snapshot)``; (time, epoch)."""
-    client = JobClient(record)
+    client = open_client(record)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         snap = client.snapshot()
-        tasks = {t["id"]: t for t in snap["tasks"]}
-        done = (tasks.get("worker:0", {}).get("progress") or {}).get("epoch_done", 0)
-        if snap["attempt"] == 1 and done >= min_epoch and tasks["worker:1"]["pid"]:
+        worker0, worker1 = snap.task("worker:0"), snap.task("worker:1")
+        done = ((worker0.progress if worker0 else None) or {}).get("epoch_done", 0)
+        if snap.attempt == 1 and done >= min_epoch and worker1.pid:
             strike(snap)
             return time.time(), done
         time.sleep(0.05)
@@ -64,8 +65,8 @@ def kill_worker_when(record, signum, min_epoch=3):
     """Wait until attempt 1 has trained ``min_epoch`` epochs, then signal worker:1."""
 
     def kill(snap):
-        (worker,) = [t for t in snap["tasks"] if t["id"] == "worker:1"]
-        os.kill(worker["pid"], signum)
+        (worker,) = [t for t in snap.tasks if t.id == "worker:1"]
+        os.kill(worker.pid, signum)
 
     return strike_when(record, kill, min_epoch, timeout=120)[0]
 
@@ -94,18 +95,18 @@ def test_lost_worker_resumes_from_checkpoint(shell, tony_home, signum):
     # Attempt 2 starts at the checkpointed epoch, not 0, and finishes the 8 epochs.
     first = shell.user_ns["first_epoch"]
     assert first >= 3 and epochs_run == 8 - first
-    snap = JobClient(list_jobs()[0]).snapshot()
-    assert snap["state"] == "SUCCEEDED" and snap["attempt"] == 2
-    (ended,) = snap["attempts"]
-    assert ended["task"] == "worker:1" or "worker:0" in ended["reason"]
+    snap = open_client(list_jobs()[0]).snapshot()
+    assert snap.state == "SUCCEEDED" and snap.attempt == 2
+    (ended,) = snap.attempts
+    assert ended.task == "worker:1" or "worker:0" in ended.reason
     if signum == signal.SIGSTOP:
-        assert "missed 8 heartbeats" in ended["reason"]
-        events, _ = JobClient(list_jobs()[0]).events(0)
+        assert "missed 8 heartbeats" in ended.reason
+        events, _ = open_client(list_jobs()[0]).events(0)
         failed = next(e for e in events if e["kind"] == "attempt" and e["state"] == "FAILED")
         # Detected within interval x max-missed + one interval (0.5 s x 8 + 0.5 s).
         assert failed["time"] - struck["at"] <= 4.5
     else:
-        assert "killed by signal 9" in ended["reason"] or "exited" in ended["reason"]
+        assert "killed by signal 9" in ended.reason or "exited" in ended.reason
     assert wait_no_processes(tony_home) == []
 
 

@@ -11,7 +11,8 @@ from conftest import processes_under, wait_no_processes
 from IPython.core.error import UsageError
 
 from tony_jupyter.errors import JobFailedError
-from tony_jupyter.launcher.client import JobClient, list_jobs
+from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.clients import open_client
 
 FAST = "--conf tony.task.heartbeat-interval-ms=200"
 
@@ -111,8 +112,8 @@ def test_interrupt_mid_rendezvous_kills_the_job(shell, tony_home):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             jobs = list_jobs()
-            tasks = JobClient(jobs[0]).snapshot()["tasks"] if jobs else []
-            if any(t["id"] == "worker:0" and t["registered_at"] for t in tasks):
+            tasks = open_client(jobs[0]).snapshot().tasks if jobs else ()
+            if any(t.id == "worker:0" and t.registered_at for t in tasks):
                 os.kill(os.getpid(), signal.SIGINT)
                 return
             time.sleep(0.05)
@@ -123,8 +124,8 @@ def test_interrupt_mid_rendezvous_kills_the_job(shell, tony_home):
             "tony", f"--workers 2 --conf tony.containers.envs=PYTHONPATH={hang}", "1"
         )
     (rec,) = list_jobs()
-    snap = JobClient(rec).snapshot()
-    assert snap["state"] == "KILLED" and "interrupted" in snap["reason"]
+    snap = open_client(rec).snapshot()
+    assert snap.state == "KILLED" and "interrupted" in snap.reason
     assert wait_no_processes(tony_home) == []
 
 
@@ -201,7 +202,7 @@ def test_line_magics_list_status_logs_kill_attach(shell, tony_home, capsys):
     )
     deadline = time.monotonic() + 30
     while (
-        "working" not in JobClient(job.record).logs("worker:1")[0] and time.monotonic() < deadline
+        "working" not in open_client(job.record).logs("worker:1")[0] and time.monotonic() < deadline
     ):
         time.sleep(0.2)
     capsys.readouterr()

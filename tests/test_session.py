@@ -13,7 +13,8 @@ from sklearn.datasets import load_digits
 
 from tony_jupyter import session as sessions
 from tony_jupyter.errors import JobFailedError
-from tony_jupyter.launcher.client import JobClient, list_jobs
+from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.clients import open_client
 
 
 @pytest.fixture
@@ -73,7 +74,7 @@ def test_interrupt_returns_control_and_the_session_goes_on(session_shell):
         # Strike once the cell runs on the tasks (on a loaded YARN that can take a while).
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            cells = (client._call("GET", "cells") or {}).get("cells", [])
+            cells = client.cells()
             if cells and cells[-1]["id"] == 2 and cells[-1]["state"] == "RUNNING":
                 os.kill(os.getpid(), signal.SIGINT)
                 return
@@ -106,11 +107,11 @@ def test_cell_log_and_names_from_the_notebook(session_shell, capsys):
 def test_lost_task_breaks_the_session_and_restart_restores_it(session_shell, capsys):
     sh = session_shell
     pid = sh.run_cell_magic("tony", "", "import os\nos.getpid()")
-    tasks = JobClient(list_jobs()[0]).snapshot()["tasks"]
-    os.kill(next(t["pid"] for t in tasks if t["id"] == "worker:1"), signal.SIGKILL)
+    tasks = open_client(list_jobs()[0]).snapshot().tasks
+    os.kill(next(t.pid for t in tasks if t.id == "worker:1"), signal.SIGKILL)
 
     deadline = time.monotonic() + 20
-    while JobClient(list_jobs()[0]).snapshot()["state"] == "RUNNING":
+    while open_client(list_jobs()[0]).snapshot().state == "RUNNING":
         assert time.monotonic() < deadline
         time.sleep(0.1)
     with pytest.raises(UsageError, match="session is broken .* %tony session restart"):

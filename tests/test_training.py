@@ -4,7 +4,8 @@ import pytest
 from conftest import wait_no_processes
 from sklearn.datasets import load_digits
 
-from tony_jupyter.launcher.client import JobClient, list_jobs
+from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.runtime import FitHistory
 
 pytestmark = pytest.mark.slow
@@ -75,12 +76,12 @@ def test_multi_worker_mirrored_strategy_trains_with_two_workers(digits, tony_hom
     assert last == history["loss"][-1] < history["loss"][0]
     assert history["accuracy"][-1] > 0.5
     (rec,) = list_jobs()
-    snap = JobClient(rec).snapshot()
-    assert snap["state"] == "SUCCEEDED" and [t["state"] for t in snap["tasks"]] == ["SUCCEEDED"] * 2
-    progress = next(t for t in snap["tasks"] if t["id"] == "worker:0")["progress"]
+    snap = open_client(rec).snapshot()
+    assert snap.state == "SUCCEEDED" and [t.state for t in snap.tasks] == ["SUCCEEDED"] * 2
+    progress = snap.task("worker:0").progress
     assert progress["epoch"] == 3 and progress["step"] == 90
     assert 0 < progress["accuracy"] <= 1  # batch logs are per-replica sums; progress undoes that
-    log, _ = JobClient(rec).logs("worker:1")
+    log, _ = open_client(rec).logs("worker:1")
     assert "Epoch 3/3" in log
     assert wait_no_processes(tony_home) == []
 
@@ -91,12 +92,12 @@ def test_parameter_server_strategy_trains_with_chief_workers_and_ps(digits, tony
     assert digits.user_ns["ps_devices"] == 1
     assert last == history["loss"][-1] < history["loss"][0]
     (rec,) = list_jobs()
-    client = JobClient(rec)
+    client = open_client(rec)
     assert client.wait_am_exit()  # the final status is written once every task is stopped
     snap = client.snapshot()
-    states = {t["id"]: t["state"] for t in snap["tasks"]}
+    states = {t.id: t.state for t in snap.tasks}
     # The chief ends the job; the serving workers and the ps are stopped, not waited for.
-    assert snap["state"] == "SUCCEEDED" and states["chief:0"] == "SUCCEEDED"
+    assert snap.state == "SUCCEEDED" and states["chief:0"] == "SUCCEEDED"
     assert {states["worker:0"], states["worker:1"], states["ps:0"]} == {"STOPPED"}
     assert wait_no_processes(tony_home) == []
 

@@ -25,6 +25,7 @@ def submit(words: list[str]) -> int:
     from .job import TonyJob
     from .job import submit as submit_job
     from .options import parse_job_args
+    from .protocol import JobState
     from .widgets import JobView, follow
 
     if not words:
@@ -55,11 +56,8 @@ def submit(words: list[str]) -> int:
     except KeyboardInterrupt:
         snap = job.kill("interrupted (Ctrl-C)")
     job.client.release()
-    print(
-        f"job {job.job_id}: {snap['state']}"
-        + (f" ({snap['reason']})" if snap.get("reason") else "")
-    )
-    return 0 if snap["state"] == "SUCCEEDED" else 1
+    print(f"job {job.job_id}: {snap.state}" + (f" ({snap.reason})" if snap.reason else ""))
+    return 0 if snap.state == JobState.SUCCEEDED else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,30 +5,29 @@ from __future__ import annotations
 import time
 
 from .errors import SpecError
-from .launcher.client import JobClient, find_job, list_jobs
+from .launcher.client import find_job, list_jobs
+from .launcher.clients import open_client
+from .protocol import JobSnapshot
 
-TERMINAL = ("SUCCEEDED", "FAILED", "KILLED", "LOST")
 
-
-def _elapsed(snap: dict) -> str:
-    start = snap.get("started")
-    if not start:
+def _elapsed(snap: JobSnapshot) -> str:
+    if not snap.started:
         return "-"
-    end = snap.get("finished") or snap.get("now") or time.time()
-    return f"{end - start:.1f}s"
+    end = snap.finished or snap.now or time.time()
+    return f"{end - snap.started:.1f}s"
 
 
 def list_text() -> str:
     rows = [("JOB", "NAME", "BACKEND", "STATE", "ATTEMPT", "ELAPSED")]
     for rec in list_jobs():
-        s = JobClient(rec).snapshot()
+        s = open_client(rec).snapshot()
         rows.append(
             (
                 rec.id,
-                s.get("name", ""),
-                s.get("backend", ""),
-                s["state"],
-                f"{s.get('attempt', 0)}/{s.get('max_attempts', 1)}",
+                s.name,
+                s.backend,
+                str(s.state),
+                f"{s.attempt}/{s.max_attempts}",
                 _elapsed(s),
             )
         )
@@ -40,32 +39,32 @@ def list_text() -> str:
 
 
 def status_text(job_id: str) -> str:
-    s = JobClient(find_job(job_id)).snapshot()
+    s = open_client(find_job(job_id)).snapshot()
     lines = [
-        f"job {s['job_id']} ({s.get('name', '')}, {s.get('backend', '')}): {s['state']}"
-        f"  attempt {s.get('attempt', 0)}/{s.get('max_attempts', 1)}  {_elapsed(s)}"
+        f"job {s.job_id} ({s.name}, {s.backend}): {s.state}"
+        f"  attempt {s.attempt}/{s.max_attempts}  {_elapsed(s)}"
     ]
-    if s.get("reason"):
-        lines.append(f"reason: {s['reason']}")
-    for a in s.get("attempts", []):
-        lines.append(f"attempt {a['attempt']} ended: {a['reason']}")
-    for t in s.get("tasks", []):
-        hb = f"{s['now'] - t['last_heartbeat']:.1f}s ago" if t.get("last_heartbeat") else "-"
-        where = f"{t['host']}:{t['port']}" if t.get("host") else "-"
+    if s.reason:
+        lines.append(f"reason: {s.reason}")
+    for a in s.attempts:
+        lines.append(f"attempt {a.attempt} ended: {a.reason}")
+    for t in s.tasks:
+        hb = f"{s.now - t.last_heartbeat:.1f}s ago" if t.last_heartbeat else "-"
+        where = f"{t.host}:{t.port}" if t.host else "-"
         lines.append(
-            f"  {t['id']:<12} {t['state']:<10} {where:<22} heartbeat {hb}"
-            + (f"  exit {t['exit_code']}" if t.get("exit_code") is not None else "")
+            f"  {t.id:<12} {t.state:<10} {where:<22} heartbeat {hb}"
+            + (f"  exit {t.exit_code}" if t.exit_code is not None else "")
         )
-    for name, url in s.get("endpoints", {}).items():
+    for name, url in s.endpoints.items():
         lines.append(f"  endpoint {name}: {url}")
     return "\n".join(lines)
 
 
 def logs_text(job_id: str, task: str | None = None, attempt: int = 0) -> str:
-    client = JobClient(find_job(job_id))
+    client = open_client(find_job(job_id))
     snap = client.snapshot()
-    tasks = [task] if task else [t["id"] for t in snap.get("tasks", [])]
-    known = {t["id"] for t in snap.get("tasks", [])}
+    known = [t.id for t in snap.tasks]
+    tasks = [task] if task else known
     if task and known and task not in known:
         raise SpecError(f"job {job_id} has no task {task!r}; its tasks: {', '.join(sorted(known))}")
     out = []
@@ -79,11 +78,11 @@ def kill_text(job_id: str) -> str:
     from .job import TonyJob
 
     job = TonyJob(find_job(job_id))
-    before = job.client.snapshot()["state"]
-    if before in TERMINAL:
-        return f"job {job.job_id} already ended: {before}"
+    before = job.client.snapshot()
+    if before.terminal:
+        return f"job {job.job_id} already ended: {before.state}"
     snap = job.kill("killed with `tony kill`")
-    return f"job {job.job_id}: {snap['state']}"
+    return f"job {job.job_id}: {snap.state}"
 
 
 def dispatch(cmd: str, args: list[str]) -> None:

@@ -8,10 +8,10 @@ import time
 
 from .bundle import Bundle
 from .errors import BackendError, JobFailedError
-from .launcher.client import JobClient, JobRecord
+from .launcher.client import JobRecord
+from .launcher.clients import open_client
+from .protocol import JobSnapshot, JobState
 from .spec import JobSpec
-
-TERMINAL = ("SUCCEEDED", "FAILED", "KILLED", "LOST")
 
 
 def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:
@@ -29,19 +29,19 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
     )
 
 
-def failure(snapshot: dict) -> JobFailedError:
+def failure(snapshot: JobSnapshot) -> JobFailedError:
     """Turn a job that did not succeed into the error the user reads: state, reason, and the
     failing task's remote traceback."""
-    task_id = snapshot.get("failed_task")
+    task_id = snapshot.failed_task
     tb = None
-    for t in snapshot.get("tasks", []):
-        if t["id"] == task_id or (task_id is None and t.get("traceback")):
-            tb, task_id = t.get("traceback"), t["id"]
+    for t in snapshot.tasks:
+        if t.id == task_id or (task_id is None and t.traceback):
+            tb, task_id = t.traceback, t.id
             break
     return JobFailedError(
-        snapshot["job_id"],
-        snapshot["state"],
-        snapshot.get("reason", ""),
+        snapshot.job_id,
+        str(snapshot.state),
+        snapshot.reason,
         task=task_id,
         remote_traceback=tb,
     )
@@ -52,10 +52,10 @@ class TonyJob:
 
     def __init__(self, record: JobRecord, namespace: dict | None = None):
         self.record = record
-        self.client = JobClient(record)
+        self.client = open_client(record)
         self.namespace = namespace
         self.done = threading.Event()
-        self._final: dict | None = None
+        self._final: JobSnapshot | None = None
 
     @property
     def job_id(self) -> str:
@@ -65,10 +65,10 @@ class TonyJob:
         return f"<TonyJob {self.job_id} {self.state}>"
 
     @property
-    def state(self) -> str:
-        return (self._final or self.client.snapshot())["state"]
+    def state(self) -> JobState:
+        return (self._final or self.client.snapshot()).state
 
-    def wait(self, timeout: float | None = None) -> dict:
+    def wait(self, timeout: float | None = None) -> JobSnapshot:
         deadline = None if timeout is None else time.monotonic() + timeout
         since = 0
         while self._final is None:
@@ -76,14 +76,14 @@ class TonyJob:
                 break
             _, since = self.client.events(since, timeout=2.0)
             snap = self.client.snapshot()
-            if snap["state"] in TERMINAL:
+            if snap.terminal:
                 self.set_final(snap)
             elif deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"job {self.job_id} still {snap['state']} after {timeout} s")
+                raise TimeoutError(f"job {self.job_id} still {snap.state} after {timeout} s")
         self.done.wait()
         return self._final or self.client.snapshot()
 
-    def set_final(self, snapshot: dict) -> None:
+    def set_final(self, snapshot: JobSnapshot) -> None:
         self._final = snapshot
         self.done.set()
 
@@ -91,7 +91,7 @@ class TonyJob:
         """The chief's last expression; ``--pull`` names go into the notebook namespace."""
         snap = self.wait(timeout)
         try:
-            if snap["state"] != "SUCCEEDED":
+            if snap.state != JobState.SUCCEEDED:
                 raise failure(snap)
             got = self.client.result()
         finally:
@@ -104,11 +104,11 @@ class TonyJob:
             print(f"--pull: the chief never defined {', '.join(got['missing'])}")
         return got["value"]
 
-    def kill(self, reason: str = "killed on request", wait: float = 15.0) -> dict:
+    def kill(self, reason: str = "killed on request", wait: float = 15.0) -> JobSnapshot:
         self.client.kill(reason)
         deadline = time.monotonic() + wait
         snap = self.client.snapshot()
-        while snap["state"] not in TERMINAL and time.monotonic() < deadline:
+        while not snap.terminal and time.monotonic() < deadline:
             time.sleep(0.1)
             snap = self.client.snapshot()
         self.client.release()

@@ -16,7 +16,8 @@ from . import commands, shards
 from .bundle import Bundle, make_bundle
 from .errors import BundleError, JobNotFoundError, SpecError
 from .job import TonyJob, submit
-from .launcher.client import JobClient, find_job
+from .launcher.client import find_job
+from .launcher.clients import open_client
 from .options import job_parser, parse_job_args
 
 HELP = """\
@@ -121,7 +122,7 @@ class TonyMagics(Magics):
                     raise SpecError("no session is running")
                 snap = current.stop()
                 sessions.set_current(None)
-                print(f"session {snap['job_id'] if snap else ''} stopped")
+                print(f"session {snap.job_id if snap else ''} stopped")
             elif sub == "restart":
                 if current is None:
                     raise SpecError("no session to restart; %tony session start --workers N")
@@ -252,9 +253,9 @@ def _follow(job: TonyJob, view) -> None:
     try:
         snap = follow(job.client, view, stop=stop)
     except Exception as e:  # noqa: BLE001 - never leave the cell waiting on a dead follower
-        snap = JobClient(job.record).snapshot()
+        snap = open_client(job.record).snapshot()
         print(f"[tony] lost track of {job.job_id}: {e}")
-    if snap["state"] in ("SUCCEEDED", "FAILED", "KILLED", "LOST"):
+    if snap.terminal:
         job.set_final(snap)
     else:
         job.done.set()

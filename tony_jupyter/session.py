@@ -4,19 +4,20 @@ task keeping its namespace between cells (as ipyparallel's engines do for ``%%px
 from __future__ import annotations
 
 import atexit
-import base64
 import dataclasses
 import threading
 import time
 
 from .bundle import bound_names, make_bundle
 from .errors import JobFailedError, SpecError, TonyError
-from .job import TERMINAL, TonyJob, failure, submit
+from .job import TonyJob, failure, submit
 from .launcher.client import decode_result
+from .protocol import DONE_CELL_STATES, CellState, JobSnapshot, JobState
 from .spec import JobSpec
 
 INTERRUPT_GRACE_S = 10.0
-CELL_STATE = {"PENDING": "STARTING", "INTERRUPTED": "KILLED"}  # cell state -> widget state
+# cell state -> the job state the widget shows; the others have the same name
+CELL_STATE = {CellState.PENDING: JobState.STARTING, CellState.INTERRUPTED: JobState.KILLED}
 
 
 class SessionError(TonyError, RuntimeError):
@@ -37,8 +38,8 @@ class Session:
         self.job = TonyJob(submit(self.spec, make_bundle("", {})))
         deadline = time.monotonic() + timeout
         try:
-            while (snap := self.job.client.snapshot())["state"] != "RUNNING":
-                if snap["state"] in TERMINAL:
+            while (snap := self.job.client.snapshot()).state != JobState.RUNNING:
+                if snap.terminal:
                     raise failure(snap)
                 if time.monotonic() > deadline:
                     raise SessionError(f"session {self.job.job_id} did not start in {timeout:g} s")
@@ -49,15 +50,15 @@ class Session:
         if not self.detach:
             atexit.register(self.stop)  # the kernel's shutdown ends the session
 
-    def stop(self, reason: str = "session stopped") -> dict | None:
+    def stop(self, reason: str = "session stopped") -> JobSnapshot | None:
         if self.job is None:
             return None
         atexit.unregister(self.stop)
         job, self.job = self.job, None
-        if job.client.snapshot()["state"] not in TERMINAL:
-            job.client._call("POST", "stop", json={"reason": reason})
+        if not job.client.snapshot().terminal:
+            job.client.stop_session(reason)
         deadline = time.monotonic() + 15
-        while job.client.snapshot()["state"] not in TERMINAL and time.monotonic() < deadline:
+        while not job.client.snapshot().terminal and time.monotonic() < deadline:
             time.sleep(0.1)
         job.client.release()
         job.client.wait_am_exit()
@@ -78,16 +79,15 @@ class Session:
             return "the session was stopped; %tony session start --workers N"
         snap = self.job.client.snapshot()
         tasks = ", ".join(
-            f"{t['id']} {t['state']}"
-            + (f" {t['rss_bytes'] / 2**20:.0f} MiB" if t.get("rss_bytes") else "")
-            for t in snap["tasks"]
+            f"{t.id} {t.state}" + (f" {t.rss_bytes / 2**20:.0f} MiB" if t.rss_bytes else "")
+            for t in snap.tasks
         )
         text = (
-            f"session {snap['job_id']}: {snap['state']}  cells run: {self.cells_run}  "
+            f"session {snap.job_id}: {snap.state}  cells run: {self.cells_run}  "
             f"idle timeout {self.spec.idle_timeout_s:g} s\n  tasks: {tasks}"
         )
-        if snap.get("reason") and snap["state"] != "RUNNING":
-            text += f"\n  reason: {snap['reason']}"
+        if snap.reason and snap.state != JobState.RUNNING:
+            text += f"\n  reason: {snap.reason}"
         return text
 
     # --- cells ------------------------------------------------------------------------------
@@ -96,12 +96,12 @@ class Session:
         if self.job is None:
             raise SessionError("no session is running; %tony session start --workers N")
         snap = self.job.client.snapshot()
-        if snap["state"] == "RUNNING":
+        if snap.state == JobState.RUNNING:
             return self.job
-        if snap["state"] == "SUCCEEDED":
-            raise SessionError(f"the session has ended: {snap['reason']}")
+        if snap.state == JobState.SUCCEEDED:
+            raise SessionError(f"the session has ended: {snap.reason}")
         raise SessionError(
-            f"the session is broken ({snap['state']}: {snap['reason']}); "
+            f"the session is broken ({snap.state}: {snap.reason}); "
             "%tony session restart brings it back with the same resources"
         )
 
@@ -109,15 +109,8 @@ class Session:
         job = self._require_running()
         bundle = make_bundle(source, namespace, exclude=tuple(self.remote_names))
         self.remote_names |= bound_names(source)
-        cell = job.client._call(
-            "POST",
-            "cells",
-            json={
-                "source": source,
-                "names": base64.b64encode(bundle.names).decode(),
-                "pull": list(pull),
-                "filename": f"<tony-cell-{self.cells_run + 1}>",
-            },
+        cell = job.client.submit_cell(
+            source, bundle.names, list(pull), filename=f"<tony-cell-{self.cells_run + 1}>"
         )
         if cell is None:
             raise SessionError("the session's AM is gone; %tony session restart")
@@ -128,20 +121,20 @@ class Session:
         except KeyboardInterrupt:
             done = self._interrupt(job, follower)
         follower.finish(done)
-        if done["state"] != "SUCCEEDED":
+        if done["state"] != CellState.SUCCEEDED:
             raise _cell_failure(job.job_id, done)
-        got = decode_result(done["results"].get(job.client.snapshot()["chief"]))
+        got = decode_result(done["results"].get(job.client.snapshot().chief))
         if got is None:
             return None
         namespace.update(got["pulled"])
         return got["value"]
 
     def _interrupt(self, job: TonyJob, follower: CellFollower) -> dict:
-        job.client._call("POST", f"cells/{follower.cell_id}/interrupt")
+        job.client.interrupt_cell(follower.cell_id)
         deadline = time.monotonic() + INTERRUPT_GRACE_S
         while time.monotonic() < deadline:
             done = follower.poll(timeout=0.5)
-            if done["state"] in ("SUCCEEDED", "FAILED", "INTERRUPTED"):
+            if done["state"] in DONE_CELL_STATES:
                 return done
         follower.finish(follower.poll())
         print(
@@ -155,11 +148,11 @@ class Session:
 def _cell_failure(job_id: str, cell: dict) -> JobFailedError:
     for task, r in sorted(cell["results"].items()):
         if r.get("status") in ("error", "interrupted"):
-            state = "INTERRUPTED" if r["status"] == "interrupted" else "FAILED"
+            state = CellState.INTERRUPTED if r["status"] == "interrupted" else CellState.FAILED
             return JobFailedError(
                 job_id,
-                state,
-                f"cell {cell['id']} {state.lower()} on {task}",
+                state.value,
+                f"cell {cell['id']} {state.value.lower()} on {task}",
                 task=task,
                 remote_traceback=r.get("traceback"),
             )
@@ -176,15 +169,13 @@ class CellFollower:
         self.last: dict = {}
 
     def poll(self, timeout: float = 0.0) -> dict:
-        cell = self.job.client._call(
-            "GET", f"cells/{self.cell_id}", timeout=timeout + 10, params={"timeout": timeout}
-        )
+        cell = self.job.client.cell(self.cell_id, timeout)
         if cell is None:  # the AM is gone: the session died under the cell
             snap = self.job.client.snapshot()
             cell = dict(
                 self.last,
-                state="FAILED",
-                results={"session": {"status": "error", "traceback": snap["reason"]}},
+                state=CellState.FAILED.value,
+                results={"session": {"status": "error", "traceback": snap.reason}},
             )
         self.last = cell
         if self.view is not None:
@@ -203,12 +194,12 @@ class CellFollower:
                 self.view.append_log(task, text)
         self.view.update(self._as_job(snap, cell))
 
-    def _as_job(self, snap: dict, cell: dict) -> dict:
+    def _as_job(self, snap: JobSnapshot, cell: dict) -> JobSnapshot:
         failed = [t for t, r in cell.get("results", {}).items() if r.get("status") != "ok"]
-        return dict(
+        return dataclasses.replace(
             snap,
-            state=CELL_STATE.get(cell["state"], cell["state"]),
-            name=f"{snap.get('name')} · cell {self.cell_id}",
+            state=CELL_STATE.get(cell["state"]) or JobState(cell["state"]),
+            name=f"{snap.name} · cell {self.cell_id}",
             started=cell.get("submitted"),
             finished=cell.get("finished"),
             reason=f"failed on {', '.join(failed)}" if failed else "",
@@ -216,11 +207,7 @@ class CellFollower:
         )
 
     def wait(self) -> dict:
-        while (cell := self.poll(timeout=0.5))["state"] not in (
-            "SUCCEEDED",
-            "FAILED",
-            "INTERRUPTED",
-        ):
+        while (cell := self.poll(timeout=0.5))["state"] not in DONE_CELL_STATES:
             pass
         return cell
 

@@ -16,6 +16,7 @@ from bench.lib.common import free_port
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.options import parse_job_args
+from tony_jupyter.protocol import JobState
 
 WORKLOAD = Path(__file__).with_name("workload.py")
 TIMEOUT_S = 300.0
@@ -103,8 +104,8 @@ def tony(backend: str, workers: int, conf: dict, flags: str = "", on_job=None) -
             extra = on_job(job) or {}
         snap = job.wait(TIMEOUT_S)
         t_done = time.time()
-        if snap["state"] != "SUCCEEDED":
-            raise RuntimeError(f"{job.job_id} {snap['state']}: {snap.get('reason', '')[:500]}")
+        if snap.state != JobState.SUCCEEDED:
+            raise RuntimeError(f"{job.job_id} {snap.state}: {snap.reason[:500]}")
         tasks = wait_tasks(Path(conf["out"]), workers, timeout=10)
     finally:
         if job.state not in ("SUCCEEDED", "FAILED", "KILLED", "LOST"):

@@ -8,7 +8,7 @@ from conftest import wait_no_processes
 
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.launcher import local as backend_local
-from tony_jupyter.launcher.client import JobClient
+from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
 
 
@@ -19,9 +19,9 @@ def running_job(tony_home):
         "--workers 2 --no-tensorboard --conf tony.task.heartbeat-interval-ms=200"
     )
     bundle = make_bundle("import time\nprint('ready', flush=True)\ntime.sleep(600)", {})
-    client = JobClient(backend_local.submit(spec, bundle))
+    client = open_client(backend_local.submit(spec, bundle))
     deadline = time.monotonic() + 30
-    while client.snapshot()["state"] != "RUNNING" and time.monotonic() < deadline:
+    while client.snapshot().state != "RUNNING" and time.monotonic() < deadline:
         time.sleep(0.1)
     yield client
     client.kill()
@@ -45,7 +45,7 @@ def test_executor_calls_and_kill_need_the_token_too(running_job):
     body = {"task": "worker:0", "attempt": 1, "progress": {"step": 1}}
     assert requests.post(f"{base}/executor/heartbeat", json=body, timeout=5).status_code == 401
     assert requests.post(f"{base}/kill", timeout=5).status_code == 401
-    assert running_job.snapshot()["state"] == "RUNNING"
+    assert running_job.snapshot().state == "RUNNING"
 
 
 def test_events_long_poll_and_logs_from_an_offset(running_job):
@@ -77,13 +77,13 @@ def test_stale_attempt_is_told_to_stop(running_job):
 def test_kill_ends_the_job_and_the_am_exits_when_released(running_job):
     assert running_job.kill("test kill")
     deadline = time.monotonic() + 15
-    while running_job.snapshot()["state"] != "KILLED" and time.monotonic() < deadline:
+    while running_job.snapshot().state != "KILLED" and time.monotonic() < deadline:
         time.sleep(0.1)
     snap = running_job.snapshot()
-    assert snap["state"] == "KILLED" and snap["reason"] == "test kill"
+    assert snap.state == "KILLED" and snap.reason == "test kill"
     running_job.release()
     assert running_job.wait_am_exit()
     # Gone, but its final status stays readable from disk.
     final = running_job.snapshot()
-    assert final["state"] == "KILLED"
-    assert {t["state"] for t in final["tasks"]} == {"STOPPED"}
+    assert final.state == "KILLED"
+    assert {t.state for t in final.tasks} == {"STOPPED"}

@@ -136,9 +136,10 @@ def lab(tmp_path, tony_home):
     yield {"url": url, "token": token, "release": release, "log": tmp_path / "lab.log"}
     release.touch()
     for rec in (tony_home / "jobs").glob("*"):  # nothing may outlive the test
-        from tony_jupyter.launcher.client import JobClient, JobRecord
+        from tony_jupyter.launcher.client import JobRecord
+        from tony_jupyter.launcher.clients import open_client
 
-        client = JobClient(JobRecord(rec.name, rec))
+        client = open_client(JobRecord(rec.name, rec))
         client.kill("test teardown")
         client.release()
     proc.terminate()

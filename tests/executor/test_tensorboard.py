@@ -16,6 +16,7 @@ from tony_jupyter import job
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.executor import tensorboard as tb
 from tony_jupyter.launcher.client import JobClient
+from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
 
 # Trains for a while (the test reads the scalars while it runs), then waits to be killed.
@@ -38,7 +39,7 @@ time.sleep(600)
 
 def submit(line: str, source: str, names: dict) -> JobClient:
     _, spec = parse_job_args(line)
-    return JobClient(job.submit(spec, make_bundle(source, names)))  # the backend tony_home sets
+    return open_client(job.submit(spec, make_bundle(source, names)))  # the backend tony_home sets
 
 
 def wait_for(predicate, timeout: float, what: str):
@@ -63,16 +64,14 @@ def test_chief_tensorboard_shows_scalars_while_training(tony_home):
     X, y = load_digits(return_X_y=True)
     client = submit("--workers 2", TRAIN, {"X": (X / 16.0).astype("float32"), "y": y})
     try:
-        url = wait_for(
-            lambda: client.snapshot()["endpoints"].get("tensorboard"), 120, "the endpoint"
-        )
+        url = wait_for(lambda: client.snapshot().endpoints.get("tensorboard"), 120, "the endpoint")
         assert url.startswith("http://127.0.0.1:")
         tags = wait_for(
             lambda: requests.get(url + "data/plugin/scalars/tags", timeout=5).json().get("train"),
             120,
             "scalars",
         )
-        assert client.snapshot()["state"] == "RUNNING"  # live, not after the fact
+        assert client.snapshot().state == "RUNNING"  # live, not after the fact
         wait_for(
             lambda: (
                 "epoch_loss"
@@ -125,14 +124,12 @@ def test_tensorboard_ends_with_the_chief(tony_home, tmp_path):
     go = tmp_path / "go"
     client = submit("--workers 1", WAIT_FOR_GO, {"go": str(go)})
     try:
-        url = wait_for(
-            lambda: client.snapshot()["endpoints"].get("tensorboard"), 180, "the endpoint"
-        )
+        url = wait_for(lambda: client.snapshot().endpoints.get("tensorboard"), 180, "the endpoint")
         assert requests.get(url + "data/runs", timeout=5).json() == []
         assert tensorboard_processes(client.job_id)  # the check below sees it while it runs
         go.touch()
-        wait_for(lambda: client.snapshot()["state"] in job.TERMINAL, 120, "the job's end")
-        assert client.snapshot()["state"] == "SUCCEEDED"
+        wait_for(lambda: client.snapshot().terminal, 120, "the job's end")
+        assert client.snapshot().state == "SUCCEEDED"
     finally:
         stop(client, tony_home)
     deadline = time.monotonic() + 15
@@ -148,8 +145,8 @@ def test_no_tensorboard_flag_starts_none(tony_home):
     assert spec.tensorboard is False
     client = submit("--workers 1 --no-tensorboard", "import time\ntime.sleep(3)", {})
     try:
-        wait_for(lambda: client.snapshot()["state"] == "SUCCEEDED", 60, "the job")
-        assert client.snapshot()["endpoints"] == {}
+        wait_for(lambda: client.snapshot().state == "SUCCEEDED", 60, "the job")
+        assert client.snapshot().endpoints == {}
         assert "TensorBoard" not in client.logs("worker:0")[0]
     finally:
         stop(client, tony_home)

@@ -14,7 +14,7 @@ from tornado import httpserver, netutil
 
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import submit
-from tony_jupyter.launcher.client import JobClient
+from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
@@ -63,12 +63,12 @@ def running_job(tony_home, upstream):
     tests/yarn/test_yarn_server_api.py), with a 'tensorboard' endpoint registered at
     ``upstream``."""
     _, spec = parse_job_args("--workers 1 --no-tensorboard")
-    client = JobClient(submit(spec, make_bundle("import time\ntime.sleep(600)", {})))
+    client = open_client(submit(spec, make_bundle("import time\ntime.sleep(600)", {})))
     try:
         deadline = time.monotonic() + 120  # YARN: containers under load
-        while client.snapshot()["state"] != "RUNNING" and time.monotonic() < deadline:
+        while client.snapshot().state != "RUNNING" and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert client.snapshot()["state"] == "RUNNING"
+        assert client.snapshot().state == "RUNNING"
         client.session.post(
             f"{client.am_url()}/api/v1/endpoints",
             json={"name": "tensorboard", "url": upstream},
@@ -152,9 +152,9 @@ async def test_kill_from_the_api(jp_fetch, running_job):
     )
     assert got["killed"] is True
     deadline = time.monotonic() + 20
-    while running_job.snapshot()["state"] != "KILLED" and time.monotonic() < deadline:
+    while running_job.snapshot().state != "KILLED" and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert running_job.snapshot()["state"] == "KILLED"
+    assert running_job.snapshot().state == "KILLED"
 
 
 @pytest.mark.parametrize("job", ["tony_nope", "..", "a.b", "%2e%2e"])

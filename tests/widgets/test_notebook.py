@@ -10,21 +10,23 @@ from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
 CELL = """
+from tony_jupyter.protocol import JobSnapshot
 from tony_jupyter.widgets import JobView
 
 def snap(state, **kw):
-    t = {"id": "worker:0", "type": "worker", "index": 0, "state": state, "host": "127.0.0.1",
-         "port": 41000, "exit_code": None, "last_heartbeat": 9.0, "progress": {}}
+    t = {"id": "worker:0", "type": "worker", "index": 0, "tracked": True, "state": state,
+         "host": "127.0.0.1", "port": 41000, "exit_code": None, "last_heartbeat": 9.0,
+         "progress": {}}
     return {"job_id": "job-nb", "name": "nbtest", "state": state, "attempt": 1,
             "max_attempts": 1, "attempts": [], "started": 0.0, "now": 10.0, "chief": "worker:0",
             "tasks": [dict(t, **kw)], "reason": "", "endpoints": {}}
 
 view = JobView("job-nb", on_kill=lambda: None)
 view.display()
-view.update(snap("RUNNING", progress={"epochs": 2, "epoch": 1, "loss": 0.5}))
+view.update(JobSnapshot.from_json(snap("RUNNING", progress={"epochs": 2, "epoch": 1, "loss": 0.5})))
 view.append_log("worker:0", "hello from the chief\\n")
-view.finish(dict(snap("SUCCEEDED", exit_code=0), finished=12.5,
-                 reason="all tracked tasks succeeded"))
+view.finish(JobSnapshot.from_json(dict(snap("SUCCEEDED", exit_code=0), finished=12.5,
+                                       reason="all tracked tasks succeeded")))
 print(view.mode)
 """
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import pytest
 
+from tony_jupyter.protocol import JobSnapshot, JobState
 from tony_jupyter.widgets import JobView, follow
 from tony_jupyter.widgets.view import BAR_MAX
 
@@ -36,7 +38,9 @@ def task(tid: str, state: str = "RUNNING", beat: float | None = T0 + 9, **kw) ->
     return t
 
 
-def snap(state: str = "RUNNING", tasks: list | None = None, now: float = T0 + 10, **kw) -> dict:
+def snap(
+    state: str = "RUNNING", tasks: list | None = None, now: float = T0 + 10, **kw
+) -> JobSnapshot:
     s = {
         "job_id": "job-1",
         "name": "mnist",
@@ -55,7 +59,7 @@ def snap(state: str = "RUNNING", tasks: list | None = None, now: float = T0 + 10
         "tasks": tasks if tasks is not None else [task("worker:0"), task("worker:1")],
     }
     s.update(kw)
-    return s
+    return JobSnapshot.from_json(s)
 
 
 def test_header_state_and_task_rows():
@@ -261,7 +265,7 @@ class FakeClient:
         self.files: dict[tuple[str, int], str] = {}
         self.events_calls = 0
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> JobSnapshot:
         s = self.snaps[min(self.poll, len(self.snaps) - 1)]
         # the log files grow as the job goes: what each poll has written so far
         for key, chunks in self.logs_by_poll.items():
@@ -287,7 +291,7 @@ def test_follow_marks_attempt_boundary_and_drains_the_old_attempt():
         max_attempts=2,
         attempts=[{"attempt": 1, "reason": "worker:0 exited with code 1", "task": "worker:0"}],
     )
-    done = dict(a2, state="SUCCEEDED", finished=T0 + 40)
+    done = dataclasses.replace(a2, state=JobState.SUCCEEDED, finished=T0 + 40)
     client = FakeClient(
         [a1, a2, done],
         {
@@ -311,7 +315,7 @@ def test_follow_stops_on_request_without_finishing():
     stop = threading.Event()
     stop.set()
     view = JobView("job-1")
-    assert follow(client, view, stop=stop, poll_s=0)["state"] == "RUNNING"
+    assert follow(client, view, stop=stop, poll_s=0).state == "RUNNING"
     assert not view.finished and client.events_calls == 0
 
 
@@ -320,11 +324,11 @@ def test_follow_in_a_background_thread():
         [snap(), snap(), snap("SUCCEEDED", finished=T0 + 5)], {("worker:1", 1): ["x\n", "y\n"]}
     )
     view = JobView("job-1")
-    got: list[dict] = []
+    got: list[JobSnapshot] = []
     thread = threading.Thread(target=lambda: got.append(follow(client, view, poll_s=0)))
     thread.start()
     thread.join(10)
-    assert got and got[0]["state"] == "SUCCEEDED"
+    assert got and got[0].state == "SUCCEEDED"
     assert view.log_text("worker:1") == "x\ny"
 
 
@@ -339,5 +343,5 @@ def test_follow_stopped_as_the_job_ends_still_finishes_the_view():
 
     client.events = events
     view = JobView("job-1")
-    assert follow(client, view, stop=stop, poll_s=0)["state"] == "KILLED"
+    assert follow(client, view, stop=stop, poll_s=0).state == "KILLED"
     assert view.finished and "interrupted" in view.report_html

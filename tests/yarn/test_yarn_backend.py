@@ -11,7 +11,8 @@ from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noq
 
 from tony_jupyter.devcluster.config import NM_VCORES
 from tony_jupyter.errors import BackendError
-from tony_jupyter.launcher.client import JobClient, list_jobs
+from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.launcher.yarn import backend
 
 pytestmark = pytest.mark.yarn
@@ -136,7 +137,7 @@ def test_kill_ends_the_application_killed_with_no_container_left(
         "tony", f"--workers 2 --async --name killme-{RUN}", "import time\ntime.sleep(600)"
     )
     deadline = time.monotonic() + 60
-    while job.client.snapshot()["state"] != "RUNNING":
+    while job.client.snapshot().state != "RUNNING":
         assert time.monotonic() < deadline
         time.sleep(0.2)
     shell.run_line_magic("tony", f"kill {job.job_id}")
@@ -148,8 +149,8 @@ def test_kill_ends_the_application_killed_with_no_container_left(
         assert time.monotonic() < deadline, live
         time.sleep(0.2)
     # After the AM is gone the record still answers, from what the client kept.
-    snap = JobClient(list_jobs()[0]).snapshot()
-    assert snap["state"] == "KILLED" and {t["state"] for t in snap["tasks"]} == {"STOPPED"}
+    snap = open_client(list_jobs()[0]).snapshot()
+    assert snap.state == "KILLED" and {t.state for t in snap.tasks} == {"STOPPED"}
 
 
 def test_gpu_worker_lands_on_the_gpu_node_and_ps_on_the_plain_one(shell, tony_home, cluster):

@@ -26,7 +26,7 @@ def test_containers_never_allocated_end_failed_with_the_reason(shell, tony_home,
     )
     try:
         deadline = time.monotonic() + 120
-        while hog.client.snapshot()["state"] != "RUNNING":
+        while hog.client.snapshot().state != "RUNNING":
             assert time.monotonic() < deadline
             time.sleep(0.2)
         # The hog holds all but one of the default partition's vcores; this job's AM takes the

@@ -23,7 +23,8 @@ from tony_jupyter.devcluster import process as daemons
 from tony_jupyter.devcluster.config import NODEMANAGERS
 from tony_jupyter.devcluster.testing import started_by_fixture
 from tony_jupyter.executor.heartbeat import STOPPED
-from tony_jupyter.launcher.client import JobClient, list_jobs
+from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.clients import open_client
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 
@@ -54,15 +55,15 @@ FLAGS = (
 
 
 def kill_worker_process(snap, cluster, dc):
-    (worker,) = [t for t in snap["tasks"] if t["id"] == "worker:1"]
-    os.kill(worker["pid"], signal.SIGKILL)  # the devcluster's NMs run on this host
+    (worker,) = [t for t in snap.tasks if t.id == "worker:1"]
+    os.kill(worker.pid, signal.SIGKILL)  # the devcluster's NMs run on this host
 
 
 def kill_worker_container(snap, cluster, dc):
     """Through YARN: the RM's signal API, FORCEFUL_SHUTDOWN (SIGKILL) of worker:1's container."""
-    (worker,) = [t for t in snap["tasks"] if t["id"] == "worker:1"]
+    (worker,) = [t for t in snap.tasks if t.id == "worker:1"]
     r = requests.post(
-        f"{cluster.rm}/ws/v1/cluster/containers/{worker['container']}/signal/FORCEFUL_SHUTDOWN",
+        f"{cluster.rm}/ws/v1/cluster/containers/{worker.container}/signal/FORCEFUL_SHUTDOWN",
         params={"user.name": getpass.getuser()},
         timeout=10,
     )
@@ -72,7 +73,7 @@ def kill_worker_container(snap, cluster, dc):
 def kill_am(snap, cluster, dc):
     """kill -9 of the AM's process, found by its container's command line (by pid)."""
     attempts = requests.get(
-        f"{cluster.rm}/ws/v1/cluster/apps/{snap['job_id']}/appattempts", timeout=10
+        f"{cluster.rm}/ws/v1/cluster/apps/{snap.job_id}/appattempts", timeout=10
     ).json()["appAttempts"]["appAttempt"]
     container = attempts[-1]["containerId"]
     (am,) = [
@@ -88,8 +89,8 @@ def stop_worker_process(snap, cluster, dc):
     """SIGSTOP of worker:1's process, the one running the cell: it hangs. Its heartbeat sidecar
     (a forked child, see executor/heartbeat.py) is not stopped: it must see its task stopped and
     go silent, so the stop of the task itself is what the AM detects."""
-    (worker,) = [t for t in snap["tasks"] if t["id"] == "worker:1"]
-    task = psutil.Process(worker["pid"])
+    (worker,) = [t for t in snap.tasks if t.id == "worker:1"]
+    task = psutil.Process(worker.pid)
     sidecars = task.children()
     assert sidecars, "worker:1 has no heartbeat sidecar"
     task.send_signal(signal.SIGSTOP)
@@ -120,11 +121,11 @@ def crash_worker_node(snap, cluster, dc):
     (without waiting for the NM liveness expiry, the restart is a re-registration), starts AM
     attempt 2, and that AM recovers the job from the event log and starts attempt 2 from the
     checkpoint."""
-    (worker,) = [t for t in snap["tasks"] if t["id"] == "worker:1"]
-    nm = node_of(worker["pid"], dc)
+    (worker,) = [t for t in snap.tasks if t.id == "worker:1"]
+    nm = node_of(worker.pid, dc)
     assert nm == "nm1"
     killed = dc.kill_node(nm)
-    assert worker["pid"] in killed
+    assert worker.pid in killed
 
 
 def container_processes(dc, app_id: str) -> list[psutil.Process]:
@@ -192,14 +193,14 @@ def test_fault_on_yarn_resumes_from_checkpoint(
     # loaded (seen under CI: ckpt-2 on HDFS when struck after epoch 4).
     assert ns["first_epoch"] >= 2 and epochs_run == 8 - ns["first_epoch"]
     (rec,) = list_jobs()
-    client = JobClient(rec)
+    client = open_client(rec)
     snap = client.snapshot()
-    assert snap["state"] == "SUCCEEDED" and snap["attempt"] == 2
-    (ended,) = snap["attempts"]
+    assert snap.state == "SUCCEEDED" and snap.attempt == 2
+    (ended,) = snap.attempts
     events, _ = client.events(0)
     failed = next(e for e in events if e["kind"] == "attempt" and e["state"] == "FAILED")
     if strike in (kill_am, crash_worker_node):
-        assert "the AM was lost" in ended["reason"]
+        assert "the AM was lost" in ended.reason
         # Attempt 1's history came through the lost AM's event log, and so did its logs.
         assert any(
             e["kind"] == "attempt" and e["attempt"] == 1 and e["state"] == "STARTED" for e in events
@@ -208,12 +209,12 @@ def test_fault_on_yarn_resumes_from_checkpoint(
             text, _ = client.logs(task, attempt=1)
             assert f"attempt 1 of {task} started" in text
     elif strike is stop_worker_process:
-        assert ended["task"] == "worker:1"
-        assert f"missed {STOP_MAX_MISSED} heartbeats" in ended["reason"]
+        assert ended.task == "worker:1"
+        assert f"missed {STOP_MAX_MISSED} heartbeats" in ended.reason
         # Detected within interval x max-missed + one interval.
         assert failed["time"] - struck["at"] <= INTERVAL_S * (STOP_MAX_MISSED + 1)
     else:
-        assert ended["task"] == "worker:1" and "exited with code" in ended["reason"]
+        assert ended.task == "worker:1" and "exited with code" in ended.reason
     text, _ = client.logs("worker:1", attempt=2)
     assert "attempt 2 of worker:1 started" in text
     app = cluster.wait_app_end(rec.id)  # the AM unregisters as it exits, just after

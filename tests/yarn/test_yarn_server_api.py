@@ -30,8 +30,6 @@ from server_ext.test_server_api import (  # noqa: F401 - re-run here against YAR
 )
 from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
 
-from tony_jupyter.job import TERMINAL
-
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 pytestmark = pytest.mark.yarn
 
@@ -80,9 +78,7 @@ async def test_tensorboard_on_yarn_through_the_tracking_url_and_the_proxy(
     client = submit("--workers 1", TRAIN, {})
     app_id = client.job_id
     try:
-        url = wait_for(
-            lambda: client.snapshot()["endpoints"].get("tensorboard"), 240, "the endpoint"
-        )
+        url = wait_for(lambda: client.snapshot().endpoints.get("tensorboard"), 240, "the endpoint")
         # One-click TensorBoard: the tracking URL is the RM's web proxy, which now leads to
         # TensorBoard (it led to the AM's API before the chief registered TensorBoard).
         tracking = cluster.app(app_id)["trackingUrl"]
@@ -116,7 +112,7 @@ async def test_tensorboard_on_yarn_through_the_tracking_url_and_the_proxy(
             lambda: _tags_with(jp_fetch, tags_path, "epoch_loss"), 240, "epoch_loss"
         )
         assert "batch_loss" in tags["train"]
-        assert client.snapshot()["state"] == "RUNNING"  # live, not after the fact
+        assert client.snapshot().state == "RUNNING"  # live, not after the fact
         via_rm = requests.get(tracking + "data/plugin/scalars/tags", timeout=10).json()
         assert "epoch_loss" in via_rm["train"]
 
@@ -125,7 +121,7 @@ async def test_tensorboard_on_yarn_through_the_tracking_url_and_the_proxy(
             jp_fetch, "tony", "api", "jobs", app_id, "kill", method="POST", body=""
         )
         assert killed["killed"] is True
-        wait_for(lambda: client.snapshot()["state"] in TERMINAL, 60, "the job's end")
+        wait_for(lambda: client.snapshot().terminal, 60, "the job's end")
     finally:
         client.kill()
         client.release()

@@ -8,7 +8,8 @@ from sklearn.datasets import load_digits
 from test_training import MWMS, PS
 from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
 
-from tony_jupyter.launcher.client import JobClient, list_jobs
+from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.clients import open_client
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 
@@ -45,9 +46,9 @@ def test_mwms_two_workers_train_in_yarn_containers_of_the_asked_size(digits, ton
     assert last == history["loss"][-1] < history["loss"][0]
     assert cluster.wait_app_end(job.job_id)["finalStatus"] == "SUCCEEDED"
     (rec,) = list_jobs()
-    snap = JobClient(rec).snapshot()  # from the record the client kept: the AM is gone
-    assert snap["state"] == "SUCCEEDED" and [t["state"] for t in snap["tasks"]] == ["SUCCEEDED"] * 2
-    log, _ = JobClient(rec).logs("worker:1")
+    snap = open_client(rec).snapshot()  # from the record the client kept: the AM is gone
+    assert snap.state == "SUCCEEDED" and [t.state for t in snap.tasks] == ["SUCCEEDED"] * 2
+    log, _ = open_client(rec).logs("worker:1")
     assert "Epoch 3/3" in log
 
 

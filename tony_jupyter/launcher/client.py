@@ -3,6 +3,10 @@
 Every job has a directory ``$TONY_JUPYTER_HOME/jobs/<job id>/`` (default ``~/.tony-jupyter``):
 the spec, the secret token, and (local backend) the staged bundle, logs and final status.
 A job started by a kernel that has since died is found again from here.
+
+:class:`JobClient` is what every backend's client shares: the HTTP calls to the AM and the
+fallbacks to what the job left on disk. ``launcher.clients.open_client`` picks the backend's
+(``LocalJobClient`` in ``launcher.local``, ``YarnJobClient`` in ``launcher.yarn.client``).
 """
 
 from __future__ import annotations
@@ -12,14 +16,17 @@ import json
 import os
 import secrets
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import cloudpickle
 import psutil
 import requests
 
 from ..errors import BackendError, JobNotFoundError
+from ..protocol import JobSnapshot
 
 
 def home() -> Path:
@@ -76,13 +83,6 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
-def _settled(snap: dict) -> bool:
-    """The job has ended and the AM has seen every task's process end."""
-    return snap["state"] in ("SUCCEEDED", "FAILED", "KILLED") and all(
-        t["state"] in ("SUCCEEDED", "FAILED", "KILLED", "STOPPED") for t in snap.get("tasks", [])
-    )
-
-
 def decode_result(payload: dict | None) -> dict | None:
     """The chief's outcome as the executor sent it -> {'value', 'pulled', 'missing'}."""
     if not payload or "value" not in payload:
@@ -97,85 +97,73 @@ def decode_result(payload: dict | None) -> dict | None:
     return got
 
 
-class JobClient:
+class JobClient(ABC):
     """Talks to the job's AM while it runs; reads what it left on disk once it is gone."""
 
     def __init__(self, record: JobRecord):
         self.record = record
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"Bearer {record.token}"
-        self.yarn = record.read_json("yarn.json")  # None for a local job
-        self._yarn_url: str | None = None
-        self._yarn_app: dict | None = None
 
     @property
     def job_id(self) -> str:
         return self.record.id
 
+    # --- what a backend supplies ----------------------------------------------------------
+
+    @abstractmethod
     def am_url(self) -> str | None:
-        if self.yarn is not None:
-            return self._yarn_am_url()
-        info = self.record.read_json("am.json")
-        if info and pid_alive(int(info.get("pid", 0))):
-            return str(info["url"])
-        return None
+        """The AM's base URL while it serves, else None."""
 
-    def _yarn_am_url(self) -> str | None:
-        """A YARN AM is found through the RM's app report (it registers its HTTP address);
-        once the app has ended, or the final status is saved here, the RM is not asked again."""
-        from .yarn import client as yarn
+    @abstractmethod
+    def lost_snapshot(self, spec: dict) -> JobSnapshot:
+        """The job as the backend can tell it with no AM to ask and no final status saved."""
 
-        if self._yarn_url is None and not (self.record.dir / "status.json").exists():
-            if not yarn.ended(self._yarn_app):
-                self._yarn_app = yarn.app_report(self.yarn)
-                self._yarn_url = yarn.am_url(self._yarn_app)
-        return self._yarn_url
+    @abstractmethod
+    def wait_am_exit(self, timeout: float = 15) -> bool:
+        """Wait until the AM has exited; False if it is still there after ``timeout``."""
 
-    def _call(self, method: str, path: str, timeout: float = 10, **kw) -> dict | None:
+    # Optional hooks: doing nothing is right for a backend whose AM leaves its files here.
+
+    def _am_unreachable(self) -> None:  # noqa: B027
+        """The AM did not answer: forget where it was."""
+
+    def _answered(self, snap: JobSnapshot) -> None:  # noqa: B027
+        """The AM answered ``snap``: a backend may keep what it needs of it."""
+
+    def _kill_without_am(self) -> bool:
+        """Kill the job without its AM (not started yet, or gone); False if nothing to do."""
+        return False
+
+    # --- the AM's API, with the disk as fallback ------------------------------------------
+
+    def call_am(self, method: str, path: str, timeout: float = 10, **kw: Any) -> Any:
+        """``/api/v1/<path>`` on the AM: its JSON answer, or None when no AM answers."""
         url = self.am_url()
         if url is None:
             return None
         try:
             r = self.session.request(method, f"{url}/api/v1/{path}", timeout=timeout, **kw)
         except requests.ConnectionError:
-            self._yarn_url = None
+            self._am_unreachable()
             return None  # the AM just exited; the caller falls back to disk
         if r.status_code >= 400:
             raise BackendError(f"AM of {self.job_id} answered {r.status_code}: {r.text[:300]}")
         return r.json()
 
-    def snapshot(self) -> dict:
-        snap = self._call("GET", "job")
-        if snap is not None:
-            if self.yarn is not None and _settled(snap):
-                self._save_final(snap)
+    def snapshot(self) -> JobSnapshot:
+        got = self.call_am("GET", "job")
+        if got is not None:
+            snap = JobSnapshot.from_json(got)
+            self._answered(snap)
             return snap
-        snap = self.record.read_json("status.json")
-        if snap is not None:
-            return snap
-        spec = self.record.read_json("spec.json") or {}
-        if self.yarn is not None:
-            from .yarn import client as yarn
-
-            return yarn.lost_snapshot(self.yarn, spec, self._yarn_app or yarn.app_report(self.yarn))
-        return {
-            "job_id": self.job_id,
-            "name": spec.get("name", ""),
-            "state": "LOST",
-            "reason": "the AM is gone and left no final status (killed, or its host died)",
-            "attempt": 0,
-            "max_attempts": spec.get("max_attempts", 1),
-            "attempts": [],
-            "tasks": [],
-            "started": None,
-            "finished": None,
-            "now": time.time(),
-            "endpoints": {},
-            "backend": spec.get("backend", "local"),
-        }
+        saved = self.record.read_json("status.json")
+        if saved is not None:
+            return JobSnapshot.from_json(saved)
+        return self.lost_snapshot(self.record.read_json("spec.json") or {})
 
     def events(self, since: int, timeout: float = 0) -> tuple[list[dict], int]:
-        got = self._call(
+        got = self.call_am(
             "GET", "events", timeout=timeout + 10, params={"since": since, "timeout": timeout}
         )
         if got is None:
@@ -189,11 +177,13 @@ class JobClient:
         return got["events"], got["next"]
 
     def logs(self, task: str, offset: int = 0, attempt: int = 0) -> tuple[str, int]:
-        got = self._call("GET", "logs", params={"task": task, "offset": offset, "attempt": attempt})
+        got = self.call_am(
+            "GET", "logs", params={"task": task, "offset": offset, "attempt": attempt}
+        )
         if got is not None:
             return got["text"], got["offset"]
         if not attempt:
-            attempt = int(self.snapshot().get("attempt") or 1)
+            attempt = self.snapshot().attempt or 1
         path = self.record.dir / "logs" / f"attempt-{attempt}" / (task.replace(":", "-") + ".log")
         if not path.exists():
             return "", offset
@@ -204,69 +194,43 @@ class JobClient:
 
     def result(self) -> dict | None:
         """{'value': ..., 'pulled': {...}, 'missing': [...]} from the chief, or None."""
-        got = self._call("GET", "result")
+        got = self.call_am("GET", "result")
         return decode_result(got.get("result") if got else self.record.read_json("result.json"))
 
-    def _save_final(self, snap: dict) -> None:
-        """A YARN AM's files vanish with its container: keep its final status, events, logs
-        and result in the local record, where the disk fallbacks above read them."""
-        d = self.record.dir
-        if (d / "status.json").exists():
-            return
-        got = self._call("GET", "events", params={"since": 0})
-        if got is None:
-            return
-        with open(d / "events.jsonl", "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(e) + "\n" for e in got["events"])
-        for attempt in range(1, int(snap.get("attempt") or 0) + 1):
-            for t in snap.get("tasks", []):
-                logs = self._call("GET", "logs", params={"task": t["id"], "attempt": attempt})
-                if logs and logs["text"]:
-                    path = d / "logs" / f"attempt-{attempt}" / (t["id"].replace(":", "-") + ".log")
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_text(logs["text"])
-        result = self._call("GET", "result")
-        if result and result.get("result"):
-            (d / "result.json").write_text(json.dumps(result["result"]))
-        (d / "status.json").write_text(json.dumps(snap))  # last: it marks the copy complete
-
     def kill(self, reason: str = "killed on request") -> bool:
-        if self._call("POST", "kill", json={"reason": reason}) is not None:
+        if self.call_am("POST", "kill", json={"reason": reason}) is not None:
             return True
-        if self.yarn is not None and not (self.record.dir / "status.json").exists():
-            from .yarn import client as yarn
-
-            yarn.kill(self.yarn)  # no AM to ask (not started yet, or gone): YARN kills it
-            return True
-        return False
+        return self._kill_without_am()
 
     def release(self) -> None:
-        if self.yarn is not None:
-            # Keep the AM's final record before it goes: wait (bounded) until it has stopped
-            # every task, then copy it; snapshot() saves it once it is settled.
-            deadline = time.monotonic() + 20
-            while not _settled(snap := self.snapshot()) and time.monotonic() < deadline:
-                if snap["state"] not in ("SUCCEEDED", "FAILED", "KILLED"):
-                    break
-                time.sleep(0.1)
         try:
-            self._call("POST", "release", timeout=2)
+            self.call_am("POST", "release", timeout=2)
         except BackendError:
             pass
 
-    def am_pid(self) -> int:
-        try:
-            return int((self.record.dir / "am.pid").read_text())
-        except (FileNotFoundError, ValueError):
-            return 0
+    # --- a session's cells ------------------------------------------------------------------
 
-    def wait_am_exit(self, timeout: float = 15) -> bool:
-        if self.yarn is not None:
-            from .yarn import client as yarn
+    def submit_cell(self, source: str, names: bytes, pull: list[str], filename: str) -> dict | None:
+        """Queue a cell on the session's tasks: the cell as the AM keeps it, or None (no AM)."""
+        body = {
+            "source": source,
+            "names": base64.b64encode(names).decode(),
+            "pull": pull,
+            "filename": filename,
+        }
+        return self.call_am("POST", "cells", json=body)
 
-            return yarn.wait_end(self.yarn, timeout)
-        pid = self.am_pid()
-        deadline = time.monotonic() + timeout
-        while pid and pid_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return not (pid and pid_alive(pid))
+    def cell(self, cell_id: int, timeout: float = 0.0) -> dict | None:
+        """The cell, once it changed or after ``timeout`` s; None when the AM is gone."""
+        return self.call_am(
+            "GET", f"cells/{cell_id}", timeout=timeout + 10, params={"timeout": timeout}
+        )
+
+    def cells(self) -> list[dict]:
+        return (self.call_am("GET", "cells") or {}).get("cells", [])
+
+    def interrupt_cell(self, cell_id: int) -> None:
+        self.call_am("POST", f"cells/{cell_id}/interrupt")
+
+    def stop_session(self, reason: str) -> None:
+        self.call_am("POST", "stop", json={"reason": reason})

@@ -1,4 +1,5 @@
-"""The local backend: stage the bundle into the job dir and start the AM as a detached process."""
+"""The local backend: stage the bundle into the job dir and start the AM as a detached process;
+and the client of such a job, which finds its AM through ``am.json`` and its process id."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import time
 from .. import shards
 from ..bundle import Bundle
 from ..errors import BackendError
+from ..protocol import JobSnapshot
 from ..spec import JobSpec
-from .client import JobRecord, jobs_dir, new_job_id
+from .client import JobClient, JobRecord, jobs_dir, new_job_id, pid_alive
 
 AM_START_TIMEOUT_S = 30.0
 
@@ -87,3 +89,34 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
     record = stage(spec, bundle, argv)
     start_am(record)
     return record
+
+
+class LocalJobClient(JobClient):
+    """A job whose AM runs on this host: it writes its address to ``am.json`` when it serves,
+    and its final status, events, logs and result into the job's directory."""
+
+    def am_url(self) -> str | None:
+        info = self.record.read_json("am.json")
+        if info and pid_alive(int(info.get("pid", 0))):
+            return str(info["url"])
+        return None
+
+    def lost_snapshot(self, spec: dict) -> JobSnapshot:
+        return JobSnapshot.lost(
+            self.job_id,
+            spec,
+            "the AM is gone and left no final status (killed, or its host died)",
+        )
+
+    def am_pid(self) -> int:
+        try:
+            return int((self.record.dir / "am.pid").read_text())
+        except (FileNotFoundError, ValueError):
+            return 0
+
+    def wait_am_exit(self, timeout: float = 15) -> bool:
+        pid = self.am_pid()
+        deadline = time.monotonic() + timeout
+        while pid and pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return not (pid and pid_alive(pid))

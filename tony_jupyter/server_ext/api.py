@@ -44,7 +44,8 @@ class JobHandler(TonyAPIHandler):
     @web.authenticated
     @authorized
     async def get(self, job_id: str) -> None:
-        self.finish(await self.call(client(job_id).snapshot))
+        snap = await self.call(client(job_id).snapshot)
+        self.finish(snap.to_json())
 
 
 class EventsHandler(TonyAPIHandler):
@@ -66,7 +67,7 @@ class LogsHandler(TonyAPIHandler):
         task = self.get_argument("task", "")
         if not task:
             snap = await self.call(c.snapshot)
-            tasks = [t["id"] for t in snap.get("tasks") or []]
+            tasks = [t.id for t in snap.tasks]
             raise web.HTTPError(400, f"name a task: ?task= one of {', '.join(tasks) or '(none)'}")
         offset, attempt = self.int_argument("offset", 0), self.int_argument("attempt", 0)
         text, nxt = await self.call(c.logs, task, offset, attempt)
@@ -80,7 +81,7 @@ class KillHandler(TonyAPIHandler):
         c = client(job_id)
         killed = await self.call(c.kill, "killed from Jupyter")
         snap = await self.call(c.snapshot)
-        self.finish({"killed": bool(killed), "state": snap.get("state")})
+        self.finish({"killed": bool(killed), "state": str(snap.state)})
 
 
 def api_handlers() -> list[tuple]:

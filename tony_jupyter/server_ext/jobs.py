@@ -11,6 +11,8 @@ from tornado import web
 
 from ..errors import TonyError
 from ..launcher.client import JobClient, JobRecord, jobs_dir, list_jobs
+from ..launcher.clients import open_client
+from ..protocol import JobSnapshot, JobSummary
 
 # Local ids (tony_20250101_120000_abcdef) and YARN application ids: no dots, no slashes.
 JOB_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
@@ -34,35 +36,19 @@ def record(job_id: str) -> JobRecord:
 
 
 def client(job_id: str) -> JobClient:
-    return JobClient(record(job_id))
+    return open_client(record(job_id))
 
 
-def summary(snap: dict) -> dict:
+def summary(snap: JobSnapshot) -> dict:
     """One row of the jobs list: what the side panel shows."""
-    tasks = snap.get("tasks") or []
-    chief = next((t for t in tasks if t.get("id") == snap.get("chief")), None)
-    return {
-        "job_id": snap.get("job_id"),
-        "name": snap.get("name", ""),
-        "state": snap.get("state"),
-        "reason": snap.get("reason", ""),
-        "backend": snap.get("backend", "local"),
-        "attempt": snap.get("attempt"),
-        "max_attempts": snap.get("max_attempts"),
-        "started": snap.get("started"),
-        "finished": snap.get("finished"),
-        "tasks": [{"id": t.get("id"), "state": t.get("state")} for t in tasks],
-        "endpoints": sorted(snap.get("endpoints") or {}),
-        "progress": (chief or {}).get("progress") or {},
-    }
+    return JobSummary.of(snap).to_json()
 
 
 def _summary_of(rec: JobRecord) -> dict:
     try:
-        return summary(JobClient(rec).snapshot())
+        return summary(open_client(rec).snapshot())
     except (TonyError, OSError, ValueError) as e:
-        snap = {"job_id": rec.id, "state": "UNKNOWN", "reason": str(e)}
-        return summary(snap)
+        return JobSummary(job_id=rec.id, reason=str(e)).to_json()  # state UNKNOWN
 
 
 async def all_summaries() -> list[dict]:
@@ -81,5 +67,5 @@ class EndpointCache:
         hit = self._got.get(job_id)
         if hit is None or time.monotonic() - hit[0] > self.ttl or name not in hit[1]:
             snap = await blocking(client(job_id).snapshot)
-            hit = self._got[job_id] = (time.monotonic(), dict(snap.get("endpoints") or {}))
+            hit = self._got[job_id] = (time.monotonic(), dict(snap.endpoints))
         return hit[1].get(name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from .render import TERMINAL
+from ..protocol import JobSnapshot
 from .view import JobView
 
 # The AM's long poll wakes on every heartbeat and log batch; this keeps a busy job from
@@ -16,7 +16,9 @@ BIG_CHUNK = 256 * 1024
 MAX_CHUNKS_PER_POLL = 8
 
 
-def follow(client, view: JobView, stop: threading.Event | None = None, poll_s: float = 0.5) -> dict:
+def follow(
+    client, view: JobView, stop: threading.Event | None = None, poll_s: float = 0.5
+) -> JobSnapshot:
     """Follow a job until it is terminal (or ``stop`` is set), feeding ``view``.
 
     Log offsets are per task and per attempt: when the attempt changes, the old attempt's last
@@ -30,17 +32,17 @@ def follow(client, view: JobView, stop: threading.Event | None = None, poll_s: f
     while True:
         began = time.monotonic()
         snap = client.snapshot()
-        current = int(snap.get("attempt") or 0)
+        current = snap.attempt or 0
         if attempt and current != attempt:
             _pull_logs(client, view, offsets, attempt)
             offsets = {}
         attempt = current
-        for task in snap.get("tasks") or []:
-            offsets.setdefault(task["id"], 0)
+        for task in snap.tasks:
+            offsets.setdefault(task.id, 0)
         view.update(snap)
         if attempt:
             _pull_logs(client, view, offsets, attempt)
-        if snap.get("state") in TERMINAL:
+        if snap.terminal:
             view.finish(snap)
             return snap
         if stop.is_set():

@@ -6,8 +6,11 @@ from __future__ import annotations
 import html
 import time
 
-TERMINAL = ("SUCCEEDED", "FAILED", "KILLED", "LOST")
-LIVE_TASK_STATES = ("REGISTERED", "RUNNING")
+from ..protocol import JobSnapshot, JobState, TaskState
+
+LIVE_TASK_STATES = (TaskState.REGISTERED, TaskState.RUNNING)
+# The ends that are not the one hoped for: shown in red.
+BAD_JOB_STATES = (JobState.FAILED, JobState.KILLED, JobState.LOST)
 
 # Mid-tone colours, readable on both light and dark notebook themes.
 STATE_COLOURS = {
@@ -44,21 +47,20 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{h}h {m:02d}m"
 
 
-def elapsed(snap: dict) -> float | None:
-    started = _num(snap.get("started"))
+def elapsed(snap: JobSnapshot) -> float | None:
+    started = _num(snap.started)
     if started is None:
         return None
-    end = _num(snap.get("finished")) or _num(snap.get("now")) or time.time()
+    end = _num(snap.finished) or _num(snap.now) or time.time()
     return end - started
 
 
-def chief_progress(snap: dict) -> dict:
+def chief_progress(snap: JobSnapshot) -> dict:
     """The chief reports the progress that matters; any other task's is a fallback."""
-    tasks = snap.get("tasks") or []
-    for t in tasks:
-        if t.get("id") == snap.get("chief") and t.get("progress"):
-            return t["progress"]
-    return next((t["progress"] for t in tasks if t.get("progress")), {})
+    chief = snap.chief_task
+    if chief is not None and chief.progress:
+        return chief.progress
+    return next((t.progress for t in snap.tasks if t.progress), {})
 
 
 def progress_fraction(p: dict) -> float | None:
@@ -93,47 +95,46 @@ def progress_label(p: dict) -> str:
     return " · ".join(parts)
 
 
-def task_rows(snap: dict) -> list[dict]:
-    now = _num(snap.get("now")) or time.time()
+def task_rows(snap: JobSnapshot) -> list[dict]:
+    now = _num(snap.now) or time.time()
     rows = []
-    for t in snap.get("tasks") or []:
-        p = t.get("progress") or {}
-        beat = _num(t.get("last_heartbeat"))
-        live = t.get("state") in LIVE_TASK_STATES and beat is not None
+    for t in snap.tasks:
+        p = t.progress or {}
+        beat = _num(t.last_heartbeat)
+        # a finished task's silence is expected, so its age would only alarm
+        age = round(now - beat, 1) if beat is not None and t.state in LIVE_TASK_STATES else None
         rows.append(
             {
-                "task": t.get("id") or f"{t.get('type')}:{t.get('index')}",
-                "address": f"{t['host']}:{t['port']}" if t.get("host") else "",
-                "state": t.get("state", ""),
-                # a finished task's silence is expected, so its age would only alarm
-                "heartbeat_age": round(now - beat, 1) if live else None,
+                "task": t.id or f"{t.type}:{t.index}",
+                "address": f"{t.host}:{t.port}" if t.host else "",
+                "state": str(t.state),
+                "heartbeat_age": age,
                 "step": p.get("step"),
                 "loss": _num(p.get("loss")),
-                "exit_code": t.get("exit_code"),
+                "exit_code": t.exit_code,
             }
         )
     return rows
 
 
-def attempts_text(snap: dict) -> str:
-    history = snap.get("attempts") or []
-    if not history:
+def attempts_text(snap: JobSnapshot) -> str:
+    if not snap.attempts:
         return ""
-    last = history[-1]
-    who = f" ({last['task']})" if last.get("task") and last["task"] not in last["reason"] else ""
-    return f"attempt {last['attempt']} ended: {last['reason']}{who}"
+    last = snap.attempts[-1]
+    who = f" ({last.task})" if last.task and last.task not in last.reason else ""
+    return f"attempt {last.attempt} ended: {last.reason}{who}"
 
 
-def status_text(snap: dict) -> str:
+def status_text(snap: JobSnapshot) -> str:
     """One line: what the header says, for the terminal and text/plain."""
-    parts = [f"tony job {snap.get('job_id', '')}"]
-    if snap.get("name"):
-        parts[0] += f" ({snap['name']})"
-    parts.append(snap.get("state", ""))
+    parts = [f"tony job {snap.job_id}"]
+    if snap.name:
+        parts[0] += f" ({snap.name})"
+    parts.append(str(snap.state))
     if elapsed(snap) is not None:
         parts.append(fmt_duration(elapsed(snap)))
-    if snap.get("attempt"):
-        parts.append(f"attempt {snap['attempt']}/{snap.get('max_attempts') or 1}")
+    if snap.attempt:
+        parts.append(f"attempt {snap.attempt}/{snap.max_attempts or 1}")
     return " · ".join(parts)
 
 
@@ -142,26 +143,26 @@ def _state_span(state: str) -> str:
     return f'<b style="color:{colour}">{html.escape(state)}</b>'
 
 
-def header_html(snap: dict, notice: str = "") -> str:
+def header_html(snap: JobSnapshot, notice: str = "") -> str:
     e = html.escape
-    name = f" {e(snap['name'])}" if snap.get("name") else ""
+    name = f" {e(snap.name)}" if snap.name else ""
     bits = [
-        f"<b>tony</b> <code>{e(str(snap.get('job_id', '')))}</code>{name}",
-        _state_span(snap.get("state", "")),
+        f"<b>tony</b> <code>{e(snap.job_id)}</code>{name}",
+        _state_span(str(snap.state)),
     ]
     if elapsed(snap) is not None:
         bits.append(e(fmt_duration(elapsed(snap))))
-    if snap.get("attempt"):
-        bits.append(f"attempt {snap['attempt']}/{snap.get('max_attempts') or 1}")
+    if snap.attempt:
+        bits.append(f"attempt {snap.attempt}/{snap.max_attempts or 1}")
     lines = [" · ".join(bits)]
-    failed = snap.get("state") in ("FAILED", "KILLED", "LOST")
-    if snap.get("reason"):
+    failed = snap.state in BAD_JOB_STATES
+    if snap.reason:
         colour = STATE_COLOURS["FAILED"] if failed else "inherit"
-        lines.append(f'<span style="color:{colour}">{e(snap["reason"])}</span>')
-    if attempts_text(snap) and attempts_text(snap) not in (snap.get("reason") or ""):
+        lines.append(f'<span style="color:{colour}">{e(snap.reason)}</span>')
+    if attempts_text(snap) and attempts_text(snap) not in snap.reason:
         lines.append(f"<i>{e(attempts_text(snap))}</i>")
-    if snap.get("endpoints"):
-        lines.append(endpoints_html(snap["endpoints"], snap.get("job_id", "")))
+    if snap.endpoints:
+        lines.append(endpoints_html(snap.endpoints, snap.job_id))
     lines += [f"<i>{e(notice)}</i>"] if notice else []
     return "<div style='line-height:1.5'>" + "<br>".join(lines) + "</div>"
 
@@ -205,14 +206,14 @@ def tasks_table_html(rows: list[dict]) -> str:
     return "".join(out) + "</table>"
 
 
-def tracebacks_html(snap: dict) -> str:
+def tracebacks_html(snap: JobSnapshot) -> str:
     out = []
-    for t in snap.get("tasks") or []:
-        if t.get("traceback"):
+    for t in snap.tasks:
+        if t.traceback:
             out.append(
-                f"<div><b>{html.escape(t['id'])}</b> raised:</div>"
+                f"<div><b>{html.escape(t.id)}</b> raised:</div>"
                 f"<pre style='color:{STATE_COLOURS['FAILED']};white-space:pre-wrap;"
-                f"margin:2px 0 6px 0'>{html.escape(t['traceback'])}</pre>"
+                f"margin:2px 0 6px 0'>{html.escape(t.traceback)}</pre>"
             )
     return "".join(out)
 
@@ -227,7 +228,10 @@ def log_pane_html(lines: list[str], height: str = "18em") -> str:
 
 
 def report_html(
-    snap: dict, logs: dict[str, list[str]], tail: int = 50, totals: dict[str, int] | None = None
+    snap: JobSnapshot,
+    logs: dict[str, list[str]],
+    tail: int = 50,
+    totals: dict[str, int] | None = None,
 ) -> str:
     """The saved-notebook view: self-contained HTML that nbconvert and any viewer render."""
     rows = task_rows(snap)
@@ -241,7 +245,7 @@ def report_html(
     states = {r["task"]: r["state"] for r in rows}
     for task_id, lines in logs.items():
         shown = lines[-tail:]
-        opened = " open" if task_id == snap.get("failed_task") else ""
+        opened = " open" if task_id == snap.failed_task else ""
         total = max(len(lines), (totals or {}).get(task_id, 0))
         state = html.escape(states.get(task_id, ""))
         summary = (
@@ -254,15 +258,15 @@ def report_html(
         )
     return (
         "<div class='tony-job-report' style='border-left:3px solid "
-        f"{STATE_COLOURS.get(snap.get('state', ''), '#888')};padding-left:8px'>"
+        f"{STATE_COLOURS.get(str(snap.state), '#888')};padding-left:8px'>"
         + "".join(parts)
         + "</div>"
     )
 
 
-def report_text(snap: dict) -> str:
+def report_text(snap: JobSnapshot) -> str:
     lines = [status_text(snap)]
-    if snap.get("reason"):
-        lines.append(snap["reason"])
+    if snap.reason:
+        lines.append(snap.reason)
     lines += [f"  {r['task']:<12} {r['state']:<10} {r['address']}" for r in task_rows(snap)]
     return "\n".join(lines)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import ipywidgets as w
 
+from ..protocol import JobSnapshot, JobState
 from . import render, tensorboard
 from .logbuffer import LogBuffer
 
@@ -43,7 +44,7 @@ class JobView:
         """mode: "widget", "text", or None to pick widget inside a kernel at display()."""
         self.job_id, self.on_kill, self.mode = job_id, on_kill, mode
         self.max_log_lines, self.report_tail = max_log_lines, report_tail
-        self.snapshot: dict = {"job_id": job_id, "state": "NEW", "tasks": []}
+        self.snapshot = JobSnapshot(job_id=job_id)
         self.logs: dict[str, LogBuffer] = {}
         self.report_html: str | None = None  # set by finish()
         self.finished = False
@@ -103,21 +104,19 @@ class JobView:
         p = render.chief_progress(snap)
         self.progress_label.value = render.progress_label(p)
         frac = render.progress_fraction(p)
-        state = snap.get("state")
-        if state == "SUCCEEDED":
+        succeeded = snap.state == JobState.SUCCEEDED
+        if succeeded:
             frac = 1.0
         if frac is not None:
             self.progress_bar.value = round(frac * BAR_MAX)
         self.progress_right.value = f"{frac:.0%}" if frac is not None else ""
-        self.progress_bar.bar_style = {"SUCCEEDED": "success"}.get(
-            state, "danger" if state in render.TERMINAL else ""
-        )
+        self.progress_bar.bar_style = "success" if succeeded else "danger" if snap.terminal else ""
         self.tasks_html.value = render.tasks_table_html(self.task_rows)
         self.tracebacks.value = render.tracebacks_html(snap)
         for row in self.task_rows:
             self._pane(row["task"])
         tb = tensorboard.TAB_TITLE
-        if "tensorboard" in (snap.get("endpoints") or {}) and tb not in self.panes:
+        if "tensorboard" in snap.endpoints and tb not in self.panes:
             self.panes[tb] = w.HTML(tensorboard.iframe_html(self.job_id))
             self.tabs.children = tuple(self.panes.values())
             self.tabs.titles = tuple(self.panes)
@@ -135,7 +134,7 @@ class JobView:
 
     @property
     def state_text(self) -> str:
-        return self.snapshot.get("state", "")
+        return str(self.snapshot.state)
 
     @property
     def task_rows(self) -> list[dict]:
@@ -156,16 +155,16 @@ class JobView:
 
     # --- the API the magic calls ------------------------------------------------------------
 
-    def update(self, snapshot: dict) -> None:
+    def update(self, snapshot: JobSnapshot) -> None:
         with self._lock:
             if self.finished:
                 return
             prev = self.snapshot
             self.snapshot = snapshot
-            attempt, before = snapshot.get("attempt") or 0, prev.get("attempt") or 0
+            attempt, before = snapshot.attempt or 0, prev.attempt or 0
             if before and attempt != before:
                 self._mark_attempt(snapshot)
-            if snapshot.get("state") in render.TERMINAL:
+            if snapshot.terminal:
                 self.kill_button.disabled = True
             self._render()
             self._say_changes()
@@ -180,7 +179,7 @@ class JobView:
             self._dirty.add(task_id)
             self._render_logs()
 
-    def finish(self, snapshot: dict) -> None:
+    def finish(self, snapshot: JobSnapshot) -> None:
         with self._lock:
             if self.finished:
                 return
@@ -209,7 +208,7 @@ class JobView:
             if self.mode is None:
                 self.mode = "widget" if in_kernel() else "text"
             if self.mode == "text":
-                if self.snapshot.get("started") is not None:  # not the placeholder
+                if self.snapshot.started is not None:  # not the placeholder
                     self._say_changes()
                 return
             if self.finished:
@@ -234,10 +233,10 @@ class JobView:
 
     # --- internals ------------------------------------------------------------------------------
 
-    def _mark_attempt(self, snap: dict) -> None:
+    def _mark_attempt(self, snap: JobSnapshot) -> None:
         why = render.attempts_text(snap)
         line = (
-            f"──── attempt {snap.get('attempt')}/{snap.get('max_attempts') or 1}"
+            f"──── attempt {snap.attempt}/{snap.max_attempts or 1}"
             + (f" ({why})" if why else "")
             + " ────"
         )
@@ -278,10 +277,10 @@ class JobView:
         if self.mode != "text":
             return
         snap = self.snapshot
-        job = (snap.get("state"), snap.get("attempt"), snap.get("reason"))
+        job = (snap.state, snap.attempt, snap.reason)
         if self._seen.get("job") != job:
             self._seen["job"] = job
-            reason = f" · {snap['reason']}" if snap.get("reason") else ""
+            reason = f" · {snap.reason}" if snap.reason else ""
             self._say(f"[job] {render.status_text(snap)}{reason}")
         for row in self.task_rows:
             seen = (row["state"], row["address"], row["exit_code"])

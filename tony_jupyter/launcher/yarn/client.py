@@ -1,17 +1,20 @@
-"""What JobClient needs for a YARN job: the AM's address from the RM's app report, the job's
-end as YARN saw it when the AM is gone, and a kill that works without the AM.
+"""The client of a YARN job: the AM's address from the RM's app report, the job's end as YARN
+saw it when the AM is gone, and a kill that works without the AM.
 
 A YARN job's local record (``$TONY_JUPYTER_HOME/jobs/<application id>/``) holds spec.json,
-token and yarn.json (RM and WebHDFS addresses, user, staging path); JobClient copies the AM's
-final status, events, logs and result next to them once it sees the job end, so `%tony status`
-and `logs` keep working after the AM container is gone.
+token and yarn.json (RM and WebHDFS addresses, user, staging path); YarnJobClient copies the
+AM's final status, events, logs and result next to them once it sees the job end, so
+`%tony status` and `logs` keep working after the AM container is gone.
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 from ...errors import BackendError
+from ...protocol import JobSnapshot, JobState
+from ..client import JobClient, JobRecord
 from .conf import Address
 from .rm import TERMINAL_APP_STATES, RMClient
 from .staging import Staging
@@ -19,7 +22,11 @@ from .staging import Staging
 # An AM registers, then serves until it exits; after it unregisters the app is FINISHING
 # while the AM lingers for the notebook to fetch results.
 LIVE_STATES = ("RUNNING", "FINISHING")
-FINAL_TO_STATE = {"SUCCEEDED": "SUCCEEDED", "FAILED": "FAILED", "KILLED": "KILLED"}
+FINAL_TO_STATE = {
+    "SUCCEEDED": JobState.SUCCEEDED,
+    "FAILED": JobState.FAILED,
+    "KILLED": JobState.KILLED,
+}
 
 
 def rm_client(info: dict) -> RMClient:
@@ -45,32 +52,26 @@ def ended(app: dict | None) -> bool:
     return bool(app) and app.get("state") in TERMINAL_APP_STATES
 
 
-def lost_snapshot(info: dict, spec: dict, app: dict | None) -> dict:
+def lost_snapshot(info: dict, spec: dict, app: dict | None) -> JobSnapshot:
     """The job as YARN reports it, when neither the AM nor a saved final status is there."""
     if app is None:
-        state, reason = "LOST", "the ResourceManager does not know the application (any more)"
+        state = JobState.LOST
+        reason = "the ResourceManager does not know the application (any more)"
     elif app.get("state") in TERMINAL_APP_STATES:
-        state = FINAL_TO_STATE.get(app.get("finalStatus", ""), "FAILED")
+        state = FINAL_TO_STATE.get(app.get("finalStatus", ""), JobState.FAILED)
         if app.get("state") == "KILLED":
-            state = "KILLED"
+            state = JobState.KILLED
         reason = (app.get("diagnostics") or "").strip() or f"YARN: {app['state']}"
     else:
-        state, reason = "STARTING", f"YARN: {app.get('state')}"
-    return {
-        "job_id": info["app_id"],
-        "name": spec.get("name", ""),
-        "state": state,
-        "reason": reason,
-        "attempt": 0,
-        "max_attempts": spec.get("max_attempts", 1),
-        "attempts": [],
-        "tasks": [],
-        "started": (app or {}).get("startedTime", 0) / 1000 or None,
-        "finished": ((app or {}).get("finishedTime") or 0) / 1000 or None,
-        "now": time.time(),
-        "endpoints": {},
-        "backend": "yarn",
-    }
+        state, reason = JobState.STARTING, f"YARN: {app.get('state')}"
+    return JobSnapshot.lost(
+        info["app_id"],
+        {**spec, "backend": "yarn"},
+        reason,
+        state=state,
+        started=(app or {}).get("startedTime", 0) / 1000 or None,
+        finished=((app or {}).get("finishedTime") or 0) / 1000 or None,
+    )
 
 
 def kill(info: dict, timeout: float = 30.0) -> None:
@@ -95,3 +96,76 @@ def wait_end(info: dict, timeout: float) -> bool:
             return True
         time.sleep(0.2)
     return False
+
+
+class YarnJobClient(JobClient):
+    """A job whose AM runs in a YARN container: found through the RM, and its record copied
+    here once it has ended (the container's files vanish with it)."""
+
+    def __init__(self, record: JobRecord):
+        super().__init__(record)
+        self.info = record.read_json("yarn.json") or {}
+        self._url: str | None = None
+        self._app: dict | None = None
+
+    def am_url(self) -> str | None:
+        """A YARN AM registers its HTTP address with the RM; once the app has ended, or the
+        final status is saved here, the RM is not asked again."""
+        if self._url is None and not (self.record.dir / "status.json").exists():
+            if not ended(self._app):
+                self._app = app_report(self.info)
+                self._url = am_url(self._app)
+        return self._url
+
+    def _am_unreachable(self) -> None:
+        self._url = None
+
+    def lost_snapshot(self, spec: dict) -> JobSnapshot:
+        return lost_snapshot(self.info, spec, self._app or app_report(self.info))
+
+    def _answered(self, snap: JobSnapshot) -> None:
+        if snap.settled:
+            self._save_final(snap)
+
+    def _save_final(self, snap: JobSnapshot) -> None:
+        """Keep the AM's final status, events, logs and result in the local record, where the
+        disk fallbacks read them."""
+        d = self.record.dir
+        if (d / "status.json").exists():
+            return
+        got = self.call_am("GET", "events", params={"since": 0})
+        if got is None:
+            return
+        with open(d / "events.jsonl", "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(e) + "\n" for e in got["events"])
+        for attempt in range(1, (snap.attempt or 0) + 1):
+            for t in snap.tasks:
+                logs = self.call_am("GET", "logs", params={"task": t.id, "attempt": attempt})
+                if logs and logs["text"]:
+                    path = d / "logs" / f"attempt-{attempt}" / (t.id.replace(":", "-") + ".log")
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_text(logs["text"])
+        result = self.call_am("GET", "result")
+        if result and result.get("result"):
+            (d / "result.json").write_text(json.dumps(result["result"]))
+        # last: it marks the copy complete
+        (d / "status.json").write_text(json.dumps(snap.to_json()))
+
+    def _kill_without_am(self) -> bool:
+        if (self.record.dir / "status.json").exists():
+            return False
+        kill(self.info)  # no AM to ask (not started yet, or gone): YARN kills it
+        return True
+
+    def release(self) -> None:
+        # Keep the AM's final record before it goes: wait (bounded) until it has stopped
+        # every task, then copy it; snapshot() saves it once it is settled.
+        deadline = time.monotonic() + 20
+        while not (snap := self.snapshot()).settled and time.monotonic() < deadline:
+            if snap.state not in (JobState.SUCCEEDED, JobState.FAILED, JobState.KILLED):
+                break
+            time.sleep(0.1)
+        super().release()
+
+    def wait_am_exit(self, timeout: float = 15) -> bool:
+        return wait_end(self.info, timeout)
