@@ -7,10 +7,14 @@ import ast
 import builtins
 import symtable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import cloudpickle
 
 from .errors import BundleError
+
+if TYPE_CHECKING:
+    from .shards import ShardPlan
 
 CELL_FILENAME = "<tony-cell>"
 
@@ -21,7 +25,7 @@ class Bundle:
     names: bytes  # cloudpickle of {name: value}
     pushed: tuple[str, ...]
     filename: str = CELL_FILENAME
-    shards: object = None  # shards.ShardPlan: --shard names, staged as Parquet, never pickled
+    shards: ShardPlan | None = None  # --shard names, staged as Parquet, never pickled
 
 
 def check_syntax(source: str, filename: str = CELL_FILENAME) -> ast.Module:

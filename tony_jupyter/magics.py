@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.utils.text import DollarFormatter
 
@@ -49,6 +50,8 @@ def _wait_processing_ui(thread: threading.Thread) -> None:
 
 @magics_class
 class TonyMagics(Magics):
+    shell: InteractiveShell  # set by IPython when the extension loads
+
     @no_var_expand
     @line_cell_magic
     def tony(self, line: str, cell: str | None = None):

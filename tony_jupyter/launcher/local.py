@@ -32,9 +32,13 @@ def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRe
         token.write_text(secrets.token_urlsafe(32))
         (d / "cell.py").write_text(bundle.source)
         (d / "names.pkl").write_bytes(bundle.names)
-        meta = {"filename": bundle.filename, "pull": list(spec.pull), "pushed": list(bundle.pushed)}
+        meta: dict[str, object] = {
+            "filename": bundle.filename,
+            "pull": list(spec.pull),
+            "pushed": list(bundle.pushed),
+        }
         if bundle.shards is not None:
-            meta["shards"] = shards.write(bundle.shards, d)  # type: ignore[arg-type]
+            meta["shards"] = shards.write(bundle.shards, d)
         if argv:
             meta["argv"] = argv
         (d / "bundle.json").write_text(json.dumps(meta))

@@ -61,7 +61,8 @@ class EndpointCache:
     """job -> registered endpoints, for a moment: TensorBoard's page loads dozens of files."""
 
     def __init__(self, ttl: float = 2.0):
-        self.ttl, self._got = ttl, {}
+        self.ttl = ttl
+        self._got: dict[str, tuple[float, dict[str, str]]] = {}
 
     async def endpoint(self, job_id: str, name: str) -> str | None:
         hit = self._got.get(job_id)

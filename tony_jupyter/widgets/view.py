@@ -35,7 +35,7 @@ class JobView:
     def __init__(
         self,
         job_id: str,
-        on_kill: Callable[[], None] | None = None,
+        on_kill: Callable[[], object] | None = None,
         *,
         mode: str | None = None,
         max_log_lines: int = 2000,

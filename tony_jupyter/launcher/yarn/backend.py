@@ -44,7 +44,7 @@ def _bundle_files(spec: JobSpec, bundle: Bundle, argv: list[str] | None, token: 
     if bundle.shards is not None:
         # Parquet parts at the same relative paths as the local backend's; each container
         # localizes only the parts its task reads (YarnProvider), the AM none.
-        meta["shards"], shard_files = shards.staged(bundle.shards)  # type: ignore[arg-type]
+        meta["shards"], shard_files = shards.staged(bundle.shards)
     return {
         "spec.json": spec.to_json().encode(),
         "token": token.encode(),

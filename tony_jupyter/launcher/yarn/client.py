@@ -49,7 +49,7 @@ def am_url(app: dict | None) -> str | None:
 
 
 def ended(app: dict | None) -> bool:
-    return bool(app) and app.get("state") in TERMINAL_APP_STATES
+    return app is not None and app.get("state") in TERMINAL_APP_STATES
 
 
 def lost_snapshot(info: dict, spec: dict, app: dict | None) -> JobSnapshot:
