@@ -1,29 +1,19 @@
+"""Fixtures shared across the suite (helpers/ holds what is not a fixture). The backend
+contract: a test that uses ``backend`` runs once on each backend; tests under tests/yarn/ send
+every job to the devcluster (tests/yarn/conftest.py)."""
+
+import getpass
 import importlib.util
+import io
 import os
 import signal
-from pathlib import Path
 
-import psutil
 import pytest
+from helpers.jobs import wait_no_processes
+from helpers.yarn import Cluster, jobs_to_yarn
 
 if importlib.util.find_spec("tony_jupyter.devcluster.testing"):
     pytest_plugins = ["tony_jupyter.devcluster.testing"]
-
-
-def processes_under(home: Path) -> list[psutil.Process]:
-    """Processes (AMs, executors) that belong to jobs staged under ``home``."""
-    found = []
-    for p in psutil.process_iter(["cmdline", "cwd", "status"]):
-        try:
-            if p.info["status"] == psutil.STATUS_ZOMBIE:
-                continue  # exited; only its parent's bookkeeping is left
-            cwd = p.info["cwd"] or ""
-            cmd = " ".join(p.info["cmdline"] or [])
-        except (psutil.Error, TypeError):
-            continue
-        if str(home) in cwd or str(home) in cmd:
-            found.append(p)
-    return found
 
 
 @pytest.fixture
@@ -40,13 +30,15 @@ def tony_home(tmp_path, monkeypatch):
     assert not left, f"processes left behind: {left}"
 
 
-def wait_no_processes(home: Path, timeout: float = 15.0) -> list:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while (left := processes_under(home)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return left
+@pytest.fixture(params=["local", pytest.param("yarn", marks=pytest.mark.yarn)])
+def backend(request, tony_home, monkeypatch):
+    """Where the test's jobs run: the local backend, or the devcluster (marked ``yarn``, so
+    ``-m yarn`` and ``-m "not yarn"`` split the suite). A contract test asks for it with
+    ``@pytest.mark.usefixtures("backend")``: then ``tony_home`` (and ``shell``) point at it."""
+    if request.param == "yarn":
+        yield from jobs_to_yarn(monkeypatch, request.getfixturevalue("yarn_cluster"))
+    else:
+        yield "local"
 
 
 @pytest.fixture
@@ -72,19 +64,60 @@ def _server_base_url_does_not_leak(monkeypatch):
     monkeypatch.setenv("TONY_JUPYTER_BASE_URL", "/")
 
 
-def run_notebook(path: Path, cwd: Path, timeout: int = 600):
-    """Execute a notebook headless (nbclient) in ``cwd``; returns it, asserting no cell failed.
+@pytest.fixture
+def jp_server_config():
+    """pytest_jupyter's in-process server, with the extension enabled."""
+    return {"ServerApp": {"jpserver_extensions": {"tony_jupyter": True}}}
 
-    "python3" is the kernel of the interpreter running the tests (the project's venv); the
-    kernel inherits this process's environment.
-    """
-    import nbformat
-    from nbclient import NotebookClient
 
-    nb = nbformat.read(path, as_version=4)
-    NotebookClient(
-        nb, kernel_name="python3", timeout=timeout, resources={"metadata": {"path": str(cwd)}}
-    ).execute()
-    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
-    assert not errors, errors
-    return nb
+# --- the devcluster ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session", name="yarn_cluster")
+def yarn_cluster_fixture(request):
+    """The session's devcluster (tony_jupyter.devcluster.testing), or a running one."""
+    try:
+        return request.getfixturevalue("devcluster")
+    except pytest.FixtureLookupError:
+        from tony_jupyter.devcluster import DevCluster
+
+        dc = DevCluster()
+        if not dc.is_running():
+            pytest.skip("no devcluster: run `python -m tony_jupyter.devcluster up`")
+        return dc
+
+
+@pytest.fixture(name="cluster")
+def cluster_fixture(yarn_cluster):
+    return Cluster(yarn_cluster, getpass.getuser())
+
+
+@pytest.fixture
+def hdfs_dir(devcluster, monkeypatch):
+    """Parquet files on the devcluster's HDFS: (client, hdfs:// url, path), removed after."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from hdfs import InsecureClient
+
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(devcluster.conf_dir))
+    monkeypatch.delenv("TONY_WEBHDFS_URL", raising=False)
+    user = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+    client = InsecureClient(devcluster.webhdfs_url, user=user)
+    base = f"/user/{user}/tony-data-test-{os.getpid()}"
+    client.makedirs(base)
+    for i in range(3):  # 3 files x 4 row groups of 25 rows: ids 0..299
+        buf = io.BytesIO()
+        pq.write_table(pa.table({"id": np.arange(i * 100, (i + 1) * 100)}), buf, row_group_size=25)
+        client.write(f"{base}/part-{i}.parquet", data=buf.getvalue(), overwrite=True)
+    client.write(f"{base}/_SUCCESS", data=b"", overwrite=True)
+    yield client, f"{devcluster.fs_default_name.rstrip('/')}{base}", base
+    client.delete(base, recursive=True)
+
+
+@pytest.fixture
+def out(tmp_path):
+    """A directory for what each task reports (helpers.data.REPORT)."""
+    d = tmp_path / "out"
+    d.mkdir()
+    return d

@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from conftest import wait_no_processes
+from helpers.jobs import wait_no_processes
 
 
 def cli(*args, check=True):

@@ -1,8 +1,5 @@
-"""dataset()/record_batches() over hdfs:// on the real devcluster (WebHDFS, no libhdfs)."""
-
-import getpass
-import io
-import os
+"""dataset()/record_batches() over hdfs:// on the real devcluster (WebHDFS, no libhdfs); the
+files are conftest's ``hdfs_dir``."""
 
 import numpy as np
 import pyarrow as pa
@@ -12,25 +9,6 @@ import pytest
 from tony_jupyter import data
 
 pytestmark = pytest.mark.yarn
-
-
-@pytest.fixture
-def hdfs_dir(devcluster, monkeypatch):
-    from hdfs import InsecureClient
-
-    monkeypatch.setenv("HADOOP_CONF_DIR", str(devcluster.conf_dir))
-    monkeypatch.delenv("TONY_WEBHDFS_URL", raising=False)
-    user = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
-    client = InsecureClient(devcluster.webhdfs_url, user=user)
-    base = f"/user/{user}/tony-data-test-{os.getpid()}"
-    client.makedirs(base)
-    for i in range(3):  # 3 files x 4 row groups of 25 rows: ids 0..299
-        buf = io.BytesIO()
-        pq.write_table(pa.table({"id": np.arange(i * 100, (i + 1) * 100)}), buf, row_group_size=25)
-        client.write(f"{base}/part-{i}.parquet", data=buf.getvalue(), overwrite=True)
-    client.write(f"{base}/_SUCCESS", data=b"", overwrite=True)
-    yield client, f"{devcluster.fs_default_name.rstrip('/')}{base}", base
-    client.delete(base, recursive=True)
 
 
 @pytest.mark.parametrize("count,mode", [(2, "file"), (4, "row_group")])

@@ -8,39 +8,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import processes_under, wait_no_processes
+from helpers.cells import MWMS_MODEL
+from helpers.data import REPORT, assert_partition, reports
+from helpers.jobs import FAST, processes_under, wait_no_processes
 from IPython.core.error import UsageError
 
 from tony_jupyter.errors import JobFailedError
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
-
-FAST = "--conf tony.task.heartbeat-interval-ms=200"
-
-REPORT = """
-import json, os, pathlib
-task = os.environ["TONY_TASK_ID"]
-pathlib.Path(out, task.replace(":", "-") + ".json").write_text(json.dumps(seen))
-"""
-
-
-def reports(out):
-    return {p.stem.replace("-", ":"): json.loads(p.read_text()) for p in out.glob("*.json")}
-
-
-def assert_partition(parts: list[list[int]], n: int, slack: int = 1):
-    flat = [i for p in parts for i in p]
-    assert sorted(flat) == list(range(n)), "shards must cover every row exactly once"
-    assert len(flat) == len(set(flat)), "shards must be disjoint"
-    sizes = [len(p) for p in parts]
-    assert max(sizes) - min(sizes) <= slack, sizes
-
-
-@pytest.fixture
-def out(tmp_path):
-    d = tmp_path / "out"
-    d.mkdir()
-    return d
 
 
 def test_shards_are_disjoint_complete_and_typed_on_four_workers(shell, tony_home, out):
@@ -170,24 +145,21 @@ other = {"k": 1}
     assert wait_no_processes(tony_home) == []
 
 
-TRAIN = """
+# The digits model, trained from the DataFrame's shard (its label column is y).
+TRAIN = (
+    """
 import tensorflow as tf
 import tony_jupyter
 
-strategy = tf.distribute.MultiWorkerMirroredStrategy()  # before any other TF op
-features = df[[c for c in df.columns if c.startswith("p")]].to_numpy("float32")
-ds = tf.data.Dataset.from_tensor_slices((features, df["label"].to_numpy())).repeat().batch(32)
-with strategy.scope():
-    model = tf.keras.Sequential([tf.keras.layers.Input((64,)),
-                                 tf.keras.layers.Dense(32, activation="relu"),
-                                 tf.keras.layers.Dense(10)])
-    model.compile(optimizer="adam",
-                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"])
-history = model.fit(ds, epochs=3, steps_per_epoch=25, verbose=2).history
+X = df[[c for c in df.columns if c.startswith("p")]].to_numpy("float32")
+y = df["label"].to_numpy()
+"""
+    + MWMS_MODEL
+    + """history = model.fit(dataset, epochs=3, steps_per_epoch=25, verbose=2).history
 rows = len(df)
 history["loss"][-1]
 """
+)
 
 
 @pytest.mark.slow

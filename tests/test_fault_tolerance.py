@@ -6,7 +6,8 @@ import threading
 import time
 
 import pytest
-from conftest import wait_no_processes
+from helpers.cells import CHECKPOINTED
+from helpers.jobs import strike_when, wait_no_processes
 from sklearn.datasets import load_digits
 
 from tony_jupyter.am.coordinator import Coordinator
@@ -14,51 +15,6 @@ from tony_jupyter.am.provider import Provider
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
-
-CELL = """
-import os, time
-import tensorflow as tf
-import tony_jupyter
-
-class FirstEpoch(tf.keras.callbacks.Callback):
-    def on_epoch_begin(self, epoch, logs=None):
-        global first_epoch
-        if first_epoch is None:
-            first_epoch = epoch
-
-    def on_epoch_end(self, epoch, logs=None):
-        time.sleep(0.5)  # room for the test to strike between checkpoints
-
-first_epoch = None
-attempt = int(os.environ["TONY_ATTEMPT"])
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
-dataset = tf.data.Dataset.from_tensor_slices((X, y)).shuffle(2000, seed=0).repeat().batch(64)
-with strategy.scope():
-    model = tf.keras.Sequential([tf.keras.layers.Input((64,)),
-                                 tf.keras.layers.Dense(32, activation="relu"),
-                                 tf.keras.layers.Dense(10)])
-    model.compile(optimizer="adam",
-                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-backup = tf.keras.callbacks.BackupAndRestore(backup_dir=tony_jupyter.checkpoint_dir())
-history = model.fit(dataset, epochs=8, steps_per_epoch=10, verbose=2,
-                    callbacks=[backup, FirstEpoch(), tony_jupyter.progress()]).history
-len(history["loss"])
-"""
-
-
-def strike_when(record, strike, min_epoch=3, timeout=300):
-    """Once attempt 1 has trained ``min_epoch`` epochs, ``strike(snapshot)``; (time, epoch)."""
-    client = open_client(record)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        snap = client.snapshot()
-        worker0, worker1 = snap.task("worker:0"), snap.task("worker:1")
-        done = ((worker0.progress if worker0 else None) or {}).get("epoch_done", 0)
-        if snap.attempt == 1 and done >= min_epoch and worker1.pid:
-            strike(snap)
-            return time.time(), done
-        time.sleep(0.05)
-    raise TimeoutError("attempt 1 never reached the epoch to strike at")
 
 
 def kill_worker_when(record, signum, min_epoch=3):
@@ -89,7 +45,7 @@ def test_lost_worker_resumes_from_checkpoint(shell, tony_home, signum):
         "--workers 2 --max-attempts 2 --pull first_epoch,attempt "
         "--conf tony.task.heartbeat-interval-ms=500 --conf tony.task.max-missed-heartbeats=8"
     )
-    epochs_run = shell.run_cell_magic("tony", flags, CELL)
+    epochs_run = shell.run_cell_magic("tony", flags, CHECKPOINTED)
     t.join(5)
     assert shell.user_ns["attempt"] == 2
     # Attempt 2 starts at the checkpointed epoch, not 0, and finishes the 8 epochs.

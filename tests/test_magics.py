@@ -1,5 +1,8 @@
 """%%tony and %tony through a real IPython shell and the real local backend (no TensorFlow:
-these jobs are plain Python, so they take well under a second each)."""
+these jobs are plain Python, so they take well under a second each). The tests that use
+``backend`` are the backend contract: they run again with jobs going to the devcluster (marked
+``yarn``), whose ``tony_home`` also asserts that no application, container or staging directory
+of the test is left."""
 
 import os
 import signal
@@ -7,16 +10,16 @@ import threading
 import time
 
 import pytest
-from conftest import processes_under, wait_no_processes
+from helpers.cells import HANG_WORKER_1
+from helpers.jobs import FAST, processes_under, wait_no_processes
 from IPython.core.error import UsageError
 
 from tony_jupyter.errors import JobFailedError
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
 
-FAST = "--conf tony.task.heartbeat-interval-ms=200"
 
-
+@pytest.mark.usefixtures("backend")
 def test_cell_runs_on_every_task_with_tf_config_and_tony_env(shell, tony_home):
     shell.user_ns["offset"] = 40
     value = shell.run_cell_magic(
@@ -44,6 +47,7 @@ offset + 2
     assert wait_no_processes(tony_home) == []
 
 
+@pytest.mark.usefixtures("backend")
 def test_keras3_opt_out_leaves_tf_use_legacy_keras_unset(shell):
     shell.run_cell_magic(
         "tony",
@@ -53,6 +57,7 @@ def test_keras3_opt_out_leaves_tf_use_legacy_keras_unset(shell):
     assert shell.user_ns["k"] is None
 
 
+@pytest.mark.usefixtures("backend")
 def test_failing_worker_raises_with_remote_traceback(shell, tony_home):
     cell = """
 import os
@@ -71,6 +76,7 @@ time.sleep(30)
     assert wait_no_processes(tony_home) == []
 
 
+@pytest.mark.usefixtures("backend")
 @pytest.mark.parametrize(
     "line,cell,message",
     [
@@ -103,9 +109,7 @@ def test_interrupt_mid_rendezvous_kills_the_job(shell, tony_home):
     # job sits in rendezvous; a SIGINT there must kill the job and leave nothing behind.
     hang = tony_home.parent / "hang"
     hang.mkdir()
-    (hang / "sitecustomize.py").write_text(
-        "import os, time\nif os.environ.get('TONY_TASK_ID') == 'worker:1':\n    time.sleep(600)\n"
-    )
+    (hang / "sitecustomize.py").write_text(HANG_WORKER_1)
 
     def interrupt_in_rendezvous():
         # Strike once worker:0 has registered: the job is waiting for worker:1, mid-rendezvous.
@@ -129,12 +133,11 @@ def test_interrupt_mid_rendezvous_kills_the_job(shell, tony_home):
     assert wait_no_processes(tony_home) == []
 
 
+@pytest.mark.usefixtures("backend")
 def test_registration_timeout_ends_the_job(shell, tony_home):
     hang = tony_home.parent / "hang"
     hang.mkdir()
-    (hang / "sitecustomize.py").write_text(
-        "import os, time\nif os.environ.get('TONY_TASK_ID') == 'worker:1':\n    time.sleep(600)\n"
-    )
+    (hang / "sitecustomize.py").write_text(HANG_WORKER_1)
     with pytest.raises(JobFailedError, match="worker:1 did not register within 2 s"):
         shell.run_cell_magic(
             "tony",
@@ -145,6 +148,7 @@ def test_registration_timeout_ends_the_job(shell, tony_home):
     assert wait_no_processes(tony_home) == []
 
 
+@pytest.mark.usefixtures("backend")
 def test_worker_waiting_after_chief_is_stopped(shell, tony_home):
     cell = "import os, time\nif os.environ['TASK_INDEX'] == '1':\n    time.sleep(600)\n"
     with pytest.raises(JobFailedError, match="worker:1 still running 2 s after worker:0 finished"):
@@ -154,6 +158,7 @@ def test_worker_waiting_after_chief_is_stopped(shell, tony_home):
     assert wait_no_processes(tony_home) == []
 
 
+@pytest.mark.usefixtures("backend")
 def test_crashed_parameter_server_ends_the_job(shell, tony_home):
     cell = """
 import os, time
@@ -166,6 +171,7 @@ time.sleep(600)
     assert wait_no_processes(tony_home) == []
 
 
+@pytest.mark.usefixtures("backend")
 def test_hung_worker_is_caught_by_missed_heartbeats(shell, tony_home):
     cell = (
         "import os, signal, time\n"
@@ -185,6 +191,7 @@ def test_hung_worker_is_caught_by_missed_heartbeats(shell, tony_home):
     assert wait_no_processes(tony_home) == []
 
 
+@pytest.mark.usefixtures("backend")
 def test_async_returns_at_once_and_result_pulls_later(shell, tony_home):
     job = shell.run_cell_magic(
         "tony", "--workers 1 --async --pull z", "import time\ntime.sleep(1.5)\nz = 7\nz * 6"
@@ -194,6 +201,7 @@ def test_async_returns_at_once_and_result_pulls_later(shell, tony_home):
     assert wait_no_processes(tony_home) == []
 
 
+@pytest.mark.usefixtures("backend")
 def test_line_magics_list_status_logs_kill_attach(shell, tony_home, capsys):
     job = shell.run_cell_magic(
         "tony",
@@ -224,6 +232,7 @@ def test_line_magics_list_status_logs_kill_attach(shell, tony_home, capsys):
     assert wait_no_processes(tony_home) == []
 
 
+@pytest.mark.usefixtures("backend")
 def test_run_script_passes_argv(shell, tony_home, tmp_path):
     script = tmp_path / "train.py"
     script.write_text("import sys\nargs = sys.argv[1:]\nprint('args', args)\n")

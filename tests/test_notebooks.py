@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from conftest import run_notebook, wait_no_processes
+from helpers.jobs import run_notebook, wait_no_processes
 
 NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 

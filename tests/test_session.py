@@ -1,4 +1,6 @@
-"""Interactive sessions: warm executors that keep their state from cell to cell."""
+"""Interactive sessions: warm executors that keep their state from cell to cell. The tests that
+use ``backend`` are the contract: they run on the local backend and on YARN, where the session
+is one YARN application."""
 
 import os
 import re
@@ -7,7 +9,8 @@ import threading
 import time
 
 import pytest
-from conftest import wait_no_processes
+from helpers.cells import MWMS_MODEL
+from helpers.jobs import wait_no_processes
 from IPython.core.error import UsageError
 from sklearn.datasets import load_digits
 
@@ -30,21 +33,11 @@ def session_shell(shell, tony_home):
     assert wait_no_processes(tony_home) == []
 
 
-BUILD = """
-import tensorflow as tf
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
-dataset = tf.data.Dataset.from_tensor_slices((X, y)).shuffle(2000, seed=0).repeat().batch(64)
-with strategy.scope():
-    model = tf.keras.Sequential([tf.keras.layers.Input((64,)),
-                                 tf.keras.layers.Dense(64, activation="relu"),
-                                 tf.keras.layers.Dense(10)])
-    model.compile(optimizer="adam",
-                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-strategy.num_replicas_in_sync
-"""
+BUILD = "import tensorflow as tf\n" + MWMS_MODEL + "strategy.num_replicas_in_sync\n"
 TRAIN = "model.fit(dataset, epochs=1, steps_per_epoch=20, verbose=0).history['loss'][-1]"
 
 
+@pytest.mark.usefixtures("backend")
 @pytest.mark.slow
 def test_state_is_kept_between_cells_and_training_goes_on(session_shell):
     sh = session_shell
@@ -65,6 +58,7 @@ def test_state_is_kept_between_cells_and_training_goes_on(session_shell):
     assert third < second and sh.user_ns["epochs_done"] == 3
 
 
+@pytest.mark.usefixtures("backend")
 def test_interrupt_returns_control_and_the_session_goes_on(session_shell):
     sh = session_shell
     sh.run_cell_magic("tony", "", "counter = 1")
@@ -87,6 +81,7 @@ def test_interrupt_returns_control_and_the_session_goes_on(session_shell):
     assert sh.run_cell_magic("tony", "", "counter + 1") == 2
 
 
+@pytest.mark.usefixtures("backend")
 def test_cell_log_and_names_from_the_notebook(session_shell, capsys):
     sh = session_shell
     sh.user_ns["greeting"] = "hello"

@@ -1,7 +1,8 @@
 """Real TensorFlow training through %%tony on the local backend."""
 
 import pytest
-from conftest import wait_no_processes
+from helpers.cells import MWMS, PS
+from helpers.jobs import wait_no_processes
 from sklearn.datasets import load_digits
 
 from tony_jupyter.launcher.client import list_jobs
@@ -9,52 +10,6 @@ from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.runtime import FitHistory
 
 pytestmark = pytest.mark.slow
-
-MWMS = """
-import tensorflow as tf
-import tony_jupyter
-
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
-dataset = tf.data.Dataset.from_tensor_slices((X, y)).shuffle(2000, seed=0).repeat().batch(64)
-with strategy.scope():
-    model = tf.keras.Sequential([tf.keras.layers.Input((64,)),
-                                 tf.keras.layers.Dense(64, activation="relu"),
-                                 tf.keras.layers.Dense(10)])
-    model.compile(optimizer="adam",
-                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"])
-fit = model.fit(dataset, epochs=3, steps_per_epoch=30, verbose=2,
-                callbacks=[tony_jupyter.progress()])
-history = fit.history
-replicas = strategy.num_replicas_in_sync
-history["loss"][-1]
-"""
-
-PS = """
-import tensorflow as tf
-import tony_jupyter
-
-resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-if resolver.task_type in ("worker", "ps"):
-    tf.distribute.Server(resolver.cluster_spec(), job_name=resolver.task_type,
-                         task_index=resolver.task_id, protocol="grpc", start=True).join()
-strategy = tf.distribute.ParameterServerStrategy(resolver)
-
-def dataset_fn(input_context):
-    return tf.data.Dataset.from_tensor_slices((X, y)).shuffle(2000).repeat().batch(64)
-
-with strategy.scope():
-    model = tf.keras.Sequential([tf.keras.layers.Input((64,)),
-                                 tf.keras.layers.Dense(64, activation="relu"),
-                                 tf.keras.layers.Dense(10)])
-    model.compile(optimizer="adam",
-                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"], steps_per_execution=5)
-history = model.fit(tf.keras.utils.experimental.DatasetCreator(dataset_fn), epochs=3,
-                    steps_per_epoch=30, verbose=2, callbacks=[tony_jupyter.progress()]).history
-ps_devices = len(strategy.extended.parameter_devices)
-history["loss"][-1]
-"""
 
 
 @pytest.fixture

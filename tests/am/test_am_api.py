@@ -4,7 +4,7 @@ import time
 
 import pytest
 import requests
-from conftest import wait_no_processes
+from helpers.jobs import wait_no_processes
 
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.launcher import local as backend_local

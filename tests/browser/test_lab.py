@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import requests
+from helpers.cells import MWMS_MODEL
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -44,27 +45,21 @@ X = (X / 16.0).astype("float32")
 
 # Trains (scalars stream to TensorBoard), then holds the job open until the test has looked at
 # TensorBoard (the chief's TensorBoard ends with the job): the test creates `release`.
-TRAIN = """\
+TRAIN = (
+    """\
 %%tony --workers 2 --name digits --conf tony.task.max-missed-heartbeats=60
 import os, time
 import tensorflow as tf
 import tony_jupyter
-
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
-dataset = tf.data.Dataset.from_tensor_slices((X, y)).shuffle(2000, seed=0).repeat().batch(64)
-with strategy.scope():
-    model = tf.keras.Sequential([tf.keras.layers.Input((64,)),
-                                 tf.keras.layers.Dense(64, activation="relu"),
-                                 tf.keras.layers.Dense(10)])
-    model.compile(optimizer="adam",
-                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-                  metrics=["accuracy"])
-model.fit(dataset, epochs=3, steps_per_epoch=30, verbose=2,
+"""
+    + MWMS_MODEL
+    + """model.fit(dataset, epochs=3, steps_per_epoch=30, verbose=2,
           callbacks=[tony_jupyter.progress()])
 deadline = time.time() + 240
 while not os.path.exists(release) and time.time() < deadline:
     time.sleep(0.2)
 """
+)
 
 SLEEPER = """\
 %%tony --workers 1 --async --name sleeper --no-tensorboard

@@ -1,55 +1,35 @@
 """TensorBoard beside the chief: it starts, registers with the AM, shows scalars while training
 runs, ends with the chief; --no-tensorboard turns it off; its failure never fails the job.
-Tests that submit through ``submit`` below also run on YARN (tests/yarn/test_yarn_server_api.py)."""
+The tests that use ``backend`` run on the local backend and on YARN."""
 
 import subprocess
 import sys
 import time
 
-import psutil
 import pytest
 import requests
-from conftest import wait_no_processes
+from helpers.cells import MWMS_MODEL
+from helpers.jobs import submit, tensorboard_processes, wait_for, wait_no_processes
 from sklearn.datasets import load_digits
 
-from tony_jupyter import job
-from tony_jupyter.bundle import make_bundle
 from tony_jupyter.executor import tensorboard as tb
 from tony_jupyter.launcher.client import JobClient
-from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
 
 # Trains for a while (the test reads the scalars while it runs), then waits to be killed.
-TRAIN = """
+TRAIN = (
+    """
 import time
 import tensorflow as tf
 import tony_jupyter
-
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
-dataset = tf.data.Dataset.from_tensor_slices((X, y)).repeat().batch(64)
-with strategy.scope():
-    model = tf.keras.Sequential([tf.keras.layers.Input((64,)), tf.keras.layers.Dense(10)])
-    model.compile(optimizer="adam",
-                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-model.fit(dataset, epochs=3, steps_per_epoch=20, verbose=0, callbacks=[tony_jupyter.progress()])
+"""
+    + MWMS_MODEL
+    + """model.fit(dataset, epochs=3, steps_per_epoch=20, verbose=0,
+          callbacks=[tony_jupyter.progress()])
 print("trained", flush=True)
 time.sleep(600)
 """
-
-
-def submit(line: str, source: str, names: dict) -> JobClient:
-    _, spec = parse_job_args(line)
-    return open_client(job.submit(spec, make_bundle(source, names)))  # the backend tony_home sets
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = predicate()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+)
 
 
 def stop(client: JobClient, home) -> None:
@@ -95,21 +75,6 @@ def test_chief_tensorboard_shows_scalars_while_training(tony_home):
         requests.get(url, timeout=2)
 
 
-def tensorboard_processes(job_id: str) -> list[psutil.Process]:
-    """TensorBoard processes of this job: its logdir (in the command line) is under the job's
-    dir (local) or its application's container dir (YARN), both named by the job id."""
-    found = []
-    for p in psutil.process_iter(["cmdline", "status"]):
-        try:
-            cmd = " ".join(p.info["cmdline"] or [])
-            if p.info["status"] != psutil.STATUS_ZOMBIE and "executor.tensorboard" in cmd:
-                if job_id in cmd:
-                    found.append(p)
-        except (psutil.Error, TypeError):
-            continue
-    return found
-
-
 # Waits for the test's go-ahead (a file: local and devcluster tasks share this machine's disk),
 # so the job ends by itself with its TensorBoard up.
 WAIT_FOR_GO = """
@@ -120,6 +85,7 @@ print("done", flush=True)
 """
 
 
+@pytest.mark.usefixtures("backend")
 def test_tensorboard_ends_with_the_chief(tony_home, tmp_path):
     go = tmp_path / "go"
     client = submit("--workers 1", WAIT_FOR_GO, {"go": str(go)})

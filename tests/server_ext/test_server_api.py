@@ -9,7 +9,7 @@ import pytest
 import tornado.httpclient
 import tornado.web
 import tornado.websocket
-from conftest import wait_no_processes
+from helpers.jobs import fetch_json, wait_no_processes
 from tornado import httpserver, netutil
 
 from tony_jupyter.bundle import make_bundle
@@ -18,11 +18,6 @@ from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
-
-
-@pytest.fixture
-def jp_server_config():
-    return {"ServerApp": {"jpserver_extensions": {"tony_jupyter": True}}}
 
 
 # --- an upstream that records what reached it (stands in for TensorBoard) ----------------------
@@ -59,9 +54,8 @@ def upstream():
 
 @pytest.fixture
 def running_job(tony_home, upstream):
-    """A real job (sleeping) on the backend ``tony_home`` points at (local here, YARN in
-    tests/yarn/test_yarn_server_api.py), with a 'tensorboard' endpoint registered at
-    ``upstream``."""
+    """A real job (sleeping) on the backend ``tony_home`` points at (local, or YARN for the
+    tests that use ``backend``), with a 'tensorboard' endpoint registered at ``upstream``."""
     _, spec = parse_job_args("--workers 1 --no-tensorboard")
     client = open_client(submit(spec, make_bundle("import time\ntime.sleep(600)", {})))
     try:
@@ -100,11 +94,6 @@ def finished_job(home, job_id="tony_20240101_000000_aaaaaa", state="SUCCEEDED"):
     return job_id
 
 
-async def fetch_json(jp_fetch, *parts, **kw):
-    r = await jp_fetch(*parts, **kw)
-    return json.loads(r.body)
-
-
 async def status(jp_fetch, *parts, **kw):
     try:
         r = await jp_fetch(*parts, raise_error=False, follow_redirects=False, **kw)
@@ -116,6 +105,7 @@ async def status(jp_fetch, *parts, **kw):
 # --- the REST API -------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("backend")
 async def test_jobs_list_job_events_logs(jp_fetch, running_job, tony_home):
     old = finished_job(tony_home)
     got = await fetch_json(jp_fetch, "tony", "api", "jobs")
@@ -146,6 +136,7 @@ async def test_jobs_list_job_events_logs(jp_fetch, running_job, tony_home):
     assert await status(jp_fetch, "tony", "api", "jobs", running_job.job_id, "logs") == 400
 
 
+@pytest.mark.usefixtures("backend")
 async def test_kill_from_the_api(jp_fetch, running_job):
     got = await fetch_json(
         jp_fetch, "tony", "api", "jobs", running_job.job_id, "kill", method="POST", body=""
@@ -211,6 +202,7 @@ async def login_cookie(jp_fetch, jp_serverapp) -> str:
 # --- the proxy ------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("backend")
 async def test_proxy_reaches_the_registered_endpoint(jp_fetch, running_job):
     got = await fetch_json(
         jp_fetch,

@@ -7,7 +7,6 @@ import uuid
 
 import pytest
 from IPython.core.error import UsageError
-from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
 
 from tony_jupyter.devcluster.config import NM_VCORES
 from tony_jupyter.errors import BackendError
@@ -17,8 +16,6 @@ from tony_jupyter.launcher.yarn import backend
 
 pytestmark = pytest.mark.yarn
 RUN = uuid.uuid4().hex[:6]  # app names unique to this run: the cluster keeps old apps
-
-tony_home = pytest.fixture(yarn_home)
 
 
 def assert_nothing_left(cluster, name):

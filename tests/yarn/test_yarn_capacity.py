@@ -6,15 +6,12 @@ import time
 import uuid
 
 import pytest
-from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
 
 from tony_jupyter.devcluster.config import NM_VCORES
 from tony_jupyter.errors import JobFailedError
 
 pytestmark = pytest.mark.yarn
 RUN = uuid.uuid4().hex[:6]
-
-tony_home = pytest.fixture(yarn_home)
 
 
 def test_containers_never_allocated_end_failed_with_the_reason(shell, tony_home, cluster):

@@ -4,13 +4,10 @@ directory, each container localizes only its own part, and executors read hdfs:/
 import numpy as np
 import pandas as pd
 import pytest
-from test_data_hdfs import hdfs_dir  # noqa: F401 - parquet files on the devcluster's HDFS
-from test_data_jobs import FAST, REPORT, assert_partition, out, reports  # noqa: F401
-from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
+from helpers.data import REPORT, assert_partition, reports
+from helpers.jobs import FAST
 
 pytestmark = pytest.mark.yarn
-
-tony_home = pytest.fixture(yarn_home)
 
 CELL = """
 import glob, os
@@ -32,8 +29,8 @@ seen = {
 def test_shards_disjoint_and_complete_across_two_yarn_workers(
     shell,
     tony_home,
-    out,  # noqa: F811 - the fixture imported above
-    hdfs_dir,  # noqa: F811
+    out,
+    hdfs_dir,
 ):
     _, url, _ = hdfs_dir
     n = 10_007

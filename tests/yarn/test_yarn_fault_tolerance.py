@@ -1,4 +1,4 @@
-"""Fault tolerance on YARN, with tests/test_fault_tolerance.py's training cell: a worker killed
+"""Fault tolerance on YARN, with the cell of tests/test_fault_tolerance.py: a worker killed
 (kill -9 of its process, or its container killed through YARN), a hung worker (SIGSTOP: missed
 heartbeats), a lost AM (kill -9; YARN's next application attempt recovers the job from the event
 log in staging) and a crashed node (its NodeManager and every process in its containers killed,
@@ -15,9 +15,9 @@ import time
 import psutil
 import pytest
 import requests
+from helpers.cells import CHECKPOINTED
+from helpers.jobs import strike_when
 from sklearn.datasets import load_digits
-from test_fault_tolerance import CELL, strike_when
-from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
 
 from tony_jupyter.devcluster import process as daemons
 from tony_jupyter.devcluster.config import NODEMANAGERS
@@ -28,10 +28,9 @@ from tony_jupyter.launcher.clients import open_client
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 
-tony_home = pytest.fixture(yarn_home)
-
 # When attempt 2's first epoch begins, and the epoch each attempt reached, for the figures.
-TIMED_CELL = CELL.replace("global first_epoch\n", "global first_epoch, resumed_at\n").replace(
+TIMED_CELL = CHECKPOINTED.replace("global first_epoch\n", "global first_epoch, resumed_at\n")
+TIMED_CELL = TIMED_CELL.replace(
     "            first_epoch = epoch\n",
     "            first_epoch = epoch\n            resumed_at = time.time()\n",
 )

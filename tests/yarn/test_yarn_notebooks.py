@@ -6,13 +6,10 @@ import getpass
 from pathlib import Path
 
 import pytest
-from conftest import run_notebook
 from hdfs import InsecureClient
-from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
+from helpers.jobs import run_notebook
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
-
-tony_home = pytest.fixture(yarn_home)
 
 NOTEBOOK = Path(__file__).parents[2] / "notebooks" / "03-data.ipynb"
 
@@ -40,7 +37,7 @@ def outputs(cell) -> str:
 def test_data_notebook_trains_on_yarn_from_hdfs(tony_home, tmp_path, cluster, hdfs_data):
     client, path = hdfs_data
     before = {a["id"] for a in cluster.apps()}
-    # The kernel inherits this process's environment: yarn_home put the devcluster's in it.
+    # The kernel inherits this process's environment: tony_home put the devcluster's in it.
     nb = run_notebook(NOTEBOOK, tmp_path, timeout=900)
     # The notebook wrote its Parquet files to HDFS (not to the local directory)...
     write = next(c for c in nb.cells if "filesystem(data_dir)" in c.source)

@@ -8,7 +8,6 @@ import uuid
 
 import pytest
 from IPython.core.error import UsageError
-from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
 
 from bench.staging import build_env
 from tony_jupyter.launcher.client import jobs_dir, list_jobs
@@ -18,8 +17,6 @@ RUN = uuid.uuid4().hex[:6]
 # What the AM and an executor import (pyproject's runtime dependencies they need); the
 # notebook-side ones (IPython, widgets, Jupyter) stay out so the venv is small.
 RUNTIME = ["requests", "cloudpickle", "tornado", "psutil", "jpype1", "hdfs"]
-
-tony_home = pytest.fixture(yarn_home)
 
 
 @pytest.fixture(scope="module")

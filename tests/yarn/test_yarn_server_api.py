@@ -1,9 +1,8 @@
-"""The server extension against YARN jobs: the REST API and proxy tests of
-tests/server_ext/test_server_api.py re-run with jobs on the devcluster (only ``tony_home``
-differs), TensorBoard's end with the chief (tests/executor/test_tensorboard.py), and what only
-YARN does: the application's tracking URL leads to TensorBoard through the RM's web proxy, whose
-log dir is in the chief's own container, and scalars written there show through both proxies
-while the job runs."""
+"""The server extension against YARN jobs, what only YARN does (the REST API and proxy tests of
+tests/server_ext/test_server_api.py and TensorBoard's end with the chief run on YARN too, as
+backend contract tests): the application's tracking URL leads to TensorBoard through the RM's
+web proxy, whose log dir is in the chief's own container, and scalars written there show
+through both proxies while the job runs."""
 
 import json
 import os
@@ -13,27 +12,10 @@ import time
 
 import pytest
 import requests
-from executor.test_tensorboard import (  # noqa: F401 - re-run here against YARN
-    submit,
-    tensorboard_processes,
-    test_tensorboard_ends_with_the_chief,
-    wait_for,
-)
-from server_ext.test_server_api import (  # noqa: F401 - re-run here against YARN
-    fetch_json,
-    jp_server_config,
-    running_job,
-    test_jobs_list_job_events_logs,
-    test_kill_from_the_api,
-    test_proxy_reaches_the_registered_endpoint,
-    upstream,
-)
-from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
+from helpers.jobs import fetch_json, submit, tensorboard_processes, wait_for
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 pytestmark = pytest.mark.yarn
-
-tony_home = pytest.fixture(yarn_home)
 
 # Trains with tony_jupyter.progress() (its scalars go to tensorboard_dir()), then, for the delay
 # figures, until the test kills the job: a log line stamped with the wall clock every 0.1 s and a

@@ -4,16 +4,13 @@ the real containers through the RM's REST API."""
 import time
 
 import pytest
+from helpers.cells import MWMS, PS
 from sklearn.datasets import load_digits
-from test_training import MWMS, PS
-from yarn_helpers import cluster_fixture, yarn_cluster_fixture, yarn_home  # noqa: F401
 
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
-
-tony_home = pytest.fixture(yarn_home)
 
 
 @pytest.fixture

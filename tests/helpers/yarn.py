@@ -1,14 +1,14 @@
-"""Fixtures and checks shared by the YARN tests: a devcluster, a shell whose jobs go to it, and
-the "nothing left behind" assertions (no live application, no staging, no local record)."""
+"""The devcluster from a test's side: REST views of it for assertions (Cluster), and sending a
+test's jobs to it (jobs_to_yarn, which afterwards asserts that no application, container or
+staging directory of the test is left)."""
 
 from __future__ import annotations
 
 import functools
+import getpass
 import time
 
-import pytest
 import requests
-from conftest import wait_no_processes
 
 from tony_jupyter.launcher.yarn.rm import APP_TYPE, TERMINAL_APP_STATES
 
@@ -16,20 +16,6 @@ from tony_jupyter.launcher.yarn.rm import APP_TYPE, TERMINAL_APP_STATES
 # (6 GB) next to their AM; the code under test is the same.
 TEST_MEMORY_MB = 512
 LIVE = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHING")
-
-
-@pytest.fixture(scope="session", name="yarn_cluster")
-def yarn_cluster_fixture(request):
-    """The session's devcluster (tony_jupyter.devcluster.testing), or a running one."""
-    try:
-        return request.getfixturevalue("devcluster")
-    except pytest.FixtureLookupError:
-        from tony_jupyter.devcluster import DevCluster
-
-        dc = DevCluster()
-        if not dc.is_running():
-            pytest.skip("no devcluster: run `python -m tony_jupyter.devcluster up`")
-        return dc
 
 
 class Cluster:
@@ -93,12 +79,9 @@ class Cluster:
             time.sleep(0.2)
 
 
-def yarn_home(tmp_path, monkeypatch, yarn_cluster):
-    """Like conftest's tony_home, but jobs go to YARN; afterwards, nothing may be left there."""
-    import getpass
-
-    home = tmp_path / "tony-home"
-    monkeypatch.setenv("TONY_JUPYTER_HOME", str(home))
+def jobs_to_yarn(monkeypatch, yarn_cluster):
+    """Generator for a fixture: the test's jobs go to ``yarn_cluster`` (HADOOP_CONF_DIR set makes
+    yarn the default backend); afterwards, nothing of them may be left there."""
     for k, v in yarn_cluster.env().items():
         monkeypatch.setenv(k, v)
     monkeypatch.delenv("TONY_YARN_RM_URL", raising=False)
@@ -112,14 +95,6 @@ def yarn_home(tmp_path, monkeypatch, yarn_cluster):
     )
     cluster = Cluster(yarn_cluster, getpass.getuser())
     before = {a["id"] for a in cluster.apps()}
-    yield home
+    yield "yarn"
     ours = {a["id"] for a in cluster.apps()} - before
     cluster.wait_nothing_left(ours)
-    assert wait_no_processes(home, timeout=10) == []
-
-
-@pytest.fixture(name="cluster")
-def cluster_fixture(yarn_cluster):
-    import getpass
-
-    return Cluster(yarn_cluster, getpass.getuser())

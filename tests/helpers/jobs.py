@@ -1,0 +1,109 @@
+"""Driving and watching jobs from a test: submit without a shell, wait, strike at an epoch, and
+check that nothing was left (processes of a job staged under a TONY_JUPYTER_HOME)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import psutil
+
+from tony_jupyter import job
+from tony_jupyter.bundle import make_bundle
+from tony_jupyter.launcher.client import JobClient
+from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.options import parse_job_args
+
+FAST = "--conf tony.task.heartbeat-interval-ms=200"
+
+
+def processes_under(home: Path) -> list[psutil.Process]:
+    """Processes (AMs, executors) that belong to jobs staged under ``home``."""
+    found = []
+    for p in psutil.process_iter(["cmdline", "cwd", "status"]):
+        try:
+            if p.info["status"] == psutil.STATUS_ZOMBIE:
+                continue  # exited; only its parent's bookkeeping is left
+            cwd = p.info["cwd"] or ""
+            cmd = " ".join(p.info["cmdline"] or [])
+        except (psutil.Error, TypeError):
+            continue
+        if str(home) in cwd or str(home) in cmd:
+            found.append(p)
+    return found
+
+
+def wait_no_processes(home: Path, timeout: float = 15.0) -> list:
+    deadline = time.monotonic() + timeout
+    while (left := processes_under(home)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+def submit(line: str, source: str, names: dict) -> JobClient:
+    _, spec = parse_job_args(line)
+    return open_client(job.submit(spec, make_bundle(source, names)))  # the backend tony_home sets
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = predicate()
+        if got:
+            return got
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def strike_when(record, strike, min_epoch=3, timeout=300):
+    """Once attempt 1 has trained ``min_epoch`` epochs, ``strike(snapshot)``; (time, epoch)."""
+    client = open_client(record)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        snap = client.snapshot()
+        worker0, worker1 = snap.task("worker:0"), snap.task("worker:1")
+        done = ((worker0.progress if worker0 else None) or {}).get("epoch_done", 0)
+        if snap.attempt == 1 and done >= min_epoch and worker1 is not None and worker1.pid:
+            strike(snap)
+            return time.time(), done
+        time.sleep(0.05)
+    raise TimeoutError("attempt 1 never reached the epoch to strike at")
+
+
+def tensorboard_processes(job_id: str) -> list[psutil.Process]:
+    """TensorBoard processes of this job: its logdir (in the command line) is under the job's
+    dir (local) or its application's container dir (YARN), both named by the job id."""
+    found = []
+    for p in psutil.process_iter(["cmdline", "status"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or [])
+            if p.info["status"] != psutil.STATUS_ZOMBIE and "executor.tensorboard" in cmd:
+                if job_id in cmd:
+                    found.append(p)
+        except (psutil.Error, TypeError):
+            continue
+    return found
+
+
+async def fetch_json(jp_fetch, *parts, **kw):
+    r = await jp_fetch(*parts, **kw)
+    return json.loads(r.body)
+
+
+def run_notebook(path: Path, cwd: Path, timeout: int = 600):
+    """Execute a notebook headless (nbclient) in ``cwd``; returns it, asserting no cell failed.
+
+    "python3" is the kernel of the interpreter running the tests (the project's venv); the
+    kernel inherits this process's environment.
+    """
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(
+        nb, kernel_name="python3", timeout=timeout, resources={"metadata": {"path": str(cwd)}}
+    ).execute()
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert not errors, errors
+    return nb
