@@ -61,10 +61,7 @@ def yarn_pending(rm_url: str, nm_rpc_ports: dict[str, int]) -> list[str]:
         nodes = rm_nodes(rm_url)
     except (requests.RequestException, ValueError):
         return ["ResourceManager REST API"]
-    by_port = {}
-    for node in nodes:
-        port = int(str(node.get("id", ":0")).rsplit(":", 1)[-1])
-        by_port[port] = node
+    by_port = {int(str(n.get("id", ":0")).rsplit(":", 1)[-1]): n for n in nodes}
     pending = []
     for nm, gpus, labels in (("nm1", 0, []), ("nm2", NM2_GPUS, [GPU_LABEL])):
         node = by_port.get(nm_rpc_ports[nm])
