@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shlex
 import sys
@@ -192,8 +193,22 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
     if bad:
         raise SpecError(f"--pull: {', '.join(map(repr, bad))} is not a Python name; use --pull a,b")
     spec = b.build()
+    check_keras(spec)
     report_not_applicable(b.not_applicable)
     return spec
+
+
+def check_keras(spec: JobSpec) -> None:
+    """Tasks run tf.keras as Keras 2 (TF_USE_LEGACY_KERAS=1), which needs the tf-keras package:
+    without it, `import tensorflow` would fail inside every task once the job has started.
+    The tasks run this kernel's Python (or a pack of its venv), so its absence here is theirs."""
+    if spec.legacy_keras and importlib.util.find_spec("tf_keras") is None:
+        raise SpecError(
+            "tf-keras is not installed, and the tasks run tf.keras as Keras 2 "
+            "(TF_USE_LEGACY_KERAS=1), as TensorFlow's multi-worker tutorials need: "
+            "`pip install tf-keras` (the version of your TensorFlow), or pass --keras3 "
+            "(tony.keras.legacy=false) to run Keras 3"
+        )
 
 
 _reported: set[str] = set()
