@@ -11,6 +11,7 @@ from tornado import web
 
 from ..errors import TonyError
 from ..launcher.client import JobClient, JobRecord, jobs_dir, list_jobs
+from ..protocol import TERMINAL_JOB_STATES
 
 # Local ids (tony_20250101_120000_abcdef) and YARN application ids: no dots, no slashes.
 JOB_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
@@ -81,5 +82,8 @@ class EndpointCache:
         hit = self._got.get(job_id)
         if hit is None or time.monotonic() - hit[0] > self.ttl or name not in hit[1]:
             snap = await blocking(client(job_id).snapshot)
-            hit = self._got[job_id] = (time.monotonic(), dict(snap.get("endpoints") or {}))
+            # An ended job's ports are free for anyone to listen on: forget its endpoints.
+            live = snap.get("state") not in TERMINAL_JOB_STATES
+            endpoints = dict(snap.get("endpoints") or {}) if live else {}
+            hit = self._got[job_id] = (time.monotonic(), endpoints)
         return hit[1].get(name)
