@@ -83,3 +83,25 @@ def test_a_result_too_big_to_travel_is_refused_with_its_size(monkeypatch):
     assert "3.0 MB" in message and "1.0 MB" in message and "file" in message
     small = cell.execute("b'x' * 100", "<cell>", {}, [], is_chief=True)
     assert small["status"] == "ok"
+
+
+def test_the_port_is_reserved_on_the_tasks_host_and_the_exposure_documented(monkeypatch):
+    import socket
+    from pathlib import Path
+
+    from tony_jupyter.executor.main import reserve_port
+
+    bound = []
+    real_bind = socket.socket.bind
+
+    def bind(self, address):
+        bound.append(address)
+        return real_bind(self, address)
+
+    monkeypatch.setattr(socket.socket, "bind", bind)
+    assert reserve_port("127.0.0.1") > 0
+    assert bound == [("127.0.0.1", 0)]
+    # TensorFlow's server binds every interface anyway: the README says so, and what to do.
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert "TensorFlow's task servers listen on every interface" in readme
+    assert "iptables -A INPUT ! -i lo" in readme

@@ -23,9 +23,14 @@ from .heartbeat import Heartbeater
 from .link import AMLink, Stale
 
 
-def reserve_port() -> int:
+def reserve_port(host: str = "127.0.0.1") -> int:
+    """A free port for TensorFlow's server, picked on the task's own address (TensorFlow then
+    binds it on every interface: see the README, "TensorFlow's task servers")."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
+        try:
+            s.bind((host, 0))
+        except OSError:  # a name that is not an address of this host: any, as before
+            s.bind(("", 0))
         return s.getsockname()[1]
 
 
@@ -54,7 +59,7 @@ def main() -> int:
         am.post(
             "executor/register",
             host=host,
-            port=reserve_port(),
+            port=reserve_port(host),
             pid=os.getpid(),
             container=env.container_id,
         )
