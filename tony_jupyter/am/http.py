@@ -89,7 +89,9 @@ class BaseHandler(web.RequestHandler):
         length = self.request.headers.get("Content-Length", "0")
         if not length.isdecimal() or int(length) > self.max_body:
             raise web.HTTPError(413, f"request body over {self.max_body} bytes")
-        self.request.connection.set_max_body_size(self.max_body)
+        set_limit = getattr(self.request.connection, "set_max_body_size", None)  # HTTP/1
+        if set_limit is not None:
+            set_limit(self.max_body)
 
     def data_received(self, chunk: bytes) -> None:
         self._size += len(chunk)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from typing import NoReturn
 
 import psutil
 
@@ -44,13 +45,13 @@ def flush_before_exit(flush) -> None:
     task printed before a hard exit are in its stdout and the shipped log too."""
     real_exit, executor = os._exit, os.getpid()
 
-    def _exit(code: int) -> None:
+    def _exit(status: int) -> NoReturn:
         if os.getpid() != executor:  # a forked child (multiprocessing): not the task's end
-            real_exit(code)
+            real_exit(status)
         try:
             flush()
         finally:
             kill_descendants()
-            real_exit(code)
+            real_exit(status)
 
     os._exit = _exit
