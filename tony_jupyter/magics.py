@@ -57,7 +57,10 @@ class TonyMagics(Magics):
     def tony(self, line: str, cell: str | None = None):
         if cell is not None:
             return self._run(line, cell, filename=None, argv=None)
-        words = shlex.split(self._expand(line))
+        try:
+            words = shlex.split(self._expand(line))
+        except ValueError as e:  # an unclosed quote
+            raise UsageError(f"%tony: cannot split {line!r}: {e}") from None
         if not words or words[0] in ("help", "-h", "--help"):
             print(HELP + job_parser().format_help())
             return None

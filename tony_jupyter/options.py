@@ -169,8 +169,8 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
             raise SpecError("--max-attempts must be at least 1")
         b.job["max_attempts"] = args.max_attempts
     if args.timeout is not None:
-        if args.timeout <= 0:
-            raise SpecError("--timeout must be a positive number of seconds")
+        if not 0 < args.timeout < float("inf"):  # also nan
+            raise SpecError(f"--timeout must be a positive number of seconds, not {args.timeout}")
         b.job["timeout_s"] = args.timeout
     if args.keras3:
         b.job["legacy_keras"] = False

@@ -12,6 +12,8 @@ which tests/test_protocol.py checks against these records.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import hmac
 import sys
 import time
 import types
@@ -301,6 +303,12 @@ class CellOutcome(Record):
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+
+def task_token(job_token: str, task_id: str) -> str:
+    """A task's own token: what its executor authenticates with (``TONY_TOKEN`` in its
+    environment), so that the code a task runs can act for that task alone, not the job."""
+    return hmac.new(job_token.encode(), b"task:" + task_id.encode(), hashlib.sha256).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,11 @@ def parse_memory(value: str | int, what: str = "--memory") -> int:
                 f"{what}: malformed size {value!r}; write a number with a unit, e.g. 512m or 2g"
             )
         mb = int(float(m.group(1)) * _UNIT_MB[m.group(2).lower()])
+        if mb <= 0 < float(m.group(1)):
+            raise SpecError(
+                f"{what}: {value!r} is less than 1 MB (a number without a unit is megabytes, "
+                f"as in TonY); write the unit, e.g. {m.group(1)}g or 512m"
+            )
     if mb <= 0:
         raise SpecError(f"{what}: size must be positive, got {value!r}; e.g. 512m or 2g")
     return mb
@@ -261,6 +266,11 @@ class SpecBuilder:
                 k, sep, v = pair.partition("=")
                 if not sep or not k:
                     raise SpecError(f"{key}: expected NAME=VALUE pairs, got {pair!r}")
+                if k.upper().startswith("TONY_"):
+                    raise SpecError(
+                        f"{key}: {k} is tony-jupyter's own (TONY_* variables tell each task its "
+                        "AM, token and role); name your variable otherwise"
+                    )
                 self.env[k] = v
         elif what == "legacy_keras":
             self.job["legacy_keras"] = _parse_bool(value, key)

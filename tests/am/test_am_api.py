@@ -10,6 +10,7 @@ from tony_jupyter.bundle import make_bundle
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
+from tony_jupyter.protocol import task_token
 
 
 @pytest.fixture
@@ -66,9 +67,11 @@ def test_events_long_poll_and_logs_from_an_offset(running_job):
 
 
 def test_stale_attempt_is_told_to_stop(running_job):
-    r = running_job.session.post(
+    own = task_token(running_job.record.token, "worker:0")  # executor calls: the task's token
+    r = requests.post(
         f"{running_job.am_url()}/api/v1/executor/heartbeat",
         json={"task": "worker:0", "attempt": 7},
+        headers={"Authorization": f"Bearer {own}"},
         timeout=5,
     )
     assert r.status_code == 410 and r.json()["command"] == "stop"

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import re
 import time
+from urllib.parse import urlparse
 
 from tornado import web
 
 from ..protocol import TERMINAL_JOB_STATES
 from .coordinator import StaleAttempt
-from .http import API, AMState, BaseHandler
+from .http import API, MAX_RESULT_BODY, AMState, BaseHandler
 from .session_api import ROUTES as SESSION_ROUTES
+
+MAX_LOG_READ = 8 << 20
+ENDPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+HOST = re.compile(r"^[A-Za-z0-9._:\[\]-]{1,255}$")
 
 
 class JobHandler(BaseHandler):
@@ -19,8 +25,8 @@ class JobHandler(BaseHandler):
 
 class EventsHandler(BaseHandler):
     async def get(self) -> None:
-        since = int(self.get_argument("since", "0"))
-        deadline = time.monotonic() + float(self.get_argument("timeout", "0"))
+        since = self.int_arg("since", 0)
+        deadline = time.monotonic() + self.seconds_arg("timeout", 0)
         # Heartbeats change the job without adding events: wait for events, not any change.
         while len(self.coord.events) <= since and self.coord.state not in TERMINAL_JOB_STATES:
             left = deadline - time.monotonic()
@@ -33,9 +39,14 @@ class EventsHandler(BaseHandler):
 class LogsHandler(BaseHandler):
     def get(self) -> None:
         task = self.get_argument("task")
-        attempt = int(self.get_argument("attempt", "0")) or self.coord.attempt
-        offset = int(self.get_argument("offset", "0"))
-        limit = int(self.get_argument("limit", str(1 << 20)))
+        if task not in self.am.task_ids:  # never a path: only the job's own task ids
+            known = ", ".join(sorted(self.am.task_ids))
+            raise web.HTTPError(404, f"no task {task!r} in this job; its tasks: {known}")
+        attempt = self.int_arg("attempt", 0) or self.coord.attempt
+        if attempt > max(self.coord.attempt, 1):
+            raise web.HTTPError(404, f"no attempt {attempt}; the job is at {self.coord.attempt}")
+        offset = self.int_arg("offset", 0)
+        limit = min(self.int_arg("limit", MAX_LOG_READ), MAX_LOG_READ)
         path = self.coord.log_path(task, attempt)
         data = b""
         if path.exists():
@@ -53,7 +64,7 @@ class ResultHandler(BaseHandler):
 
 class KillHandler(BaseHandler):
     def post(self) -> None:
-        self.coord.kill(self.body().get("reason") or "killed on request")
+        self.coord.kill(self.field(self.body(), "reason", str, None) or "killed on request")
         self.finish({"state": self.coord.state})
 
 
@@ -64,37 +75,62 @@ class ReleaseHandler(BaseHandler):
 
 
 class EndpointHandler(BaseHandler):
-    """A task registers a named endpoint (e.g. TensorBoard) that the job exposes."""
+    """A task registers a named endpoint (e.g. TensorBoard) that the job exposes: on the host
+    of one of the job's own tasks, never anywhere else (the proxy forwards the user there)."""
+
+    task_may_call = True
 
     def post(self) -> None:
         b = self.body()
-        self.coord.endpoints[str(b["name"])] = str(b["url"])
-        self.coord.emit("endpoint", name=b["name"], url=b["url"])
-        self.coord.provider.endpoint_registered(str(b["name"]), str(b["url"]))
+        name, url = self.field(b, "name"), self.field(b, "url")
+        if not ENDPOINT_NAME.match(name):
+            raise web.HTTPError(400, f"endpoint name {name!r}: letters, digits, _ and - only")
+        try:
+            parsed = urlparse(url)
+            port = parsed.port
+        except ValueError:
+            port, parsed = None, None
+        hosts = {t.host for t in self.coord.tasks.values() if t.host}
+        if parsed is None or parsed.scheme != "http" or not port:
+            raise web.HTTPError(400, f"endpoint URL {url!r}: expected http://host:port/")
+        if parsed.hostname not in hosts or parsed.username or parsed.password:
+            raise web.HTTPError(
+                400, f"endpoint URL {url!r}: not on a host of this job's tasks ({sorted(hosts)})"
+            )
+        self.coord.endpoints[name] = url
+        self.coord.emit("endpoint", name=name, url=url)
+        self.coord.provider.endpoint_registered(name, url)
         self.finish({"ok": True})
 
 
-class RegisterHandler(BaseHandler):
+class ExecutorHandler(BaseHandler):
+    """``executor/*``: an executor acts for its own task only (its task token says which)."""
+
+    executor_route = True
+
+    def task_and_attempt(self, b: dict) -> tuple[str, int]:
+        return self.own_task(b.get("task")), self.field(b, "attempt", int)
+
+
+class RegisterHandler(ExecutorHandler):
     def post(self) -> None:
         b = self.body()
+        task, attempt = self.task_and_attempt(b)
+        host, port = self.field(b, "host"), self.field(b, "port", int)
+        if not HOST.match(host) or not 0 < port < 65536:
+            raise web.HTTPError(400, f"not a host and port: {host!r}, {port!r}")
         try:
-            self.coord.register(
-                b["task"],
-                int(b["attempt"]),
-                b["host"],
-                int(b["port"]),
-                int(b["pid"]),
-                b.get("container"),
-            )
+            pid, container = self.field(b, "pid", int), self.field(b, "container", str, None)
+            self.coord.register(task, attempt, host, port, pid, container)
         except StaleAttempt as e:
             return self.stale(e)
         self.finish({"ok": True})
 
 
-class ClusterSpecHandler(BaseHandler):
+class ClusterSpecHandler(ExecutorHandler):
     async def get(self) -> None:
-        task, attempt = self.get_argument("task"), int(self.get_argument("attempt"))
-        deadline = time.monotonic() + float(self.get_argument("timeout", "10"))
+        task, attempt = self.own_task(self.get_argument("task")), self.int_arg("attempt")
+        deadline = time.monotonic() + self.seconds_arg("timeout", 10)
         while True:
             try:
                 self.coord.live_task(task, attempt)
@@ -106,32 +142,44 @@ class ClusterSpecHandler(BaseHandler):
         self.finish({"cluster_spec": self.coord.cluster_spec})
 
 
-class HeartbeatHandler(BaseHandler):
+class HeartbeatHandler(ExecutorHandler):
     def post(self) -> None:
         b = self.body()
+        task, attempt = self.task_and_attempt(b)
+        progress, rss = b.get("progress"), self.field(b, "rss", int, None)
+        if progress is not None and not isinstance(progress, dict):
+            raise web.HTTPError(400, "'progress' must be a JSON object")
         try:
-            self.coord.heartbeat(b["task"], int(b["attempt"]), b.get("progress"), b.get("rss"))
+            self.coord.heartbeat(task, attempt, progress, rss)
         except StaleAttempt as e:
             return self.stale(e)
-        command = self.am.cells.command_for(b["task"]) if self.am.cells else None
+        command = self.am.cells.command_for(task) if self.am.cells else None
         self.finish(command or {"command": None})
 
 
-class ExecutorLogsHandler(BaseHandler):
+class ExecutorLogsHandler(ExecutorHandler):
+    max_body = 16 << 20
+
     def post(self) -> None:
         b = self.body()
+        task, attempt = self.task_and_attempt(b)
         try:
-            self.coord.add_logs(b["task"], int(b["attempt"]), b["text"])
+            self.coord.add_logs(task, attempt, self.field(b, "text"))
         except StaleAttempt as e:
             return self.stale(e)
         self.finish({"ok": True})
 
 
-class ExecutorResultHandler(BaseHandler):
+class ExecutorResultHandler(ExecutorHandler):
+    max_body = MAX_RESULT_BODY
+
     def post(self) -> None:
         b = self.body()
+        task, attempt = self.task_and_attempt(b)
+        self.field(b, "status")
+        self.field(b, "traceback", str, None)
         try:
-            self.coord.set_result(b["task"], int(b["attempt"]), b)
+            self.coord.set_result(task, attempt, b)
         except StaleAttempt as e:
             return self.stale(e)
         self.finish({"ok": True})

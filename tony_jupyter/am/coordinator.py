@@ -17,6 +17,7 @@ from ..protocol import (
     JobState,
     TaskState,
     TaskView,
+    task_token,
 )
 from ..spec import JobSpec
 from . import rules
@@ -177,6 +178,8 @@ class Coordinator:
                 env = dict(self.base_env)
                 env[ExecutorEnv.var("task_id")] = task.id
                 env[ExecutorEnv.var("attempt")] = str(self.attempt)
+                job_token = env.get(ExecutorEnv.var("token"), "")
+                env[ExecutorEnv.var("token")] = task_token(job_token, task.id)
                 task.launched_at = self.clock()
                 self._set_task_state(task, TaskState.LAUNCHED)
                 self.provider.launch(t, task.id, self.attempt, env)

@@ -1,15 +1,23 @@
-"""What every AM request handler shares: the job token check, JSON errors and bodies, the
-410 answer to a stale attempt, and long-poll waits on the coordinator's changes."""
+"""What every AM request handler shares: the token check (before any body is read), bounded
+JSON bodies and query arguments that answer 400 rather than 500, the 410 answer to a stale
+attempt, and long-poll waits on the coordinator's changes.
+
+Two kinds of token: the job's (the notebook side: everything but ``executor/*``) and each
+task's own, derived from it (:func:`~tony_jupyter.protocol.task_token`), which the AM hands
+only to that task's executor: it acts for that task alone (``executor/*`` and ``endpoints``).
+"""
 
 from __future__ import annotations
 
 import hmac
 import json
+import re
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from tornado import locks, web
 
+from ..protocol import task_token
 from .coordinator import Coordinator, StaleAttempt
 
 if TYPE_CHECKING:
@@ -17,6 +25,11 @@ if TYPE_CHECKING:
 
 API = "/api/v1"
 MAX_LONG_POLL_S = 30.0
+MAX_BODY = 1 << 20  # most requests: small JSON
+# A chief's result, a session's cell with its pushed names: tornado's own default limit.
+MAX_RESULT_BODY = 100 << 20
+MAX_OFFSET = 1 << 62
+_TOKEN_IN_QUERY = re.compile(r"((?:^|[?&])(?:token|access_token)=)[^&]*", re.IGNORECASE)
 
 
 class AMState:
@@ -29,19 +42,71 @@ class AMState:
         coordinator.subscribe(self.changed.notify_all)
         self.cells: CellQueue | None = None  # a session's cells
 
+        spec = coordinator.spec
+        self.task_ids = frozenset(f"{t.type}:{i}" for t in spec.tasks for i in range(t.instances))
+        # 256-bit HMACs: a dict lookup on them tells a guesser nothing useful.
+        self._task_tokens = {task_token(token, t).encode(): t for t in self.task_ids}
 
+    def task_for(self, token: bytes) -> str | None:
+        """The task whose own token this is, or None."""
+        return self._task_tokens.get(token)
+
+
+def redacted_uri(uri: str) -> str:
+    return _TOKEN_IN_QUERY.sub(r"\1[redacted]", uri)
+
+
+@web.stream_request_body
 class BaseHandler(web.RequestHandler):
+    max_body = MAX_BODY  # bytes a request to this route may carry
+    executor_route = False  # executor/*: only a task's own token, for that task
+
     def initialize(self, am: AMState) -> None:
         self.am = am
         self.coord = am.coordinator
+        self.task_scope: str | None = None  # the task a task token acts for
+        self._chunks: list[bytes] = []
+        self._size = 0
 
     def prepare(self) -> None:
+        """Runs once the headers are in, before the body is read: a request without the
+        token is answered now, and its body never buffered."""
         auth = self.request.headers.get("Authorization", "")
         if not auth:
             raise web.HTTPError(401, "missing Authorization: Bearer <job token>")
         scheme, _, token = auth.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token, self.am.token):
+        try:
+            given = token.strip().encode("ascii")
+        except UnicodeEncodeError:
+            raise web.HTTPError(403, "wrong job token") from None
+        if scheme.lower() != "bearer":
             raise web.HTTPError(403, "wrong job token")
+        if hmac.compare_digest(given, self.am.token.encode()):
+            if self.executor_route:
+                raise web.HTTPError(403, "executor calls take the task's own token")
+        else:
+            self.task_scope = self.am.task_for(given)
+            if self.task_scope is None:
+                raise web.HTTPError(403, "wrong job token")
+            if not (self.executor_route or getattr(self, "task_may_call", False)):
+                raise web.HTTPError(403, "a task's token is for its executor calls only")
+        length = self.request.headers.get("Content-Length", "0")
+        if not length.isdecimal() or int(length) > self.max_body:
+            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
+        set_limit = getattr(self.request.connection, "set_max_body_size", None)  # HTTP/1
+        if set_limit is not None:
+            set_limit(self.max_body)
+
+    def data_received(self, chunk: bytes) -> None:
+        self._size += len(chunk)
+        if self._size > self.max_body:
+            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
+        self._chunks.append(chunk)
+
+    def _request_summary(self) -> str:
+        # tornado's access and error log lines: without a token sent in the query string.
+        r = self.request
+        return f"{r.method} {redacted_uri(r.uri or '')} ({r.remote_ip})"
 
     def write_error(self, status_code: int, **kwargs) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
@@ -50,9 +115,57 @@ class BaseHandler(web.RequestHandler):
 
     def body(self) -> dict:
         try:
-            return json.loads(self.request.body or b"{}")
-        except json.JSONDecodeError:
+            b = json.loads(b"".join(self._chunks) or b"{}")
+        except (json.JSONDecodeError, UnicodeDecodeError):
             raise web.HTTPError(400, "body is not JSON") from None
+        if not isinstance(b, dict):
+            raise web.HTTPError(400, "body must be a JSON object")
+        return b
+
+    def field(self, b: dict, name: str, kind: type = str, default=...):
+        """``b[name]``, a str or a whole number as ``kind`` says, or 400 naming the field."""
+        value = b.get(name, default)
+        if value is ...:
+            raise web.HTTPError(400, f"body needs {name!r}")
+        if value is None and default is None:
+            return None
+        if kind is int:
+            if isinstance(value, str) and value.isdecimal():
+                value = int(value)
+            if not isinstance(value, int) or isinstance(value, bool) or value > MAX_OFFSET:
+                raise web.HTTPError(400, f"{name!r} must be a whole number")
+            return value
+        if not isinstance(value, kind):
+            raise web.HTTPError(400, f"{name!r} must be a {kind.__name__}")
+        return value
+
+    def int_arg(self, name: str, default: int | None = None, minimum: int = 0) -> int:
+        raw = self.get_argument(name, None if default is None else str(default))
+        try:
+            n = int(raw)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            raise web.HTTPError(400, f"{name} must be a whole number, not {raw!r}") from None
+        if not minimum <= n <= MAX_OFFSET:
+            raise web.HTTPError(400, f"{name} must be between {minimum} and {MAX_OFFSET}")
+        return n
+
+    def seconds_arg(self, name: str, default: float) -> float:
+        raw = self.get_argument(name, str(default))
+        try:
+            s = float(raw)
+        except ValueError:
+            raise web.HTTPError(400, f"{name} must be a number of seconds, not {raw!r}") from None
+        if not 0 <= s < float("inf"):  # also refuses nan
+            raise web.HTTPError(400, f"{name} must be a number of seconds, not {raw!r}")
+        return min(s, MAX_LONG_POLL_S)
+
+    def own_task(self, task_id: object) -> str:
+        """The task an executor call names: a task token acts for its own task only."""
+        if not isinstance(task_id, str):
+            raise web.HTTPError(400, "'task' must be a task id such as worker:0")
+        if self.task_scope is not None and task_id != self.task_scope:
+            raise web.HTTPError(403, f"this token acts for {self.task_scope}, not {task_id}")
+        return task_id
 
     def stale(self, e: StaleAttempt) -> None:
         self.set_status(410)

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
+
 from ..protocol import ExecutorEnv
 from ..spec import TaskSpec
 from .provider import Provider
@@ -23,12 +25,27 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
+def _kill_strays(markers: dict[str, str]) -> None:
+    """Kill what a task left running that escaped its process group (fork, setsid, fork) and
+    its executor's reaping (a task killed outright): they carry the task's ``TONY_*`` env."""
+    if not markers:
+        return
+    for p in psutil.process_iter(["environ"]):
+        env = p.info.get("environ") or {}
+        if all(env.get(k) == v for k, v in markers.items()):
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+
+
 class LocalProvider(Provider):
     def __init__(self, job_dir: Path, python: str = sys.executable):
         self.job_dir, self.python = job_dir, python
         self.procs: dict[tuple[str, int], subprocess.Popen] = {}
         self._gpu_next = 0
         self._kill_at: dict[tuple[str, int], float] = {}
+        self._markers: dict[tuple[str, int], dict[str, str]] = {}
 
     def launch(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> None:
         full_env = dict(os.environ, **env)
@@ -51,6 +68,12 @@ class LocalProvider(Provider):
                 start_new_session=True,
             )
         self.procs[(task_id, attempt)] = proc
+        job = full_env.get(ExecutorEnv.var("job_id"), "")
+        self._markers[(task_id, attempt)] = {
+            ExecutorEnv.var("job_id"): job,
+            ExecutorEnv.var("task_id"): task_id,
+            ExecutorEnv.var("attempt"): str(attempt),
+        }
 
     def poll(self) -> None:
         for (task_id, attempt), proc in list(self.procs.items()):
@@ -61,6 +84,7 @@ class LocalProvider(Provider):
                 _signal_group(proc, signal.SIGKILL)
             if code is not None:
                 _signal_group(proc, signal.SIGKILL)  # reap what the executor left in its group
+                _kill_strays(self._markers.pop((task_id, attempt), {}))
                 del self.procs[(task_id, attempt)]
                 self._kill_at.pop((task_id, attempt), None)
                 why = f"killed by signal {-code}" if code < 0 else ""

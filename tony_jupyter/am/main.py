@@ -58,7 +58,8 @@ def executor_env(job_id: str, spec: JobSpec, url: str, token: str, job_dir: Path
         # tf.keras code from TensorFlow's multi-worker tutorials needs Keras 2 (tf-keras):
         # Keras 3 fails under MultiWorkerMirroredStrategy (see README, "Keras versions").
         env["TF_USE_LEGACY_KERAS"] = "1"
-    env.update(dict(spec.env))
+    # TONY_* are the AM's to set (a spec from an older client could still carry one).
+    env.update({k: v for k, v in dict(spec.env).items() if not k.upper().startswith("TONY_")})
     return env
 
 

@@ -9,7 +9,7 @@ from tornado import web
 from ..protocol import CellState
 from .cells import CellQueue
 from .coordinator import StaleAttempt
-from .http import BaseHandler
+from .http import MAX_RESULT_BODY, BaseHandler
 
 
 class SessionHandler(BaseHandler):
@@ -21,11 +21,17 @@ class SessionHandler(BaseHandler):
 
 
 class CellsHandler(SessionHandler):
+    max_body = MAX_RESULT_BODY  # a cell carries the names pushed with it
+
     def post(self) -> None:
         b = self.body()
+        source, names = self.field(b, "source"), self.field(b, "names")
+        pull = b.get("pull", [])
+        if not isinstance(pull, list) or not all(isinstance(n, str) for n in pull):
+            raise web.HTTPError(400, "'pull' must be a list of names")
         try:
             cell = self.cells.submit(
-                b["source"], b["names"], list(b.get("pull", [])), b.get("filename", "<tony-cell>")
+                source, names, list(pull), self.field(b, "filename", str, "<tony-cell>")
             )
         except ValueError as e:
             raise web.HTTPError(409, str(e)) from None
@@ -39,7 +45,7 @@ class CellHandler(SessionHandler):
     async def get(self, cell_id: str) -> None:
         """The cell; with ``timeout``, waits (long-poll) until it is done or anything changes."""
         cell = self._cell(cell_id)
-        timeout = float(self.get_argument("timeout", "0"))
+        timeout = self.seconds_arg("timeout", 0)
         if timeout > 0 and cell.state in (CellState.PENDING, CellState.RUNNING):
             await self.wait_change(timeout)
         self.finish(cell.view(with_value=True))
@@ -59,15 +65,17 @@ class InterruptHandler(CellHandler):
 
 class StopHandler(SessionHandler):
     def post(self) -> None:
-        self.coord.stop(self.body().get("reason") or "session stopped")
+        self.coord.stop(self.field(self.body(), "reason", str, None) or "session stopped")
         self.finish({"state": self.coord.state})
 
 
 class NextCellHandler(SessionHandler):
+    executor_route = True
+
     async def get(self) -> None:
-        task, attempt = self.get_argument("task"), int(self.get_argument("attempt"))
-        after = int(self.get_argument("after", "0"))
-        deadline = time.monotonic() + float(self.get_argument("timeout", "10"))
+        task, attempt = self.own_task(self.get_argument("task")), self.int_arg("attempt")
+        after = self.int_arg("after", 0)
+        deadline = time.monotonic() + self.seconds_arg("timeout", 10)
         while True:
             try:
                 self.coord.live_task(task, attempt)
@@ -94,14 +102,24 @@ class NextCellHandler(SessionHandler):
 
 
 class CellResultHandler(SessionHandler):
+    executor_route = True
+    max_body = MAX_RESULT_BODY
+
     def post(self) -> None:
         b = self.body()
+        task, attempt = self.own_task(b.get("task")), self.field(b, "attempt", int)
+        cell_id = self.field(b, "cell", int)
+        self.field(b, "status")
+        self.field(b, "traceback", str, None)
         try:
-            self.coord.live_task(b["task"], int(b["attempt"]))
+            self.coord.live_task(task, attempt)
         except StaleAttempt as e:
             return self.stale(e)
         outcome = {k: v for k, v in b.items() if k not in ("task", "attempt", "cell")}
-        self.cells.report(b["task"], int(b["cell"]), outcome)
+        try:
+            self.cells.report(task, cell_id, outcome)
+        except KeyError:
+            raise web.HTTPError(404, f"no cell {cell_id}") from None
         self.finish({"ok": True})
 
 

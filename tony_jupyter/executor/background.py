@@ -32,6 +32,17 @@ class Background(threading.Thread):
             if text:
                 self.am.post("executor/logs", text=text)
 
+    def flush(self) -> None:
+        """At the end (or a hard exit): stop shipping in the background, ship the rest."""
+        self.stop.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(5)
+        self.logs.close()
+        try:
+            self.ship_logs()
+        except (Stale, requests.RequestException):
+            pass
+
     def run(self) -> None:
         while not self.stop.wait(LOG_FLUSH_S):
             self.beat.update(runtime.current_progress(), self.cell)

@@ -14,6 +14,14 @@ import cloudpickle
 from .. import runtime, shards, tables
 from ..bundle import split_last_expression
 
+# What the chief's value and pulled names may weigh: base64 in JSON, they must stay under the
+# AM's request limit (am/http.py MAX_RESULT_BODY, 100 MB).
+MAX_RESULT_BYTES = 64 << 20
+
+
+class ResultTooLarge(Exception):
+    """The cell's value and pulled names are more than can travel back to the notebook."""
+
 
 def tony_env(task_id: str, cluster_spec: dict[str, list[str]]) -> dict[str, str]:
     type_, _, index = task_id.partition(":")
@@ -57,6 +65,15 @@ def execute(source: str, filename: str, namespace: dict, pull: list[str], is_chi
     missing = [n for n in pull if n not in namespace]
     arrow, pulled = tables.split_tabular(pulled)  # tables and arrays travel as Arrow, not pickle
     payload = cloudpickle.dumps({"value": value, "pulled": pulled, "missing": missing})
+    size = len(payload) + sum(len(b) for b in arrow.values())
+    if size > MAX_RESULT_BYTES:
+        mb = 1 << 20
+        raise ResultTooLarge(
+            f"the cell's result (its last expression and --pull names) is {size / mb:.1f} MB; "
+            f"at most {MAX_RESULT_BYTES / mb:.1f} MB travels back to the notebook. Write a large "
+            "result to a file the notebook can read (e.g. under checkpoint_dir() or shared "
+            "storage) and return its path"
+        )
     return {
         "status": "ok",
         "value": base64.b64encode(payload).decode(),

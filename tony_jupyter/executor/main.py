@@ -13,11 +13,9 @@ import sys
 import traceback
 from pathlib import Path
 
-import requests
-
 from .. import runtime
 from ..protocol import ExecutorEnv
-from . import checkpoints
+from . import checkpoints, reaper
 from .background import Background
 from .capture import LogCapture
 from .cell import run_user_code, tony_env
@@ -25,9 +23,14 @@ from .heartbeat import Heartbeater
 from .link import AMLink, Stale
 
 
-def reserve_port() -> int:
+def reserve_port(host: str = "127.0.0.1") -> int:
+    """A free port for TensorFlow's server, picked on the task's own address (TensorFlow then
+    binds it on every interface: see the README, "TensorFlow's task servers")."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
+        try:
+            s.bind((host, 0))
+        except OSError:  # a name that is not an address of this host: any, as before
+            s.bind(("", 0))
         return s.getsockname()[1]
 
 
@@ -46,15 +49,17 @@ def main() -> int:
     task_id, attempt, is_chief = env.task_id, env.attempt, env.task_id == env.chief
     bundle_dir = Path(env.bundle_dir)
     am = AMLink(env.am_url, env.token, task_id, attempt)
+    reaper.become_subreaper()
     beat = Heartbeater.fork(am, env.heartbeat_ms / 1000.0, env.max_missed)
     logs = LogCapture()
     bg = Background(am, logs, beat)
+    reaper.flush_before_exit(bg.flush)
     host = env.executor_host or socket.getfqdn()
     try:
         am.post(
             "executor/register",
             host=host,
-            port=reserve_port(),
+            port=reserve_port(host),
             pid=os.getpid(),
             container=env.container_id,
         )
@@ -105,12 +110,6 @@ def main() -> int:
     except Exception as e:  # noqa: BLE001 - the exit code still tells the AM
         print(f"[tony] could not send the result: {e}", file=sys.stderr)
         code = code or 1
-    bg.stop.set()
-    bg.join(5)
-    logs.close()
-    try:
-        bg.ship_logs()
-    except (Stale, requests.RequestException):
-        pass
-    # TensorFlow's background threads can block interpreter shutdown; everything is sent.
+    # Ships what is left (reaper.flush_before_exit), kills what the task left running; without
+    # waiting on TensorFlow's background threads, which can block interpreter shutdown.
     os._exit(code)

@@ -50,14 +50,7 @@ def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
     except requests.RequestException as e:
         print(f"[tony] lost the AM: {e}", flush=True)
         code = 1
-    bg.stop.set()
-    bg.join(5)
-    bg.logs.close()
-    try:
-        bg.ship_logs()
-    except (Stale, requests.RequestException):
-        pass
-    os._exit(code)
+    os._exit(code)  # ships the rest of the logs first (executor/reaper.py)
 
 
 def run_cell(got: dict, namespace: dict, is_chief: bool, running: dict, bg: Background) -> dict:

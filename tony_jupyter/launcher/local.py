@@ -12,14 +12,17 @@ import subprocess
 import sys
 import time
 
+import psutil
+
 from .. import shards
 from ..bundle import Bundle
-from ..errors import BackendError
+from ..errors import BackendError, SpecError
 from ..protocol import JobSnapshot
 from ..spec import JobSpec
 from .client import JobClient, JobRecord, jobs_dir, new_job_id, pid_alive
 
 AM_START_TIMEOUT_S = 30.0
+TASKS_PER_CORE, MIN_TASKS = 4, 8
 
 
 def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:
@@ -89,7 +92,30 @@ def start_am(record: JobRecord) -> None:
         raise
 
 
+def check_capacity(spec: JobSpec, cores: int | None = None, memory_mb: int | None = None) -> None:
+    """The local backend starts one process per task on this machine: refuse, before anything
+    starts, an ask this machine cannot hold."""
+    cores = cores or os.cpu_count() or 1
+    memory_mb = memory_mb or psutil.virtual_memory().total >> 20
+    tasks = sum(t.instances for t in spec.tasks)
+    most = max(MIN_TASKS, TASKS_PER_CORE * cores)
+    if tasks > most:
+        raise SpecError(
+            f"--backend local: the job asks for {tasks} tasks, one process each, on this machine "
+            f"with {cores} cores; at most {most} run here ({TASKS_PER_CORE} per core). Use fewer "
+            "(--workers N), or a cluster (--backend yarn)"
+        )
+    asked = sum(t.instances * t.memory_mb for t in spec.tasks)
+    if asked > memory_mb:
+        raise SpecError(
+            f"--backend local: the job asks for {asked / 1024:.1f} GB of memory ({tasks} tasks), "
+            f"this machine has {memory_mb / 1024:.1f} GB; ask less per task (e.g. --memory 512m) "
+            "or use fewer tasks"
+        )
+
+
 def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:
+    check_capacity(spec)
     record = stage(spec, bundle, argv)
     start_am(record)
     return record

@@ -11,6 +11,7 @@ from .jobs import JOB_ID, all_summaries, blocking, client
 
 AUTH_RESOURCE = "tony"
 MAX_EVENTS_WAIT_S = 10.0
+MAX_OFFSET = 1 << 62
 
 
 class TonyAPIHandler(APIHandler):
@@ -22,8 +23,8 @@ class TonyAPIHandler(APIHandler):
             n = int(value)
         except ValueError:
             raise web.HTTPError(400, f"{name} must be a whole number, not {value!r}") from None
-        if n < 0:
-            raise web.HTTPError(400, f"{name} cannot be negative")
+        if not 0 <= n <= MAX_OFFSET:
+            raise web.HTTPError(400, f"{name} must be between 0 and {MAX_OFFSET}")
         return n
 
     async def call(self, fn, *args):
@@ -65,10 +66,12 @@ class LogsHandler(TonyAPIHandler):
     async def get(self, job_id: str) -> None:
         c = client(job_id)
         task = self.get_argument("task", "")
-        if not task:
-            snap = await self.call(c.snapshot)
-            tasks = [t.id for t in snap.tasks]
-            raise web.HTTPError(400, f"name a task: ?task= one of {', '.join(tasks) or '(none)'}")
+        snap = await self.call(c.snapshot)
+        tasks = [t.id for t in snap.tasks]
+        if task not in tasks:  # never a path: only the job's own task ids
+            known = ", ".join(map(str, tasks)) or "(none)"
+            status, what = (400, "name a task") if not task else (404, f"no task {task!r}")
+            raise web.HTTPError(status, f"{what}: ?task= one of {known}")
         offset, attempt = self.int_argument("offset", 0), self.int_argument("attempt", 0)
         text, nxt = await self.call(c.logs, task, offset, attempt)
         self.finish({"task": task, "offset": nxt, "text": text})

@@ -68,5 +68,7 @@ class EndpointCache:
         hit = self._got.get(job_id)
         if hit is None or time.monotonic() - hit[0] > self.ttl or name not in hit[1]:
             snap = await blocking(client(job_id).snapshot)
-            hit = self._got[job_id] = (time.monotonic(), dict(snap.endpoints))
+            # An ended job's ports are free for anyone to listen on: forget its endpoints.
+            endpoints = {} if snap.terminal else dict(snap.endpoints)
+            hit = self._got[job_id] = (time.monotonic(), endpoints)
         return hit[1].get(name)

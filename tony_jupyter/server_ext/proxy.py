@@ -8,7 +8,7 @@ open proxy. Everything after the endpoint is a path on that one upstream.
 
 from __future__ import annotations
 
-from urllib.parse import urlparse
+from urllib.parse import parse_qsl, urlencode, urlparse
 
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server_proxy.handlers import AddSlashHandler, ProxyHandler
@@ -19,6 +19,7 @@ from .jobs import JOB_ID, EndpointCache
 
 ENDPOINT = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
 _cache = EndpointCache()
+STRIPPED_HEADERS = ("Authorization", "Cookie", "X-XSRFToken")
 
 
 class EndpointProxyHandler(ProxyHandler):
@@ -37,6 +38,31 @@ class EndpointProxyHandler(ProxyHandler):
         if endpoint == "tensorboard":
             self.rewrite_response = (tensorboard.enable_autoreload,)
         return parsed.hostname, parsed.port
+
+    def proxy_request_headers(self):
+        """What reaches the upstream: not the user's Jupyter credentials (its token, its
+        session cookie): the upstream is a job's, not Jupyter's."""
+        headers = super().proxy_request_headers()
+        for name in STRIPPED_HEADERS:
+            if name in headers:
+                del headers[name]
+        return headers
+
+    def get_client_uri(self, protocol, host, port, proxied_path):
+        uri = super().get_client_uri(protocol, host, port, proxied_path)
+        base, sep, query = uri.partition("?")
+        if not sep:
+            return uri
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if not any(k == "token" for k, _ in pairs):
+            return uri
+        kept = [(k, v) for k, v in pairs if k != "token"]  # Jupyter's token, in the URL
+        return f"{base}?{urlencode(kept)}" if kept else base
+
+    async def get(self, job_id, endpoint, path=None):
+        if self.request.headers.get("Upgrade", "").lower() == "websocket":
+            await self.upstream(job_id, endpoint)  # 404 before the upgrade, not 101 then close
+        return await super().get(job_id, endpoint, path)
 
     async def _forward(self, job_id: str, endpoint: str, path: str | None):
         host, port = await self.upstream(job_id, endpoint)

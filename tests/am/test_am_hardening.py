@@ -1,0 +1,194 @@
+"""The AM under hostile or careless input, on a real AM process (127.0.0.1 only): nothing
+gets in without the right token, nothing gets out of the job's directory, no input answers
+500, and the AM serves its job to the end."""
+
+import json
+import random
+import socket
+import time
+
+import pytest
+import requests
+from helpers.jobs import wait_no_processes
+
+from tony_jupyter.bundle import make_bundle
+from tony_jupyter.launcher import local as backend_local
+from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.options import parse_job_args
+from tony_jupyter.protocol import task_token
+
+CELL = "import os, time\nprint('token', os.environ['TONY_TOKEN'], flush=True)\ntime.sleep(600)"
+
+
+@pytest.fixture
+def job(tony_home):
+    _, spec = parse_job_args("--workers 2 --no-tensorboard")
+    client = open_client(backend_local.submit(spec, make_bundle(CELL, {})))
+    deadline = time.monotonic() + 30
+    while client.snapshot().state != "RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert client.snapshot().state == "RUNNING"
+    yield client
+    client.kill()
+    client.release()
+    assert client.wait_am_exit()
+    assert wait_no_processes(tony_home) == []
+
+
+def api(job, path: str) -> str:
+    return f"{job.am_url()}/api/v1/{path}"
+
+
+def bearer(token: str) -> dict:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_logs_read_only_the_jobs_own_task_ids(job, tmp_path):
+    secret = tmp_path / "x.log"
+    secret.write_text("outside the job")
+    for task in (str(secret.with_suffix("")), "../../../../" + str(secret.with_suffix("")), "a:b"):
+        r = job.session.get(api(job, "logs"), params={"task": task}, timeout=5)
+        assert r.status_code == 404, r.text
+        assert "worker:0, worker:1" in r.json()["error"]
+    assert job.session.get(api(job, "logs?task=worker:0&attempt=9"), timeout=5).status_code == 404
+
+
+def test_an_unauthenticated_body_is_refused_before_it_is_read(job):
+    host, port = job.am_url().removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(
+            b"POST /api/v1/kill HTTP/1.1\r\nHost: x\r\nContent-Length: 94371840\r\n"
+            b"Content-Type: application/json\r\n\r\n" + b"x" * 4096
+        )
+        answer = s.recv(4096)  # the 90 MB never come: the AM answers without waiting for them
+    assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
+    # Authenticated, a body bigger than the route takes is refused too (not buffered).
+    big = {"reason": "x" * (2 << 20)}
+    try:
+        assert job.session.post(api(job, "kill"), json=big, timeout=10).status_code == 413
+    except requests.ConnectionError:
+        pass  # or it closed the connection while the body was still coming
+    assert job.snapshot().state == "RUNNING"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status"),
+    [
+        ("POST", "kill", [1, 2], 400),
+        ("POST", "kill", {"reason": 5}, 400),
+        ("POST", "endpoints", {"name": "tb"}, 400),
+        ("POST", "endpoints", ["name", "url"], 400),
+        ("GET", "events?since=abc", None, 400),
+        ("GET", "events?since=-1", None, 400),
+        ("GET", "events?timeout=nan", None, 400),
+        ("GET", "logs?task=worker:0&offset=-5", None, 400),
+        ("GET", "logs?task=worker:0&offset=100000000000000000000", None, 400),
+        ("GET", "logs?task=worker:0&attempt=x", None, 400),
+        ("GET", "logs?task=worker:0&limit=1e3", None, 400),
+    ],
+)
+def test_malformed_input_is_a_4xx_not_a_500(job, method, path, body, status):
+    r = job.session.request(method, api(job, path), json=body, timeout=5)
+    assert r.status_code == status, r.text
+    assert r.json()["error"]
+
+
+def test_non_ascii_authorization_is_refused_not_a_500(job):
+    r = requests.get(api(job, "job"), headers={"Authorization": "Bearer t\u00f6ken"}, timeout=5)
+    assert r.status_code == 403
+
+
+def test_an_endpoint_is_on_a_host_of_the_jobs_tasks(job):
+    for url in ("http://10.255.1.2:80/", "http://example.com:6006/", "file:///etc/passwd", "x"):
+        r = job.session.post(api(job, "endpoints"), json={"name": "evil", "url": url}, timeout=5)
+        assert r.status_code == 400, (url, r.text)
+    assert "evil" not in job.snapshot().endpoints
+
+
+def test_an_executor_acts_for_its_own_task_only(job):
+    deadline = time.monotonic() + 20
+    text = ""
+    while "token" not in text and time.monotonic() < deadline:
+        text = job.logs("worker:0")[0]
+        time.sleep(0.1)
+    seen = text.split("token ", 1)[1].split()[0]
+    job_token = job.record.token
+    assert seen != job_token and seen == task_token(job_token, "worker:0")
+    own = bearer(seen)
+    # Not another task's record, not the job's API, and the job's token makes no executor call.
+    r = requests.post(
+        api(job, "executor/result"),
+        json={"task": "worker:1", "attempt": 1, "status": "error", "traceback": "forged"},
+        headers=own,
+        timeout=5,
+    )
+    assert r.status_code == 403 and "worker:0" in r.json()["error"]
+    r = requests.post(
+        api(job, "executor/register"),
+        json={"task": "worker:1", "attempt": 1, "host": "10.0.0.1", "port": 1, "pid": 1},
+        headers=own,
+        timeout=5,
+    )
+    assert r.status_code == 403
+    assert requests.post(api(job, "kill"), headers=own, timeout=5).status_code == 403
+    r = job.session.post(api(job, "executor/heartbeat"), json={"task": "worker:1", "attempt": 1})
+    assert r.status_code == 403
+    tasks = {t.id: t for t in job.snapshot().tasks}
+    assert tasks["worker:1"].host == "127.0.0.1" and not tasks["worker:1"].traceback
+    # Its own heartbeat is fine.
+    r = requests.post(
+        api(job, "executor/heartbeat"), json={"task": "worker:0", "attempt": 1}, headers=own
+    )
+    assert r.status_code == 200
+
+
+def test_a_token_in_the_query_string_is_not_logged(job):
+    token = job.record.token
+    assert requests.get(api(job, f"job?token={token}"), timeout=5).status_code == 401
+    time.sleep(0.2)
+    log = (job.record.dir / "am.log").read_text()
+    assert "/api/v1/job?token=[redacted]" in log
+    assert token not in log
+
+
+# --- fuzz: bounded, seeded, 127.0.0.1 only ---------------------------------------------------
+
+PATHS = [
+    "job", "events", "logs", "result", "endpoints", "executor/register",
+    "executor/cluster-spec", "executor/heartbeat", "executor/logs", "executor/result",
+    "nope", "cells", "cells/1",
+]  # fmt: skip
+VALUES = ["", "0", "-1", "1e20", "nan", "inf", "abc", "worker:0", "worker:9", "../../etc/passwd",
+          "/tmp/x", "%00", "\u00e9", "9" * 30, "1", "0.5"]  # fmt: skip
+BODIES = [None, b"", b"{", b"[]", b"null", b"3", b'"s"', b"\xff\xfe", b'{"task": 1}',
+          b'{"task": "worker:0", "attempt": "x"}', b'{"task": "worker:0", "attempt": 1e99}',
+          b'{"task": "worker:0", "attempt": 1, "text": 5, "host": [], "port": -1}',
+          b'{"task": ["worker:0"], "attempt": true, "progress": "x", "rss": "big"}',
+          b'{"name": {}, "url": null}', b'{"reason": ["x"]}']  # fmt: skip
+FIELDS = ["task", "attempt", "offset", "limit", "since", "timeout", "after"]
+
+
+def test_fuzz_the_am_api_no_500_and_the_job_goes_on(job):
+    rng = random.Random(20240601)
+    job_token = job.record.token
+    tokens = [job_token, task_token(job_token, "worker:0"), "", "x", "t\u00f6k", job_token + " "]
+    started = time.monotonic()
+    for _ in range(300):
+        path = rng.choice(PATHS)
+        params = {k: rng.choice(VALUES) for k in rng.sample(FIELDS, rng.randint(0, 4))}
+        token = rng.choice(tokens)
+        headers = {"Authorization": f"Bearer {token}".encode()} if token else {}
+        method = rng.choice(["GET", "POST", "PUT"])
+        body = rng.choice(BODIES) if method != "GET" else None
+        r = requests.request(
+            method, api(job, path), params=params, data=body, headers=headers, timeout=5
+        )
+        assert r.status_code < 500, (method, path, params, body, r.status_code, r.text)
+        assert time.monotonic() - started < 90
+    assert job.snapshot().state == "RUNNING"
+    assert job.kill("after the fuzz")
+    deadline = time.monotonic() + 15
+    while job.snapshot().state != "KILLED" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert job.snapshot().reason == "after the fuzz"
+    assert json.loads(job.session.get(api(job, "result"), timeout=5).text)["state"] == "KILLED"
