@@ -27,7 +27,7 @@ from .config import (
     write_config,
 )
 from .errors import DevClusterError
-from .security import REALM, USERS, Security, principal
+from .security import USERS, Security
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +80,7 @@ class DevCluster:
         if security is None:
             recorded = _state(root).get("security")
             security = Security.from_json(recorded) if recorded else False
-        self.security: Security | None = (
-            Security() if security is True else (security or None)
-        )
+        self.security: Security | None = Security() if security is True else (security or None)
         if port_offset is None:
             env_offset = os.environ.get("TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET", "0")
             try:
@@ -164,23 +162,9 @@ class DevCluster:
         env = self._cluster_env()
         if self.security is not None:
             env["KRB5_CONFIG"] = str(self.layout.krb5_conf)
-        if user is None:
-            return env
-        if self.security is None:
-            raise DevClusterError(
-                f"`env --user {user}` needs a secure devcluster: the one in {self.dir} runs "
-                "without Kerberos, where clients name their user themselves (user.name). Start "
-                "it with `tony-jupyter devcluster down` and `up --secure`."
-            )
-        if user not in self.users:
-            raise DevClusterError(
-                f"No principal {user!r} on the devcluster in {self.dir}; choose one of: "
-                f"{', '.join(self.users)}."
-            )
-        ccache = kerberos.kinit(self.layout, user)
-        env["KRB5CCNAME"] = f"FILE:{ccache}"
-        env["TONY_DEVCLUSTER_PRINCIPAL"] = principal(user)
-        env["TONY_DEVCLUSTER_KEYTAB"] = str(self.layout.keytab(user))
+        if user is not None:
+            self._check_principal(user, "env --user")
+            env.update(kerberos.user_env(self.layout, user))
         return env
 
     def session(self, user: str | None = None) -> requests.Session:
@@ -188,12 +172,24 @@ class DevCluster:
         SPNEGO on a secure cluster, else with ``user.name``."""
         user = user or self.user
         if self.security is not None:
-            if user not in self.users:
-                raise DevClusterError(f"No principal {user!r}; choose one of: {self.users}.")
+            self._check_principal(user, "session")
             return kerberos.SpnegoSession(self.layout, user)
         session = requests.Session()
         session.params = {"user.name": user}
         return session
+
+    def _check_principal(self, user: str, what: str) -> None:
+        if self.security is None:
+            raise DevClusterError(
+                f"`{what} {user}` needs a secure devcluster: the one in {self.dir} runs without "
+                "Kerberos, where clients name their user themselves (user.name). Restart it "
+                "with `tony-jupyter devcluster down` and `up --secure`."
+            )
+        if user not in self.users:
+            raise DevClusterError(
+                f"No principal {user!r} on the devcluster in {self.dir}; choose one of: "
+                f"{', '.join(self.users)}."
+            )
 
     @property
     def http(self) -> requests.Session:
@@ -288,7 +284,7 @@ class DevCluster:
         write_config(self.layout, self.user, self._daemon_env(java_home)["PATH"], self.security)
         try:
             if self.security is not None:
-                self._start_kdc()
+                kerberos.start_kdc(self.layout, lambda: self._check_alive([KDC]))
             self._format_namenode(java_home)
             for name in SERVICE_NAMES:
                 pid = process.start(
@@ -300,7 +296,7 @@ class DevCluster:
                 log.info("started %s (pid %d)", name, pid)
             self._wait_usable(time.monotonic() + timeout)
             if self.security is not None:
-                self._make_hdfs_homes()
+                kerberos.make_hdfs_homes(self.webhdfs_url, self.http, self.users)
         except BaseException:
             self.down()
             raise
@@ -341,34 +337,6 @@ class DevCluster:
                 "first to restart it the other way."
             )
         return True
-
-    def _start_kdc(self) -> None:
-        pid_file = self.layout.pid_file(KDC)
-        pid = process.start(
-            kerberos.kdc_command(self.layout),
-            kerberos.kdc_env(self.layout),
-            self.layout.log_file(KDC),
-            pid_file,
-        )
-        log.info("started the KDC (pid %d) for realm %s", pid, REALM)
-        kerberos.wait_kdc(self.layout, time.monotonic() + 30, lambda: self._check_alive([KDC]))
-
-    def _make_hdfs_homes(self) -> None:
-        """/tmp for everyone (sticky), and a home dir owned by each user, mode 755."""
-        dirs = {"/tmp": (None, "1777"), "/user": (None, "755")}
-        dirs.update({f"/user/{u}": (u, "755") for u in self.users})
-        for path, (owner, mode) in dirs.items():
-            url = f"{self.webhdfs_url}/webhdfs/v1{path}"
-            calls = [{"op": "MKDIRS"}, {"op": "SETPERMISSION", "permission": mode}]
-            if owner:
-                calls.append({"op": "SETOWNER", "owner": owner, "group": owner})
-            for params in calls:
-                resp = self.http.put(url, params=params, timeout=10)
-                if not resp.ok:
-                    raise DevClusterError(
-                        f"Making {path} in HDFS failed: {params['op']} answered "
-                        f"{resp.status_code} {resp.text[:300]}"
-                    )
 
     # -- node crash (fault-tolerance tests) --------------------------------------------------
 

@@ -10,21 +10,25 @@ principal in one keytab; and the client side needs MIT's tools and GSSAPI librar
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import requests
 
+from . import process
 from .config import KDC, Layout
 from .errors import DevClusterError
 from .security import KERBEROS_HOST, REALM, SERVICE_PRINCIPALS, principal
+
+log = logging.getLogger(__name__)
 
 # tool -> the Debian package that has it
 _TOOLS = {
@@ -70,7 +74,7 @@ def check_hosts() -> None:
     """Service principals name ``localhost``: it must be 127.0.0.1 and the other way round."""
     try:
         infos = socket.getaddrinfo(KERBEROS_HOST, None, socket.AF_INET)
-        forward = {info[4][0] for info in infos}
+        forward = {str(info[4][0]) for info in infos}
         reverse = socket.gethostbyaddr("127.0.0.1")[0]
     except OSError as err:
         forward, reverse = {f"nothing ({err})"}, "nothing"
@@ -179,8 +183,8 @@ def prepare(layout: Layout, users: list[str]) -> None:
     missing = [kind for kind in [*SERVICE_PRINCIPALS, *users] if not layout.keytab(kind).exists()]
     if missing:
         script = "".join(
-            f"addprinc -randkey {principal(kind)}\nktadd -k {layout.keytab(kind)} {principal(kind)}\n"
-            for kind in missing
+            f"addprinc -randkey {principal(k)}\nktadd -k {layout.keytab(k)} {principal(k)}\n"
+            for k in missing
         )
         out = _run([tool("kadmin.local"), "-r", REALM], layout, "Creating principals", script)
         absent = [kind for kind in missing if not layout.keytab(kind).exists()]
@@ -193,9 +197,18 @@ def prepare(layout: Layout, users: list[str]) -> None:
         layout.http_secret.chmod(0o600)
 
 
-def kdc_command(layout: Layout) -> list[str]:
+def start_kdc(layout: Layout, alive: Callable[[], None]) -> None:
+    """Start the KDC (pid file ``run/kdc.pid``) and wait until it listens; ``alive()`` raises
+    if it died meanwhile."""
     # -n: stay in the foreground, so that the pid `up` records is the KDC's own.
-    return [tool("krb5kdc"), "-n", "-r", REALM]
+    pid = process.start(
+        [tool("krb5kdc"), "-n", "-r", REALM],
+        kdc_env(layout),
+        layout.log_file(KDC),
+        layout.pid_file(KDC),
+    )
+    log.info("started the KDC (pid %d) for realm %s", pid, REALM)
+    wait_kdc(layout, time.monotonic() + 30, alive)
 
 
 def kdc_pending(layout: Layout) -> list[str]:
@@ -208,7 +221,7 @@ def kdc_pending(layout: Layout) -> list[str]:
     return []
 
 
-def wait_kdc(layout: Layout, deadline: float, alive) -> None:
+def wait_kdc(layout: Layout, deadline: float, alive: Callable[[], None]) -> None:
     """Until the KDC takes TCP connections; ``alive()`` raises if it died meanwhile."""
     while kdc_pending(layout):
         alive()
@@ -236,6 +249,35 @@ def kinit(layout: Layout, user: str) -> Path:
         f"kinit for {principal(user)}",
     )
     return ccache
+
+
+def user_env(layout: Layout, user: str) -> dict[str, str]:
+    """What a shell needs to act as ``user``: a fresh ticket in its ccache, and where it is."""
+    ccache = kinit(layout, user)
+    return {
+        "KRB5CCNAME": f"FILE:{ccache}",
+        # For clients that log in again by themselves once the ticket expires.
+        "TONY_DEVCLUSTER_PRINCIPAL": principal(user),
+        "TONY_DEVCLUSTER_KEYTAB": str(layout.keytab(user)),
+    }
+
+
+def make_hdfs_homes(webhdfs_url: str, http: requests.Session, users: tuple[str, ...]) -> None:
+    """/tmp for everyone (sticky), and a home dir owned by each user, mode 755; as the
+    operator, an HDFS superuser through the supergroup."""
+    dirs: dict[str, tuple[str | None, str]] = {"/tmp": (None, "1777"), "/user": (None, "755")}
+    dirs.update({f"/user/{u}": (u, "755") for u in users})
+    for path, (owner, mode) in dirs.items():
+        calls = [{"op": "MKDIRS"}, {"op": "SETPERMISSION", "permission": mode}]
+        if owner:
+            calls.append({"op": "SETOWNER", "owner": owner, "group": owner})
+        for params in calls:
+            resp = http.put(f"{webhdfs_url}/webhdfs/v1{path}", params=params, timeout=10)
+            if not resp.ok:
+                raise DevClusterError(
+                    f"Making {path} in HDFS failed: {params['op']} answered "
+                    f"{resp.status_code} {resp.text[:300]}"
+                )
 
 
 @contextmanager

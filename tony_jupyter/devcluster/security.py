@@ -95,8 +95,7 @@ def auth_to_local() -> str:
     operator) to their own name; anything else (another realm, other services) is refused."""
     realm = REALM.replace(".", r"\.")
     rules = [
-        f"RULE:[2:$1/$2@$0]({svc}/.*@{realm})s/.*/{user}/"
-        for svc, user in _SERVICE_USERS.items()
+        f"RULE:[2:$1/$2@$0]({svc}/.*@{realm})s/.*/{user}/" for svc, user in _SERVICE_USERS.items()
     ]
     rules.append(f"RULE:[1:$1@$0](.*@{realm})s/@.*//")
     return "\n".join(rules)
