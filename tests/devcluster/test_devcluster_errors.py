@@ -28,7 +28,7 @@ from tony_jupyter.devcluster import (
     process,
 )
 from tony_jupyter.devcluster.cli import main
-from tony_jupyter.devcluster.config import Layout, write_config
+from tony_jupyter.devcluster.config import SERVICE_NAMES, Layout, write_config
 from tony_jupyter.devcluster.security import Security
 
 
@@ -399,3 +399,35 @@ def test_secure_config(tmp_path) -> None:
     assert "hadoop.security.authentication" not in _props(layout.conf / "core-site.xml")
     assert "yarn.acl.enable" not in _props(layout.nm_conf("nm1") / "yarn-site.xml")
     assert not (layout.conf / "hadoop-policy.xml").exists()
+
+
+@pytest.mark.parametrize("running_secure", [False, True], ids=["plain-running", "secure-running"])
+def test_up_the_other_way_while_running_is_refused(tmp_path, running_secure) -> None:
+    """Stand-in daemons (sleep) under the pid files; `up` with the other security must not
+    start over them, nor stop them."""
+    root = tmp_path / "dc"
+    running = Security().to_json() if running_secure else None
+    root.mkdir()
+    (root / "cluster.json").write_text(json.dumps({"port_offset": 0, "security": running}))
+    sleepers = []
+    try:
+        for name in SERVICE_NAMES:
+            sleepers.append(subprocess.Popen(["sleep", "60"]))
+            pid_file = Layout(root).pid_file(name)
+            pid_file.parent.mkdir(exist_ok=True)
+            created = psutil.Process(sleepers[-1].pid).create_time()
+            pid_file.write_text(f"{sleepers[-1].pid} {created}\n")
+        with pytest.raises(DevClusterError) as err:
+            DevCluster(root, security=not running_secure).up()
+        message = str(err.value)
+        if running_secure:
+            assert "already running with Kerberos (token_renew_interval_s=86400" in message
+            assert "not without Kerberos" in message
+        else:
+            assert "already running without Kerberos, not with Kerberos (" in message
+        assert "`tony-jupyter devcluster down` first" in message
+        assert all(s.poll() is None for s in sleepers)
+    finally:
+        for s in sleepers:
+            s.kill()
+            s.wait()

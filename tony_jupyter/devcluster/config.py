@@ -369,7 +369,7 @@ def write_config(
     policy_file.unlink(missing_ok=True)
     if security is not None:
         core.update(sec.core_site(layout, user))
-        hdfs.update(sec.hdfs_site(layout, security))
+        hdfs.update(sec.hdfs_site(layout, user, security))
         yarn.update(sec.yarn_site(layout, user, security))
         capacity.update(sec.queue_acls(user))
     files = {

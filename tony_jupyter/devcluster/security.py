@@ -129,9 +129,12 @@ def core_site(layout: Layout, user: str) -> dict[str, object]:
     }
 
 
-def hdfs_site(layout: Layout, security: Security) -> dict[str, object]:
+def hdfs_site(layout: Layout, user: str, security: Security) -> dict[str, object]:
     return {
         "dfs.block.access.token.enable": "true",
+        # Admin pages of the HDFS daemons (/logLevel, /stacks) for the operator too, not only
+        # for hdfs (the YARN daemons take yarn.admin.acl).
+        "dfs.cluster.administrators": f"{user},hdfs",
         "dfs.namenode.kerberos.principal": SERVICE_PRINCIPALS["nn"],
         "dfs.namenode.keytab.file": layout.keytab("nn"),
         "dfs.namenode.kerberos.internal.spnego.principal": SERVICE_PRINCIPALS["HTTP"],
