@@ -162,9 +162,13 @@ class Layout:
         """Client-side krb5.conf (``KRB5_CONFIG``, and ``java.security.krb5.conf``)."""
         return self.root / "krb5.conf"
 
+    @property
+    def keytabs(self) -> Path:
+        return self.root / "keytabs"
+
     def keytab(self, name: str) -> Path:
         """Keytab of service kind ``name`` ("nn", "HTTP", ...) or of a user ("alice", ...)."""
-        return self.root / "keytabs" / f"{name}.keytab"
+        return self.keytabs / f"{name}.keytab"
 
     def ccache(self, user: str) -> Path:
         """The ticket cache that `env --user USER` fills (``KRB5CCNAME``)."""
@@ -173,7 +177,7 @@ class Layout:
     @property
     def http_secret(self) -> Path:
         """Signs the hadoop.auth cookie that the daemons' SPNEGO filters hand out."""
-        return self.root / "keytabs" / "http-signature-secret"
+        return self.keytabs / "http-signature-secret"
 
     def classpath(self, name: str | None = None) -> list[str]:
         """Classpath of daemon ``name`` (its own conf dir first), or the client classpath."""

@@ -178,8 +178,7 @@ def prepare(layout: Layout, users: list[str]) -> None:
             layout,
             "Creating the KDC database",
         )
-    keytabs = layout.keytab("x").parent
-    keytabs.mkdir(mode=0o700, exist_ok=True)
+    layout.keytabs.mkdir(mode=0o700, exist_ok=True)
     missing = [kind for kind in [*SERVICE_PRINCIPALS, *users] if not layout.keytab(kind).exists()]
     if missing:
         script = "".join(
@@ -238,7 +237,7 @@ def kinit(layout: Layout, user: str) -> Path:
     keytab = layout.keytab(user)
     if not keytab.exists():
         raise DevClusterError(
-            f"No keytab for {user!r} in {keytab.parent}; is the devcluster in {layout.root} a "
+            f"No keytab for {user!r} in {layout.keytabs}; is the devcluster in {layout.root} a "
             "secure one (`up --secure`)?"
         )
     ccache = layout.ccache(user)
