@@ -3,7 +3,6 @@ the way a Python client without a JVM does, and find where its containers ran.""
 
 from __future__ import annotations
 
-import getpass
 import struct
 import time
 from pathlib import Path
@@ -25,9 +24,12 @@ def submit(
     node_label: str | None = None,
     container_resources: str = "memory-mb=128,vcores=1",
     num_containers: int = 1,
+    http: requests.Session | None = None,
 ) -> str:
-    """Start a distributed-shell app running ``shell_command`` in each container; its app id."""
-    user = getpass.getuser()
+    """Start a distributed-shell app running ``shell_command`` in each container; its app id.
+
+    ``http`` submits as someone else (``cluster.session(user)``); by default, as this user."""
+    http = http or cluster.session()
     # The AM reads its command from a localized file "shellCommands", written by the Java client
     # with DataOutputStream.writeUTF: a 2-byte big-endian length, then the bytes.
     command_file = work_dir / "shellCommands"
@@ -35,9 +37,7 @@ def submit(
     command_file.write_bytes(struct.pack(">H", len(data)) + data)
     stat = command_file.stat()
     rm = cluster.rm_url
-    resp = requests.post(
-        f"{rm}/ws/v1/cluster/apps/new-application", params={"user.name": user}, timeout=10
-    )
+    resp = http.post(f"{rm}/ws/v1/cluster/apps/new-application", timeout=10)
     resp.raise_for_status()
     app_id = resp.json()["application-id"]
     am_command = " ".join(
@@ -90,9 +90,7 @@ def submit(
         # The queue's default-node-label-expression does not reach apps submitted over REST:
         # the RM receives an explicit "" (default partition) unless the label is named here.
         body["app-node-label-expression"] = node_label
-    resp = requests.post(
-        f"{rm}/ws/v1/cluster/apps", params={"user.name": user}, json=body, timeout=10
-    )
+    resp = http.post(f"{rm}/ws/v1/cluster/apps", json=body, timeout=10)
     assert resp.status_code == 202, resp.text
     return app_id
 
@@ -100,7 +98,7 @@ def submit(
 def wait_end(cluster: DevCluster, app_id: str, timeout: float = 180) -> dict:
     deadline = time.monotonic() + timeout
     while True:
-        app = requests.get(f"{cluster.rm_url}/ws/v1/cluster/apps/{app_id}", timeout=10).json()
+        app = cluster.http.get(f"{cluster.rm_url}/ws/v1/cluster/apps/{app_id}", timeout=10).json()
         app = app["app"]
         if app["state"] in TERMINAL:
             return app

@@ -5,6 +5,8 @@ Every test checks the message (problem and fix) and that nothing was left runnin
 
 from __future__ import annotations
 
+import getpass
+import json
 import logging
 import os
 import socket
@@ -12,12 +14,22 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from xml.etree import ElementTree
 
 import psutil
 import pytest
 
-from tony_jupyter.devcluster import DevCluster, DevClusterError, maven, preflight, process
+from tony_jupyter.devcluster import (
+    DevCluster,
+    DevClusterError,
+    kerberos,
+    maven,
+    preflight,
+    process,
+)
 from tony_jupyter.devcluster.cli import main
+from tony_jupyter.devcluster.config import SERVICE_NAMES, Layout, write_config
+from tony_jupyter.devcluster.security import Security
 
 
 def _stub(path: Path, body: str) -> Path:
@@ -291,3 +303,131 @@ def _zombie(pid: int) -> bool:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+# -- `up --secure` without starting anything --------------------------------------------------
+
+
+def test_token_lifetimes_need_secure(tmp_path, capsys) -> None:
+    assert main(["up", "--dir", str(tmp_path / "dc"), "--token-renew-interval", "60"]) == 1
+    assert "--token-renew-interval and --token-max-lifetime" in capsys.readouterr().err
+    assert not (tmp_path / "dc").exists()
+
+
+def test_token_max_lifetime_below_renew_interval(tmp_path, capsys) -> None:
+    args = ["--token-renew-interval", "60", "--token-max-lifetime", "30"]
+    assert main(["up", "--secure", "--dir", str(tmp_path / "dc"), *args]) == 1
+    err = capsys.readouterr().err
+    assert "--token-max-lifetime 30 is shorter than --token-renew-interval 60" in err
+    assert not (tmp_path / "dc").exists()
+
+
+def test_env_user_needs_a_secure_cluster(tmp_path, capsys) -> None:
+    assert main(["env", "--dir", str(tmp_path / "dc"), "--user", "alice"]) == 1
+    err = capsys.readouterr().err
+    assert "`env --user alice` needs a secure devcluster" in err
+    assert "up --secure" in err
+
+
+def test_env_user_unknown_principal(tmp_path, capsys) -> None:
+    root = tmp_path / "dc"
+    root.mkdir()
+    (root / "cluster.json").write_text(json.dumps({"security": Security().to_json()}))
+    assert DevCluster(root).security == Security()
+    assert main(["env", "--dir", str(root), "--user", "carol"]) == 1
+    err = capsys.readouterr().err
+    assert "No principal 'carol'" in err
+    assert f"alice, bob, {getpass.getuser()}" in err
+
+
+def test_secure_without_kerberos_tools(tmp_path, monkeypatch, java_ok, no_daemons) -> None:
+    monkeypatch.setattr(kerberos.shutil, "which", lambda name, path=None: None)
+    monkeypatch.setattr(preflight, "check_ports", lambda ports: None)
+    root = tmp_path / "dc"
+    with pytest.raises(DevClusterError) as err:
+        DevCluster(root, security=True).up()
+    message = str(err.value)
+    assert "`krb5kdc` (Debian package krb5-kdc) is not installed" in message
+    assert "apt-get install krb5-kdc krb5-admin-server krb5-user" in message
+    _assert_nothing_left(root)
+
+
+def test_localhost_must_resolve_back(monkeypatch) -> None:
+    monkeypatch.setattr(kerberos.socket, "gethostbyaddr", lambda addr: ("vm", [], [addr]))
+    with pytest.raises(DevClusterError) as err:
+        kerberos.check_hosts()
+    message = str(err.value)
+    assert "127.0.0.1 back to 'vm'" in message
+    assert "`127.0.0.1 localhost`" in message and "/etc/hosts" in message
+
+
+def _props(path: Path) -> dict[str, str]:
+    root = ElementTree.parse(path).getroot()
+    return {p.findtext("name"): p.findtext("value") for p in root.iter("property")}
+
+
+def test_secure_config(tmp_path) -> None:
+    """The keys `up --secure` writes, token lifetimes in ms; a plain `up` in the same dir takes
+    them all away again."""
+    layout = Layout(tmp_path, 0, secure=True)
+    write_config(layout, "root", "/usr/bin", Security(60, 180))
+    core, hdfs = _props(layout.conf / "core-site.xml"), _props(layout.conf / "hdfs-site.xml")
+    yarn, nm2 = (
+        _props(layout.conf / "yarn-site.xml"),
+        _props(layout.nm_conf("nm2") / "yarn-site.xml"),
+    )
+    assert core["hadoop.security.authentication"] == "kerberos"
+    assert core["hadoop.security.authorization"] == "true"
+    assert core["fs.defaultFS"] == "hdfs://localhost:8020"
+    rules = core["hadoop.security.auth_to_local"].splitlines()
+    assert "RULE:[2:$1/$2@$0](nn/.*@DEVCLUSTER\\.TEST)s/.*/hdfs/" in rules
+    assert rules[-1] == "RULE:[1:$1@$0](.*@DEVCLUSTER\\.TEST)s/@.*//"
+    assert "DEFAULT" not in rules
+    assert hdfs["dfs.namenode.delegation.token.renew-interval"] == "60000"
+    assert hdfs["dfs.namenode.delegation.token.max-lifetime"] == "180000"
+    assert hdfs["dfs.data.transfer.protection"] == "integrity"
+    assert hdfs["dfs.namenode.kerberos.principal"] == "nn/_HOST@DEVCLUSTER.TEST"
+    for props in (yarn, nm2):
+        assert props["yarn.acl.enable"] == "true"
+        assert props["yarn.resourcemanager.delegation.token.renew-interval"] == "60000"
+        assert props["yarn.resourcemanager.delegation.token.max-lifetime"] == "180000"
+        assert props["yarn.nodemanager.principal"] == "nm/localhost@DEVCLUSTER.TEST"
+    assert nm2["yarn.nodemanager.address"] == "localhost:8141"
+    assert _props(layout.conf / "hadoop-policy.xml")["security.datanode.protocol.acl"] == "hdfs"
+
+    write_config(Layout(tmp_path), "root", "/usr/bin")
+    assert "hadoop.security.authentication" not in _props(layout.conf / "core-site.xml")
+    assert "yarn.acl.enable" not in _props(layout.nm_conf("nm1") / "yarn-site.xml")
+    assert not (layout.conf / "hadoop-policy.xml").exists()
+
+
+@pytest.mark.parametrize("running_secure", [False, True], ids=["plain-running", "secure-running"])
+def test_up_the_other_way_while_running_is_refused(tmp_path, running_secure) -> None:
+    """Stand-in daemons (sleep) under the pid files; `up` with the other security must not
+    start over them, nor stop them."""
+    root = tmp_path / "dc"
+    running = Security().to_json() if running_secure else None
+    root.mkdir()
+    (root / "cluster.json").write_text(json.dumps({"port_offset": 0, "security": running}))
+    sleepers = []
+    try:
+        for name in SERVICE_NAMES:
+            sleepers.append(subprocess.Popen(["sleep", "60"]))
+            pid_file = Layout(root).pid_file(name)
+            pid_file.parent.mkdir(exist_ok=True)
+            created = psutil.Process(sleepers[-1].pid).create_time()
+            pid_file.write_text(f"{sleepers[-1].pid} {created}\n")
+        with pytest.raises(DevClusterError) as err:
+            DevCluster(root, security=not running_secure).up()
+        message = str(err.value)
+        if running_secure:
+            assert "already running with Kerberos (token_renew_interval_s=86400" in message
+            assert "not without Kerberos" in message
+        else:
+            assert "already running without Kerberos, not with Kerberos (" in message
+        assert "`tony-jupyter devcluster down` first" in message
+        assert all(s.poll() is None for s in sleepers)
+    finally:
+        for s in sleepers:
+            s.kill()
+            s.wait()

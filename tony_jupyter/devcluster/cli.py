@@ -11,8 +11,9 @@ from collections import deque
 from pathlib import Path
 
 from .cluster import DevCluster
-from .config import SERVICE_NAMES
+from .config import KDC, SERVICE_NAMES
 from .errors import DevClusterError
+from .security import USERS, Security
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,19 +38,61 @@ def _parser() -> argparse.ArgumentParser:
         help="add this to every port, to run beside another cluster (e.g. 10000: RM on 18088); "
         "default $TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET or 0",
     )
+    up.add_argument(
+        "--secure",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="Hadoop's secure mode: a KDC on this machine, Kerberos and SPNEGO everywhere, "
+        f"YARN ACLs, principals {', '.join(USERS)} and yours (default: as the cluster in "
+        "--dir was last started; a new one without)",
+    )
+    up.add_argument(
+        "--token-renew-interval",
+        type=int,
+        metavar="SECONDS",
+        help="with --secure: HDFS and YARN delegation tokens must be renewed this often "
+        "(default 86400)",
+    )
+    up.add_argument(
+        "--token-max-lifetime",
+        type=int,
+        metavar="SECONDS",
+        help="with --secure: tokens cannot be renewed past this age (default 604800)",
+    )
     sub.add_parser("down", parents=[common], help="stop every daemon this cluster started")
     status = sub.add_parser("status", parents=[common], help="daemons, pids and ports")
     status.add_argument("--json", action="store_true", help="machine-readable output")
-    sub.add_parser("env", parents=[common], help="print `export` lines for this cluster")
+    env = sub.add_parser("env", parents=[common], help="print `export` lines for this cluster")
+    env.add_argument(
+        "--user",
+        help="on a secure cluster: a kinit for this principal (alice, bob or yours) and its "
+        "KRB5CCNAME",
+    )
     logs = sub.add_parser("logs", parents=[common], help="print the end of a daemon's log")
-    logs.add_argument("service", choices=SERVICE_NAMES)
+    logs.add_argument("service", choices=(KDC, *SERVICE_NAMES))
     logs.add_argument("-n", "--lines", type=int, default=50, help="lines to show (default 50)")
     return parser
 
 
-def _print_env(cluster: DevCluster) -> None:
-    for key, value in cluster.env().items():
+def _print_env(cluster: DevCluster, user: str | None = None) -> None:
+    for key, value in cluster.env(user).items():
         print(f"export {key}={shlex.quote(value)}")
+
+
+def _security(args: argparse.Namespace) -> Security | bool | None:
+    lifetimes = {
+        "token_renew_interval_s": args.token_renew_interval,
+        "token_max_lifetime_s": args.token_max_lifetime,
+    }
+    given = {k: v for k, v in lifetimes.items() if v is not None}
+    if given and not args.secure:
+        raise DevClusterError(
+            "--token-renew-interval and --token-max-lifetime set Kerberos delegation tokens' "
+            "lifetimes: they need --secure."
+        )
+    if args.secure:
+        return Security(**given)
+    return args.secure
 
 
 def _status(cluster: DevCluster, as_json: bool) -> int:
@@ -80,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="devcluster: %(message)s", stream=sys.stderr)
     try:
-        cluster = DevCluster(args.dir, getattr(args, "port_offset", None))
+        security = _security(args) if args.command == "up" else None
+        cluster = DevCluster(args.dir, getattr(args, "port_offset", None), security)
         if args.command == "up":
             already = cluster.is_running()
             cluster.up(timeout=args.timeout)
@@ -93,6 +137,12 @@ def main(argv: list[str] | None = None) -> int:
                     "to use it from a shell",
                     file=sys.stderr,
                 )
+                if cluster.security is not None:
+                    print(
+                        "Kerberos is on: `eval $(tony-jupyter devcluster env --user alice)` "
+                        f"for a ticket (principals: {', '.join(cluster.users)})",
+                        file=sys.stderr,
+                    )
             _print_env(cluster)
             return 0
         if args.command == "down":
@@ -101,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "status":
             return _status(cluster, args.json)
         if args.command == "env":
-            _print_env(cluster)
+            _print_env(cluster, args.user)
             return 0
         return _logs(cluster, args.service, args.lines)
     except DevClusterError as err:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from . import security as sec
+
 HOST = "127.0.0.1"
 GPU_LABEL = "gpu"
 GPU_RESOURCE = "yarn.io/gpu"
@@ -57,6 +59,9 @@ SERVICES: tuple[ServiceSpec, ...] = (
 )
 SERVICE_NAMES = tuple(s.name for s in SERVICES)
 NODEMANAGERS = ("nm1", "nm2")
+# A secure cluster's MIT KDC, beside the daemons: no JVM, started and stopped with them.
+KDC = "kdc"
+_KDC_PORTS = {"kdc": 9088}
 
 
 def service(name: str) -> ServiceSpec:
@@ -66,24 +71,41 @@ def service(name: str) -> ServiceSpec:
     raise KeyError(name)
 
 
-MAX_PORT_OFFSET = 65535 - max(p for s in SERVICES for p in s.ports.values())
+MAX_PORT_OFFSET = 65535 - max(
+    [p for s in SERVICES for p in s.ports.values()] + list(_KDC_PORTS.values())
+)
 
 
 @dataclass(frozen=True)
 class Layout:
-    """Where everything lives under the cluster's root dir, and which ports it binds."""
+    """Where everything lives under the cluster's root dir, and which ports it binds.
+
+    ``secure``: Kerberos on (`up --secure`); adds the KDC, and every address names ``localhost``
+    rather than 127.0.0.1, because service principals carry the host name (``security.py``).
+    """
 
     root: Path
     port_offset: int = 0
+    secure: bool = False
+
+    @property
+    def host(self) -> str:
+        return sec.KERBEROS_HOST if self.secure else HOST
+
+    @property
+    def service_names(self) -> tuple[str, ...]:
+        """Every process `up` starts, in start order."""
+        return (KDC, *SERVICE_NAMES) if self.secure else SERVICE_NAMES
 
     def ports(self, name: str) -> dict[str, int]:
-        return {what: port + self.port_offset for what, port in service(name).ports.items()}
+        base = _KDC_PORTS if name == KDC else service(name).ports
+        return {what: port + self.port_offset for what, port in base.items()}
 
     def all_ports(self) -> dict[int, str]:
         """port -> "service purpose", for every port the daemons bind."""
         return {
             port: f"{name} {what}"
-            for name in SERVICE_NAMES
+            for name in self.service_names
             for what, port in self.ports(name).items()
         }
 
@@ -128,6 +150,35 @@ class Layout:
     def pid_file(self, name: str) -> Path:
         return self.run / f"{name}.pid"
 
+    # -- Kerberos (secure clusters) --
+
+    @property
+    def kdc_dir(self) -> Path:
+        """The KDC's kdc.conf, principal database and stash file."""
+        return self.root / "kdc"
+
+    @property
+    def krb5_conf(self) -> Path:
+        """Client-side krb5.conf (``KRB5_CONFIG``, and ``java.security.krb5.conf``)."""
+        return self.root / "krb5.conf"
+
+    @property
+    def keytabs(self) -> Path:
+        return self.root / "keytabs"
+
+    def keytab(self, name: str) -> Path:
+        """Keytab of service kind ``name`` ("nn", "HTTP", ...) or of a user ("alice", ...)."""
+        return self.keytabs / f"{name}.keytab"
+
+    def ccache(self, user: str) -> Path:
+        """The ticket cache that `env --user USER` fills (``KRB5CCNAME``)."""
+        return self.root / "tickets" / user
+
+    @property
+    def http_secret(self) -> Path:
+        """Signs the hadoop.auth cookie that the daemons' SPNEGO filters hand out."""
+        return self.keytabs / "http-signature-secret"
+
     def classpath(self, name: str | None = None) -> list[str]:
         """Classpath of daemon ``name`` (its own conf dir first), or the client classpath."""
         entries = [str(self.conf), f"{self.lib}/*"]
@@ -147,7 +198,7 @@ def _xml(props: dict[str, object]) -> str:
 def _core_site(layout: Layout, user: str) -> dict[str, object]:
     port = layout.ports("namenode")["rpc"]
     return {
-        "fs.defaultFS": f"hdfs://{HOST}:{port}",
+        "fs.defaultFS": f"hdfs://{layout.host}:{port}",
         "hadoop.tmp.dir": layout.data / "tmp",
         # Unauthenticated web UIs and WebHDFS act as this user.
         "hadoop.http.staticuser.user": user,
@@ -166,14 +217,14 @@ def _hdfs_site(layout: Layout) -> dict[str, object]:
         "dfs.permissions.enabled": "true",  # real checks: the staging permission test needs them
         "dfs.namenode.name.dir": f"file://{layout.data / 'nn'}",
         "dfs.datanode.data.dir": f"file://{layout.data / 'dn'}",
-        "dfs.namenode.rpc-address": f"{HOST}:{nn['rpc']}",
-        "dfs.namenode.http-address": f"{HOST}:{nn['http']}",
-        "dfs.namenode.secondary.http-address": f"{HOST}:0",
-        "dfs.datanode.address": f"{HOST}:{dn['data']}",
-        "dfs.datanode.http.address": f"{HOST}:{dn['http']}",
-        "dfs.datanode.ipc.address": f"{HOST}:{dn['ipc']}",
+        "dfs.namenode.rpc-address": f"{layout.host}:{nn['rpc']}",
+        "dfs.namenode.http-address": f"{layout.host}:{nn['http']}",
+        "dfs.namenode.secondary.http-address": f"{layout.host}:0",
+        "dfs.datanode.address": f"{layout.host}:{dn['data']}",
+        "dfs.datanode.http.address": f"{layout.host}:{dn['http']}",
+        "dfs.datanode.ipc.address": f"{layout.host}:{dn['ipc']}",
         # WebHDFS redirects name the DataNode by this, so they stay on loopback.
-        "dfs.datanode.hostname": HOST,
+        "dfs.datanode.hostname": layout.host,
         # Default 30 s: a restarted NN would sit in safe mode long after its one DN reported.
         "dfs.namenode.safemode.extension": 0,
     }
@@ -182,12 +233,12 @@ def _hdfs_site(layout: Layout) -> dict[str, object]:
 def _yarn_site_shared(layout: Layout, container_path: str) -> dict[str, object]:
     rm = layout.ports("resourcemanager")
     return {
-        "yarn.resourcemanager.hostname": HOST,
-        "yarn.resourcemanager.address": f"{HOST}:{rm['client']}",
-        "yarn.resourcemanager.scheduler.address": f"{HOST}:{rm['scheduler']}",
-        "yarn.resourcemanager.resource-tracker.address": f"{HOST}:{rm['tracker']}",
-        "yarn.resourcemanager.admin.address": f"{HOST}:{rm['admin']}",
-        "yarn.resourcemanager.webapp.address": f"{HOST}:{rm['http']}",
+        "yarn.resourcemanager.hostname": layout.host,
+        "yarn.resourcemanager.address": f"{layout.host}:{rm['client']}",
+        "yarn.resourcemanager.scheduler.address": f"{layout.host}:{rm['scheduler']}",
+        "yarn.resourcemanager.resource-tracker.address": f"{layout.host}:{rm['tracker']}",
+        "yarn.resourcemanager.admin.address": f"{layout.host}:{rm['admin']}",
+        "yarn.resourcemanager.webapp.address": f"{layout.host}:{rm['http']}",
         # Default 1000 ms; every allocation waits for an NM heartbeat, so this is the latency floor.
         "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms": 100,
         # Default 30 s between NM->RM connect retries, which stalls an NM started before the RM.
@@ -233,6 +284,8 @@ def _yarn_site_shared(layout: Layout, container_path: str) -> dict[str, object]:
                 "TONY_DEVCLUSTER_CLASSPATH",
                 "TONY_DEVCLUSTER_JVM_FLAGS",
                 "TONY_DEVCLUSTER_PYTHON",
+                # a secure cluster's krb5.conf, for Kerberos clients in containers
+                "KRB5_CONFIG",
             ]
         ),
     }
@@ -242,10 +295,10 @@ def _yarn_site_nm(layout: Layout, nm: str) -> dict[str, object]:
     ports = layout.ports(nm)
     props: dict[str, object] = {
         # NodeId becomes 127.0.0.1:<rpc>, distinct per NM, instead of <hostname>:<ephemeral>.
-        "yarn.nodemanager.hostname": HOST,
-        "yarn.nodemanager.address": f"{HOST}:{ports['rpc']}",
-        "yarn.nodemanager.localizer.address": f"{HOST}:{ports['localizer']}",
-        "yarn.nodemanager.webapp.address": f"{HOST}:{ports['http']}",
+        "yarn.nodemanager.hostname": layout.host,
+        "yarn.nodemanager.address": f"{layout.host}:{ports['rpc']}",
+        "yarn.nodemanager.localizer.address": f"{layout.host}:{ports['localizer']}",
+        "yarn.nodemanager.webapp.address": f"{layout.host}:{ports['http']}",
         "yarn.nodemanager.local-dirs": layout.data / nm / "local",
         "yarn.nodemanager.log-dirs": layout.nm_log_dir(nm),
         "yarn.nodemanager.resource.memory-mb": NM_MEMORY_MB,
@@ -306,20 +359,36 @@ log4j.logger.org.apache.hadoop.yarn.nodelabels.CommonNodeLabelsManager=WARN
 """
 
 
-def write_config(layout: Layout, user: str, container_path: str) -> None:
-    """(Re)write every config file; cheap, and keeps an existing DIR in step with this code."""
+def write_config(
+    layout: Layout, user: str, container_path: str, security: sec.Security | None = None
+) -> None:
+    """(Re)write every config file; cheap, and keeps an existing DIR in step with this code.
+
+    ``security`` (with ``layout.secure``) adds Hadoop's secure mode on top of the same files.
+    """
     layout.conf.mkdir(parents=True, exist_ok=True)
+    core, hdfs = _core_site(layout, user), _hdfs_site(layout)
+    yarn, capacity = _yarn_site_shared(layout, container_path), _capacity_scheduler()
+    policy_file = layout.conf / "hadoop-policy.xml"
+    policy_file.unlink(missing_ok=True)
+    if security is not None:
+        core.update(sec.core_site(layout, user))
+        hdfs.update(sec.hdfs_site(layout, user, security))
+        yarn.update(sec.yarn_site(layout, user, security))
+        capacity.update(sec.queue_acls(user))
     files = {
-        "core-site.xml": _xml(_core_site(layout, user)),
-        "hdfs-site.xml": _xml(_hdfs_site(layout)),
-        "yarn-site.xml": _xml(_yarn_site_shared(layout, container_path)),
-        "capacity-scheduler.xml": _xml(_capacity_scheduler()),
+        "core-site.xml": _xml(core),
+        "hdfs-site.xml": _xml(hdfs),
+        "yarn-site.xml": _xml(yarn),
+        "capacity-scheduler.xml": _xml(capacity),
         "log4j.properties": _LOG4J,
     }
+    if security is not None:
+        files["hadoop-policy.xml"] = _xml(sec.policy(user))
     for name, text in files.items():
         (layout.conf / name).write_text(text, encoding="utf-8")
     for nm in NODEMANAGERS:
         nm_dir = layout.nm_conf(nm)
         nm_dir.mkdir(parents=True, exist_ok=True)
-        props = {**_yarn_site_shared(layout, container_path), **_yarn_site_nm(layout, nm)}
+        props = {**yarn, **_yarn_site_nm(layout, nm)}
         (nm_dir / "yarn-site.xml").write_text(_xml(props), encoding="utf-8")

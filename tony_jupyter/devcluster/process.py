@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import psutil
@@ -85,14 +86,34 @@ def stop_all(pid_files: list[Path], timeout: float = 10.0) -> list[Path]:
             except psutil.Error:
                 pass
     _signal_all(daemons, signal.SIGTERM)
-    _, alive = psutil.wait_procs(daemons, timeout=timeout)
+    alive = _wait_gone(daemons, timeout)
     # A clean NM shutdown stops its containers itself; give that a moment before killing.
-    _, alive = psutil.wait_procs(family, timeout=0 if alive else 2.0)
+    alive = _wait_gone(family, 0 if alive else 2.0)
     _signal_all(alive, signal.SIGKILL)
-    psutil.wait_procs(alive, timeout=5.0)
+    _wait_gone(alive, 5.0)
     for pid_file in pid_files:
         pid_file.unlink(missing_ok=True)
     return stopped
+
+
+def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """``psutil.wait_procs``, except that a zombie counts as gone: a daemon that another process
+    started (`up` inside pytest, `down` from the CLI) stays a zombie until that process reaps
+    it, and wait_procs would wait out its whole timeout for it. Returns those still alive."""
+    deadline = time.monotonic() + timeout
+    alive = procs
+    while True:
+        _, alive = psutil.wait_procs(alive, timeout=0.1)  # reaps our own children
+        alive = [p for p in alive if not _is_zombie(p)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+
+
+def _is_zombie(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def _signal_all(procs: list[psutil.Process], sig: int) -> None:
@@ -101,3 +122,10 @@ def _signal_all(procs: list[psutil.Process], sig: int) -> None:
             proc.send_signal(sig)
         except psutil.NoSuchProcess:
             pass
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"

@@ -1,7 +1,13 @@
 """Readiness probes: each returns what is not ready yet ([] when usable), never raises on a
-daemon that is still starting."""
+daemon that is still starting.
+
+``http`` is the ``requests`` module or a session (a secure cluster's authenticates with SPNEGO);
+``user`` goes out as ``user.name``, which only a cluster without Kerberos reads (None: none).
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import requests
 
@@ -26,8 +32,12 @@ def resource_value(total: dict, name: str) -> int:
     return 0
 
 
-def rm_nodes(rm_url: str) -> list[dict]:
-    resp = requests.get(f"{rm_url}/ws/v1/cluster/nodes", timeout=_TIMEOUT)
+def _as_user(user: str | None, **params: str) -> dict[str, str]:
+    return {**params, "user.name": user} if user else params
+
+
+def rm_nodes(rm_url: str, http: Any = requests) -> list[dict]:
+    resp = http.get(f"{rm_url}/ws/v1/cluster/nodes", timeout=_TIMEOUT)
     resp.raise_for_status()
     return _as_list((resp.json().get("nodes") or {}).get("node"))
 
@@ -36,29 +46,29 @@ def node_labels(node: dict) -> list[str]:
     return [str(label) for label in _as_list(node.get("nodeLabels"))]
 
 
-def ensure_gpu_label(rm_url: str, user: str) -> None:
+def ensure_gpu_label(rm_url: str, user: str | None, http: Any = requests) -> None:
     """Add the exclusive ``gpu`` partition to the cluster's label set (kept in the RM's fs store
     across restarts); nm2 reports it but the RM only accepts labels it already knows."""
-    resp = requests.get(f"{rm_url}/ws/v1/cluster/get-node-labels", timeout=_TIMEOUT)
+    resp = http.get(f"{rm_url}/ws/v1/cluster/get-node-labels", timeout=_TIMEOUT)
     resp.raise_for_status()
     body = resp.json() or {}
     known = [info.get("name") for info in _as_list(body.get("nodeLabelInfo"))]
     if GPU_LABEL in known:
         return
-    resp = requests.post(
+    resp = http.post(
         f"{rm_url}/ws/v1/cluster/add-node-labels",
-        params={"user.name": user},
+        params=_as_user(user),
         json={"nodeLabelInfo": [{"name": GPU_LABEL, "exclusivity": True}]},
         timeout=_TIMEOUT,
     )
     resp.raise_for_status()
 
 
-def yarn_pending(rm_url: str, nm_rpc_ports: dict[str, int]) -> list[str]:
+def yarn_pending(rm_url: str, nm_rpc_ports: dict[str, int], http: Any = requests) -> list[str]:
     """Both NMs RUNNING with the declared resources and labels; ``nm_rpc_ports`` names each NM's
     port, the part of its NodeId that tells them apart."""
     try:
-        nodes = rm_nodes(rm_url)
+        nodes = rm_nodes(rm_url, http)
     except (requests.RequestException, ValueError):
         return ["ResourceManager REST API"]
     by_port = {int(str(n.get("id", ":0")).rsplit(":", 1)[-1]): n for n in nodes}
@@ -78,10 +88,10 @@ def yarn_pending(rm_url: str, nm_rpc_ports: dict[str, int]) -> list[str]:
     return pending
 
 
-def hdfs_pending(webhdfs_url: str, user: str) -> list[str]:
+def hdfs_pending(webhdfs_url: str, user: str | None, http: Any = requests) -> list[str]:
     """NameNode out of safe mode with a live DataNode, then a WebHDFS write + read round trip."""
     try:
-        resp = requests.get(
+        resp = http.get(
             f"{webhdfs_url}/jmx",
             params={"qry": "Hadoop:service=NameNode,name=NameNodeInfo"},
             timeout=_TIMEOUT,
@@ -97,14 +107,14 @@ def hdfs_pending(webhdfs_url: str, user: str) -> list[str]:
     payload = b"tony-jupyter devcluster readiness probe\n"
     url = f"{webhdfs_url}/webhdfs/v1{_PROBE_PATH}"
     try:
-        created = requests.put(
+        created = http.put(
             url,
-            params={"op": "CREATE", "overwrite": "true", "user.name": user},
+            params=_as_user(user, op="CREATE", overwrite="true"),
             data=payload,
             timeout=_TIMEOUT,
         )
         created.raise_for_status()
-        read = requests.get(url, params={"op": "OPEN", "user.name": user}, timeout=_TIMEOUT)
+        read = http.get(url, params=_as_user(user, op="OPEN"), timeout=_TIMEOUT)
         read.raise_for_status()
     except requests.RequestException as err:
         return [f"WebHDFS write+read ({err})"]

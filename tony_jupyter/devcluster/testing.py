@@ -3,8 +3,11 @@
 Enable with ``pytest_plugins = ["tony_jupyter.devcluster.testing"]``. Only tests that request
 the fixture pay for the cluster. It runs in ``$TONY_JUPYTER_DEVCLUSTER_DIR`` if set, else in
 pytest's tmp dir; a devcluster already running there (or, with the variable unset, in the default
-dir) is reused and left running. Without Java the fixture skips, except under CI (``CI`` set),
-where a missing Java is a broken runner and fails.
+dir) is reused and left running, unless it is a secure one. Without Java the fixture skips,
+except under CI (``CI`` set), where a missing Java is a broken runner and fails.
+
+Secure clusters (``up --secure``) come from :func:`start_devcluster`, in a test module's own
+fixture, since each module may want its own token lifetimes.
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from . import preflight
+from . import kerberos, preflight
 from .cluster import DevCluster
 from .config import MAX_PORT_OFFSET, Layout
 from .errors import DevClusterError
+from .security import Security
 
 _started: set[Path] = set()
 
@@ -31,32 +35,25 @@ def _java_problem() -> str | None:
     return None
 
 
+def _require(problem: str | None, what: str) -> None:
+    if problem is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"devcluster needs {what} (CI is set, so this is not skipped): {problem}")
+        pytest.skip(f"devcluster needs {what}: {problem}")
+
+
 @pytest.fixture(scope="session")
 def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
     """A running devcluster for the whole session (started once, stopped at the end)."""
-    problem = _java_problem()
-    if problem is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"devcluster needs Java (CI is set, so this is not skipped): {problem}")
-        pytest.skip(f"devcluster needs Java: {problem}")
+    _require(_java_problem(), "Java")
     env_dir = os.environ.get("TONY_JUPYTER_DEVCLUSTER_DIR")
     # With the variable unset, reuse a cluster started by hand in the default dir: no start-up.
     existing = DevCluster(Path(env_dir)) if env_dir else DevCluster()
-    if existing.is_running():
+    if existing.is_running() and existing.security is None:
         yield existing
         return
     root = existing.dir if env_dir else tmp_path_factory.mktemp("devcluster")
-    for attempt in range(3):
-        cluster = DevCluster(root, _free_port_offset(root))
-        try:
-            cluster.up()
-            break
-        except DevClusterError:
-            # Another session may have taken the ports between the check and the daemons'
-            # bind; `up` stopped ours, so a busy port now is theirs: try the next offset.
-            ports = cluster.layout.all_ports()
-            if attempt == 2 or not any(preflight.port_in_use(port) for port in ports):
-                raise
+    cluster = start_devcluster(root)
     _started.add(cluster.dir)
     try:
         yield cluster
@@ -65,13 +62,45 @@ def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]
         cluster.down()
 
 
-def _free_port_offset(root: Path) -> int:
-    """$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET if set; else the first offset whose ports are all
-    free, so that a cluster someone else runs on this machine does not fail the session."""
-    if "TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET" in os.environ:
+def start_devcluster(root: Path, security: Security | None = None) -> DevCluster:
+    """`up` in ``root`` on the first port offset that is free; the caller calls `down`.
+
+    With ``security``, a secure cluster, or a skip (a failure under CI) where this machine has
+    no Java or no MIT Kerberos tools."""
+    _require(_java_problem(), "Java")
+    if security is not None:
+        _require(_kerberos_problem(), "MIT Kerberos")
+    for attempt in range(3):
+        cluster = DevCluster(root, _free_port_offset(root, security is not None), security or False)
+        try:
+            cluster.up()
+            return cluster
+        except DevClusterError:
+            # Another session may have taken the ports between the check and the daemons'
+            # bind; `up` stopped ours, so a busy port now is theirs: try the next offset.
+            ports = cluster.layout.all_ports()
+            if attempt == 2 or not any(preflight.port_in_use(port) for port in ports):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _kerberos_problem() -> str | None:
+    try:
+        kerberos.check_tools()
+    except DevClusterError as err:
+        return str(err)
+    return None
+
+
+def _free_port_offset(root: Path, secure: bool = False) -> int:
+    """$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET if set (for the plain cluster: a secure one runs
+    beside it); else the first offset whose ports are all free, so that a cluster someone else
+    runs on this machine does not fail the session."""
+    if "TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET" in os.environ and not secure:
         return int(os.environ["TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET"])
     for offset in range(0, MAX_PORT_OFFSET + 1, 10000):
-        if not any(preflight.port_in_use(port) for port in Layout(root, offset).all_ports()):
+        ports = Layout(root, offset, secure).all_ports()
+        if not any(preflight.port_in_use(port) for port in ports):
             return offset
     return 0  # all taken: `up` names the busy ports
 

@@ -1,0 +1,328 @@
+"""The secure devcluster's KDC, keytabs and tickets, and SPNEGO from Python.
+
+The KDC is MIT Kerberos (Debian's ``krb5-kdc``), not Apache Kerby (``hadoop-minikdc``): it is a
+C daemon of about 6 MB that starts in milliseconds, where Kerby would be a sixth JVM on a 2-core
+machine; ``kadmin.local`` writes one keytab per principal, where MiniKdc's ``main`` puts every
+principal in one keytab; and the client side needs MIT's tools and GSSAPI library anyway
+(``kinit``/``klist``, curl's ``--negotiate``, Python's ``gssapi``). It runs as whoever runs
+`up`, from a database under ``DIR/kdc``, on 127.0.0.1 only, with no ``kadmind``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import requests
+
+from . import process
+from .config import KDC, Layout
+from .errors import DevClusterError
+from .security import KERBEROS_HOST, REALM, SERVICE_PRINCIPALS, principal
+
+log = logging.getLogger(__name__)
+
+# tool -> the Debian package that has it
+_TOOLS = {
+    "krb5kdc": "krb5-kdc",
+    "kdb5_util": "krb5-kdc",
+    "kadmin.local": "krb5-admin-server",
+    "kinit": "krb5-user",
+}
+_PACKAGES = "krb5-kdc krb5-admin-server krb5-user"
+# The KDC tools live in sbin, which a non-root PATH may lack.
+_SBIN = ("/usr/sbin", "/sbin", "/usr/local/sbin")
+TICKET_LIFETIME = "1d"
+TICKET_RENEWABLE = "7d"
+
+
+def tool(name: str) -> str:
+    path = shutil.which(name) or shutil.which(name, path=os.pathsep.join(_SBIN))
+    if path is None:
+        raise DevClusterError(
+            f"`{name}` (Debian package {_TOOLS.get(name, 'krb5-user')}) is not installed; "
+            "`up --secure` runs an MIT Kerberos KDC on this machine. Install the tools "
+            f"(Debian/Ubuntu: `apt-get install {_PACKAGES}`, as `dev/setup` does) and run "
+            "`up --secure` again."
+        )
+    return path
+
+
+def check_tools() -> None:
+    for name in _TOOLS:
+        tool(name)
+    try:
+        import requests_gssapi  # noqa: F401
+    except ImportError as err:
+        raise DevClusterError(
+            f"Python's requests-gssapi is missing ({err}); `up --secure` checks the cluster "
+            "through SPNEGO with it. Install tony-jupyter's kerberos extra: "
+            "`pip install 'tony-jupyter[kerberos]'` (gssapi builds against MIT Kerberos: "
+            "`apt-get install libkrb5-dev gcc` first)."
+        ) from None
+
+
+def check_hosts() -> None:
+    """Service principals name ``localhost``: it must be 127.0.0.1 and the other way round."""
+    try:
+        infos = socket.getaddrinfo(KERBEROS_HOST, None, socket.AF_INET)
+        forward = {str(info[4][0]) for info in infos}
+        reverse = socket.gethostbyaddr("127.0.0.1")[0]
+    except OSError as err:
+        forward, reverse = {f"nothing ({err})"}, "nothing"
+    if "127.0.0.1" not in forward or reverse != KERBEROS_HOST:
+        raise DevClusterError(
+            f"A secure devcluster needs `localhost` to resolve to 127.0.0.1 and back (here it "
+            f"resolves to {', '.join(sorted(forward))}, and 127.0.0.1 back to {reverse!r}): "
+            "its service principals are <service>/localhost, and Hadoop's RPC client finds a "
+            "server's principal by reverse-resolving its address. Make `127.0.0.1 localhost` "
+            "the first line for 127.0.0.1 in /etc/hosts."
+        )
+
+
+def _krb5_conf(layout: Layout) -> str:
+    kdc = f"127.0.0.1:{layout.ports(KDC)['kdc']}"
+    return f"""\
+# Written by `tony-jupyter devcluster up --secure`: the devcluster's realm and KDC.
+[libdefaults]
+  default_realm = {REALM}
+  dns_lookup_kdc = false
+  dns_lookup_realm = false
+  # Principals are exactly what the URL or address says (HTTP/localhost), never a lookup.
+  dns_canonicalize_hostname = false
+  rdns = false
+  # TCP: never a UDP round trip that is too big and retried.
+  udp_preference_limit = 1
+  ticket_lifetime = {TICKET_LIFETIME}
+  renew_lifetime = {TICKET_RENEWABLE}
+  forwardable = true
+  # Silences the KDC's "No SPAKE preauth groups configured" at start-up.
+  spake_preauth_groups = edwards25519
+
+[realms]
+  {REALM} = {{
+    kdc = {kdc}
+  }}
+
+[domain_realm]
+  {KERBEROS_HOST} = {REALM}
+"""
+
+
+def _kdc_conf(layout: Layout) -> str:
+    listen = f"127.0.0.1:{layout.ports(KDC)['kdc']}"
+    kdc_dir = layout.kdc_dir
+    return f"""\
+# Written by `tony-jupyter devcluster up --secure`.
+[kdcdefaults]
+  kdc_listen = {listen}
+  kdc_tcp_listen = {listen}
+
+[realms]
+  {REALM} = {{
+    database_name = {kdc_dir}/principal
+    key_stash_file = {kdc_dir}/stash
+    acl_file = {kdc_dir}/kadm5.acl
+    max_life = {TICKET_LIFETIME}
+    max_renewable_life = {TICKET_RENEWABLE}
+  }}
+
+[logging]
+  kdc = STDERR
+  default = STDERR
+"""
+
+
+def kdc_env(layout: Layout) -> dict[str, str]:
+    return {
+        **os.environ,
+        "KRB5_CONFIG": str(layout.krb5_conf),
+        "KRB5_KDC_PROFILE": str(layout.kdc_dir / "kdc.conf"),
+    }
+
+
+def _run(cmd: list[str], layout: Layout, what: str, stdin: str | None = None) -> str:
+    proc = subprocess.run(
+        cmd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=kdc_env(layout),
+        timeout=60,
+        check=False,
+    )
+    out = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0:
+        raise DevClusterError(f"{what} failed (exit {proc.returncode}): `{' '.join(cmd)}`:\n{out}")
+    return out
+
+
+def prepare(layout: Layout, users: list[str]) -> None:
+    """Write krb5.conf and kdc.conf; create the realm's database, and a principal and keytab
+    for every service kind and every user that has none yet. Needs no running KDC."""
+    layout.kdc_dir.mkdir(parents=True, exist_ok=True)
+    layout.krb5_conf.write_text(_krb5_conf(layout), encoding="utf-8")
+    (layout.kdc_dir / "kdc.conf").write_text(_kdc_conf(layout), encoding="utf-8")
+    if not (layout.kdc_dir / "principal").exists():
+        master = secrets.token_urlsafe(24)  # stashed; nobody types it
+        _run(
+            [tool("kdb5_util"), "-r", REALM, "create", "-s", "-P", master],
+            layout,
+            "Creating the KDC database",
+        )
+    layout.keytabs.mkdir(mode=0o700, exist_ok=True)
+    missing = [kind for kind in [*SERVICE_PRINCIPALS, *users] if not layout.keytab(kind).exists()]
+    if missing:
+        script = "".join(
+            f"addprinc -randkey {principal(k)}\nktadd -k {layout.keytab(k)} {principal(k)}\n"
+            for k in missing
+        )
+        out = _run([tool("kadmin.local"), "-r", REALM], layout, "Creating principals", script)
+        absent = [kind for kind in missing if not layout.keytab(kind).exists()]
+        if absent:
+            raise DevClusterError(
+                f"kadmin.local wrote no keytab for {', '.join(absent)}; it said:\n{out}"
+            )
+    if not layout.http_secret.exists():
+        layout.http_secret.write_text(secrets.token_hex(32))
+        layout.http_secret.chmod(0o600)
+
+
+def start_kdc(layout: Layout, alive: Callable[[], None]) -> None:
+    """Start the KDC (pid file ``run/kdc.pid``) and wait until it listens; ``alive()`` raises
+    if it died meanwhile."""
+    # -n: stay in the foreground, so that the pid `up` records is the KDC's own.
+    pid = process.start(
+        [tool("krb5kdc"), "-n", "-r", REALM],
+        kdc_env(layout),
+        layout.log_file(KDC),
+        layout.pid_file(KDC),
+    )
+    log.info("started the KDC (pid %d) for realm %s", pid, REALM)
+    wait_kdc(layout, time.monotonic() + 30, alive)
+
+
+def kdc_pending(layout: Layout) -> list[str]:
+    with socket.socket() as sock:
+        sock.settimeout(1.0)
+        try:
+            sock.connect(("127.0.0.1", layout.ports(KDC)["kdc"]))
+        except OSError:
+            return ["the KDC"]
+    return []
+
+
+def wait_kdc(layout: Layout, deadline: float, alive: Callable[[], None]) -> None:
+    """Until the KDC takes TCP connections; ``alive()`` raises if it died meanwhile."""
+    while kdc_pending(layout):
+        alive()
+        if time.monotonic() > deadline:
+            raise DevClusterError(
+                f"The KDC did not listen on 127.0.0.1:{layout.ports(KDC)['kdc']} in time; see "
+                f"{layout.log_file(KDC)}."
+            )
+        time.sleep(0.05)
+
+
+def kinit(layout: Layout, user: str) -> Path:
+    """A fresh ticket for ``user`` from its keytab in its own ccache; returns the ccache."""
+    keytab = layout.keytab(user)
+    if not keytab.exists():
+        raise DevClusterError(
+            f"No keytab for {user!r} in {layout.keytabs}; is the devcluster in {layout.root} a "
+            "secure one (`up --secure`)?"
+        )
+    ccache = layout.ccache(user)
+    ccache.parent.mkdir(mode=0o700, exist_ok=True)
+    _run(
+        [tool("kinit"), "-kt", str(keytab), "-c", f"FILE:{ccache}", principal(user)],
+        layout,
+        f"kinit for {principal(user)}",
+    )
+    return ccache
+
+
+def user_env(layout: Layout, user: str) -> dict[str, str]:
+    """What a shell needs to act as ``user``: a fresh ticket in its ccache, and where it is."""
+    ccache = kinit(layout, user)
+    return {
+        "KRB5CCNAME": f"FILE:{ccache}",
+        # For clients that log in again by themselves once the ticket expires.
+        "TONY_DEVCLUSTER_PRINCIPAL": principal(user),
+        "TONY_DEVCLUSTER_KEYTAB": str(layout.keytab(user)),
+    }
+
+
+def make_hdfs_homes(webhdfs_url: str, http: requests.Session, users: tuple[str, ...]) -> None:
+    """/tmp for everyone (sticky), and a home dir owned by each user, mode 755; as the
+    operator, an HDFS superuser through the supergroup."""
+    dirs: dict[str, tuple[str | None, str]] = {"/tmp": (None, "1777"), "/user": (None, "755")}
+    dirs.update({f"/user/{u}": (u, "755") for u in users})
+    for path, (owner, mode) in dirs.items():
+        calls = [{"op": "MKDIRS"}, {"op": "SETPERMISSION", "permission": mode}]
+        if owner:
+            calls.append({"op": "SETOWNER", "owner": owner, "group": owner})
+        for params in calls:
+            resp = http.put(f"{webhdfs_url}/webhdfs/v1{path}", params=params, timeout=10)
+            if not resp.ok:
+                raise DevClusterError(
+                    f"Making {path} in HDFS failed: {params['op']} answered "
+                    f"{resp.status_code} {resp.text[:300]}"
+                )
+
+
+@contextmanager
+def _krb5_config(path: Path) -> Iterator[None]:
+    """MIT's library reads KRB5_CONFIG from the environment each time it starts a context; this
+    cluster's, only around our own calls (another cluster's may be set in this process)."""
+    old = os.environ.get("KRB5_CONFIG")
+    os.environ["KRB5_CONFIG"] = str(path)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("KRB5_CONFIG", None)
+        else:
+            os.environ["KRB5_CONFIG"] = old
+
+
+class SpnegoSession(requests.Session):
+    """A requests session that authenticates as ``user`` with SPNEGO, getting its tickets from
+    the user's keytab into the user's ccache by itself (and again once they expire)."""
+
+    def __init__(self, layout: Layout, user: str) -> None:
+        super().__init__()
+        self._layout = layout
+        self.user = user
+
+    def request(self, method, url, *args, **kwargs):
+        with _krb5_config(self._layout.krb5_conf):
+            if self.auth is None:
+                self.auth = self._auth()
+            return super().request(method, url, *args, **kwargs)
+
+    def _auth(self) -> requests.auth.AuthBase:
+        import gssapi
+        from requests_gssapi import OPTIONAL, HTTPSPNEGOAuth
+
+        ccache = self._layout.ccache(self.user)
+        ccache.parent.mkdir(mode=0o700, exist_ok=True)
+        creds = gssapi.Credentials(
+            name=gssapi.Name(principal(self.user), gssapi.NameType.kerberos_principal),
+            usage="initiate",
+            store={
+                b"ccache": f"FILE:{ccache}".encode(),
+                b"client_keytab": str(self._layout.keytab(self.user)).encode(),
+            },
+        )
+        # OPTIONAL: WebHDFS's DataNode answers without a Negotiate header (it takes the token
+        # in the redirect's URL), which REQUIRED would reject.
+        return HTTPSPNEGOAuth(creds=creds, mutual_authentication=OPTIONAL)
