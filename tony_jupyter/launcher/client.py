@@ -33,8 +33,9 @@ def home() -> Path:
     return Path(os.environ.get("TONY_JUPYTER_HOME") or Path.home() / ".tony-jupyter")
 
 
-def jobs_dir() -> Path:
-    d = home() / "jobs"
+def jobs_dir(root: Path | None = None) -> Path:
+    """``<root>/jobs``; ``root`` defaults to :func:`home` (the server extension passes its own)."""
+    d = (root or home()) / "jobs"
     d.mkdir(parents=True, exist_ok=True)
     return d
 
@@ -59,8 +60,8 @@ class JobRecord:
         return (self.dir / "token").read_text().strip()
 
 
-def list_jobs() -> list[JobRecord]:
-    recs = [JobRecord(p.name, p) for p in jobs_dir().iterdir() if (p / "spec.json").exists()]
+def list_jobs(root: Path | None = None) -> list[JobRecord]:
+    recs = [JobRecord(p.name, p) for p in jobs_dir(root).iterdir() if (p / "spec.json").exists()]
     return sorted(recs, key=lambda r: r.id)
 
 

@@ -12,22 +12,25 @@ import os
 
 from .urls import BASE_URL_ENV
 
-SETTINGS_KEY = "tony_jupyter"
-
 
 def _load_jupyter_server_extension(serverapp) -> None:
     # Imported here: kernels import this package (for urls) and need none of the server side.
     from jupyter_server.utils import url_path_join
 
-    from .api import api_handlers
+    from .api import SETTINGS_KEY, api_handlers
     from .config import TonyJupyter
+    from .jobs import ServerJobs
     from .proxy import proxy_handlers
 
     config = TonyJupyter(parent=serverapp)
     serverapp.web_app.settings[SETTINGS_KEY] = config
+    serverapp.web_app.settings[SETTINGS_KEY + ".jobs"] = ServerJobs(
+        config.jobs_home, config.threads, config.endpoint_cache_seconds
+    )
     # The kernels this server starts inherit its environment: they find the same job records
     # and the proxy's base URL there (see urls.py).
-    os.environ["TONY_JUPYTER_HOME"] = config.jobs_home
+    if config.jobs_home:
+        os.environ["TONY_JUPYTER_HOME"] = config.jobs_home
     os.environ[BASE_URL_ENV] = base = serverapp.web_app.settings["base_url"]
     handlers = api_handlers() + (proxy_handlers() if config.proxy_enabled else [])
     routes = [(url_path_join(base, p), *rest) for p, *rest in handlers]
@@ -36,5 +39,5 @@ def _load_jupyter_server_extension(serverapp) -> None:
         "tony-jupyter: %stony/api%s; jobs in %s",
         base,
         f" and {base}tony/proxy" if config.proxy_enabled else " (proxy off)",
-        config.jobs_home,
+        config.jobs_home or "$TONY_JUPYTER_HOME or ~/.tony-jupyter",
     )

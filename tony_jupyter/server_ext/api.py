@@ -7,15 +7,24 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from ..errors import TonyError
-from .jobs import JOB_ID, all_summaries, blocking, client
+from .config import TonyJupyter
+from .jobs import JOB_ID, ServerJobs
 
 AUTH_RESOURCE = "tony"
-MAX_EVENTS_WAIT_S = 10.0
+SETTINGS_KEY = "tony_jupyter"  # the TonyJupyter config; "tony_jupyter.jobs": ServerJobs
 MAX_OFFSET = 1 << 62
 
 
 class TonyAPIHandler(APIHandler):
     auth_resource = AUTH_RESOURCE
+
+    @property
+    def tony_config(self) -> TonyJupyter:
+        return self.settings[SETTINGS_KEY]
+
+    @property
+    def jobs(self) -> ServerJobs:
+        return self.settings[SETTINGS_KEY + ".jobs"]
 
     def int_argument(self, name: str, default: int) -> int:
         value = self.get_argument(name, str(default))
@@ -29,7 +38,7 @@ class TonyAPIHandler(APIHandler):
 
     async def call(self, fn, *args):
         try:
-            return await blocking(fn, *args)
+            return await self.jobs.blocking(fn, *args)
         except TonyError as e:
             raise web.HTTPError(502, f"the job's AM: {e}") from None
 
@@ -38,14 +47,14 @@ class JobsHandler(TonyAPIHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        self.finish({"jobs": await all_summaries()})
+        self.finish({"jobs": await self.jobs.summaries()})
 
 
 class JobHandler(TonyAPIHandler):
     @web.authenticated
     @authorized
     async def get(self, job_id: str) -> None:
-        snap = await self.call(client(job_id).snapshot)
+        snap = await self.call(self.jobs.client(job_id).snapshot)
         self.finish(snap.to_json())
 
 
@@ -53,9 +62,11 @@ class EventsHandler(TonyAPIHandler):
     @web.authenticated
     @authorized
     async def get(self, job_id: str) -> None:
-        c = client(job_id)
+        c = self.jobs.client(job_id)
         since = self.int_argument("since", 0)
-        timeout = min(float(self.int_argument("timeout", 0)), MAX_EVENTS_WAIT_S)
+        timeout = min(
+            float(self.int_argument("timeout", 0)), self.tony_config.max_events_wait_seconds
+        )
         events, nxt = await self.call(c.events, since, timeout)
         self.finish({"events": events, "next": nxt})
 
@@ -64,7 +75,7 @@ class LogsHandler(TonyAPIHandler):
     @web.authenticated
     @authorized
     async def get(self, job_id: str) -> None:
-        c = client(job_id)
+        c = self.jobs.client(job_id)
         task = self.get_argument("task", "")
         snap = await self.call(c.snapshot)
         tasks = [t.id for t in snap.tasks]
@@ -81,7 +92,7 @@ class KillHandler(TonyAPIHandler):
     @web.authenticated
     @authorized
     async def post(self, job_id: str) -> None:
-        c = client(job_id)
+        c = self.jobs.client(job_id)
         killed = await self.call(c.kill, "killed from Jupyter")
         snap = await self.call(c.snapshot)
         self.finish({"killed": bool(killed), "state": str(snap.state)})

@@ -3,22 +3,18 @@
 
 from __future__ import annotations
 
-import os
-
-from traitlets import Bool, Float, Int, Unicode, default
+from traitlets import Bool, Float, Int, Unicode
 from traitlets.config import Configurable
 
 
 class TonyJupyter(Configurable):
     jobs_home = Unicode(
+        "",
         help="""Where the user's job records live (the jobs/ directory under it): the same
-        directory the kernels' %%tony magics write to. Default: $TONY_JUPYTER_HOME, else
-        ~/.tony-jupyter. Set here, it is also passed to the kernels this server starts.""",
+        directory the kernels' %%tony magics write to. Empty (the default): $TONY_JUPYTER_HOME,
+        else ~/.tony-jupyter, as the kernels find it. Set here, it is also handed to the kernels
+        this server starts.""",
     ).tag(config=True)
-
-    @default("jobs_home")
-    def _default_jobs_home(self) -> str:
-        return os.environ.get("TONY_JUPYTER_HOME") or os.path.expanduser("~/.tony-jupyter")
 
     proxy_enabled = Bool(
         True,

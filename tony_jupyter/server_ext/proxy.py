@@ -15,10 +15,10 @@ from jupyter_server_proxy.handlers import AddSlashHandler, ProxyHandler
 from tornado import web
 
 from . import tensorboard
-from .jobs import JOB_ID, EndpointCache
+from .api import SETTINGS_KEY
+from .jobs import JOB_ID, ServerJobs
 
 ENDPOINT = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
-_cache = EndpointCache()
 STRIPPED_HEADERS = ("Authorization", "Cookie", "X-XSRFToken")
 
 
@@ -26,7 +26,8 @@ class EndpointProxyHandler(ProxyHandler):
     """Proxies to ``snapshot["endpoints"][endpoint]`` of the job, and nowhere else."""
 
     async def upstream(self, job_id: str, endpoint: str) -> tuple[str, int]:
-        url = await _cache.endpoint(job_id, endpoint)  # 404 for an unknown job
+        jobs: ServerJobs = self.settings[SETTINGS_KEY + ".jobs"]
+        url = await jobs.endpoint(job_id, endpoint)  # 404 for an unknown job
         if not url:
             raise web.HTTPError(404, f"job {job_id} has no endpoint {endpoint!r}")
         parsed = urlparse(url)
