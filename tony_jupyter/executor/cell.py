@@ -6,7 +6,9 @@ from __future__ import annotations
 import base64
 import json
 import linecache
+import os
 import sys
+import types
 from pathlib import Path
 
 import cloudpickle
@@ -44,11 +46,19 @@ def run_user_code(bundle_dir: Path, is_chief: bool) -> dict:
     source = (bundle_dir / "cell.py").read_text()
     filename = meta.get("filename", "<tony-cell>")
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    # The user's code is __main__, as under `python script.py`: code that looks itself up there
+    # (tf.compat.v1.app.run() calls sys.modules["__main__"].main; pickle finds its classes).
+    main = types.ModuleType("__main__")
+    namespace = main.__dict__
+    namespace["__builtins__"] = __builtins__
     namespace.update(cloudpickle.loads((bundle_dir / "names.pkl").read_bytes()))
     namespace.update(shards.bind(bundle_dir, meta.get("shards")))
-    if meta.get("argv"):
+    if meta.get("argv"):  # %tony run SCRIPT: what `python SCRIPT args` would show it
         sys.argv = list(meta["argv"])
+        namespace["__file__"] = filename
+        if os.path.isdir(os.path.dirname(filename)):  # this host has the script's directory
+            sys.path.insert(0, os.path.dirname(filename))
+    sys.modules["__main__"] = main
     return execute(source, filename, namespace, meta.get("pull", []), is_chief)
 
 

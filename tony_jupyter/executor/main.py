@@ -7,6 +7,7 @@ them to its own stdout, which is the container log), sends the result, exits.
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import sys
@@ -110,6 +111,13 @@ def main() -> int:
     except Exception as e:  # noqa: BLE001 - the exit code still tells the AM
         print(f"[tony] could not send the result: {e}", file=sys.stderr)
         code = code or 1
+    # What a normal interpreter exit runs: the user's atexit handlers, multiprocessing's
+    # removal of its /tmp/pymp-* directories. A hard exit of the user's (os._exit) skips them,
+    # as it would under `python`.
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001 - a failing handler is reported, as Python does
+        traceback.print_exc()
     # Ships what is left (reaper.flush_before_exit), kills what the task left running; without
     # waiting on TensorFlow's background threads, which can block interpreter shutdown.
     os._exit(code)
