@@ -42,7 +42,9 @@ def test_file_and_the_scripts_directory_are_what_python_gives(shell, tony_home, 
     (tmp_path / "mnist_setup.py").write_text("BATCH = 64\n")
     script = tmp_path / "main.py"
     script.write_text(
-        "import sys\nimport mnist_setup\nhere = (__file__, sys.path[0], mnist_setup.BATCH, __name__)\n"
+        "import sys\n"
+        "import mnist_setup\n"
+        "here = (__file__, sys.path[0], mnist_setup.BATCH, __name__)\n"
     )
     shell.run_line_magic("tony", f"run {script} {RUN} --pull here")
     assert shell.user_ns["here"] == (str(script), str(tmp_path), 64, "__main__")
