@@ -143,11 +143,16 @@ class JobClient(ABC):
         url = self.am_url()
         if url is None:
             return None
-        try:
-            r = self.session.request(method, f"{url}/api/v1/{path}", timeout=timeout, **kw)
-        except requests.ConnectionError:
-            self._am_unreachable()
-            return None  # the AM just exited; the caller falls back to disk
+        # A GET is tried twice: the AM closes a connection on which it refused a request
+        # without reading its body, and a kept-alive connection may be that one.
+        for tries_left in (1, 0) if method == "GET" else (0,):
+            try:
+                r = self.session.request(method, f"{url}/api/v1/{path}", timeout=timeout, **kw)
+                break
+            except requests.ConnectionError:
+                if not tries_left:
+                    self._am_unreachable()
+                    return None  # the AM just exited; the caller falls back to disk
         if r.status_code >= 400:
             raise BackendError(f"AM of {self.job_id} answered {r.status_code}: {r.text[:300]}")
         return r.json()
