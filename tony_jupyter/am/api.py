@@ -130,16 +130,11 @@ class RegisterHandler(ExecutorHandler):
 class ClusterSpecHandler(ExecutorHandler):
     async def get(self) -> None:
         task, attempt = self.own_task(self.get_argument("task")), self.int_arg("attempt")
-        deadline = time.monotonic() + self.seconds_arg("timeout", 10)
-        while True:
-            try:
-                self.coord.live_task(task, attempt)
-            except StaleAttempt as e:
-                return self.stale(e)
-            if self.coord.cluster_spec is not None or time.monotonic() >= deadline:
-                break
-            await self.wait_change(deadline - time.monotonic())
-        self.finish({"cluster_spec": self.coord.cluster_spec})
+        try:
+            spec = await self.long_poll_task(task, attempt, lambda: self.coord.cluster_spec)
+        except StaleAttempt as e:
+            return self.stale(e)
+        self.finish({"cluster_spec": spec})
 
 
 class HeartbeatHandler(ExecutorHandler):

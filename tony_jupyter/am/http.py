@@ -12,13 +12,17 @@ from __future__ import annotations
 import hmac
 import json
 import re
+import time
+from collections.abc import Callable
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from tornado import locks, web
 
 from ..protocol import task_token
 from .coordinator import Coordinator, StaleAttempt
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from .cells import CellQueue
@@ -173,3 +177,16 @@ class BaseHandler(web.RequestHandler):
 
     async def wait_change(self, timeout: float) -> None:
         await self.am.changed.wait(timeout=timedelta(seconds=min(timeout, MAX_LONG_POLL_S)))
+
+    async def long_poll_task(
+        self, task: str, attempt: int, found: Callable[[], T | None]
+    ) -> T | None:
+        """An executor's long-poll (``?timeout=``): ``found()``'s first answer that is not None,
+        or None at the deadline; :class:`StaleAttempt` as soon as the task's attempt is over."""
+        deadline = time.monotonic() + self.seconds_arg("timeout", 10)
+        while True:
+            self.coord.live_task(task, attempt)
+            got = found()
+            if got is not None or time.monotonic() >= deadline:
+                return got
+            await self.wait_change(deadline - time.monotonic())

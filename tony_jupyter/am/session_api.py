@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from tornado import web
 
 from ..protocol import CellState
@@ -75,16 +73,12 @@ class NextCellHandler(SessionHandler):
     async def get(self) -> None:
         task, attempt = self.own_task(self.get_argument("task")), self.int_arg("attempt")
         after = self.int_arg("after", 0)
-        deadline = time.monotonic() + self.seconds_arg("timeout", 10)
-        while True:
-            try:
-                self.coord.live_task(task, attempt)
-            except StaleAttempt as e:
-                return self.stale(e)
-            cell = self.cells.next_for(task, after)
-            if cell is not None or time.monotonic() >= deadline:
-                break
-            await self.wait_change(deadline - time.monotonic())
+        try:
+            cell = await self.long_poll_task(
+                task, attempt, lambda: self.cells.next_for(task, after)
+            )
+        except StaleAttempt as e:
+            return self.stale(e)
         if cell is None:
             self.finish({"cell": None})
             return
