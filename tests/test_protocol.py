@@ -118,3 +118,16 @@ def test_executor_env_is_the_one_definition_of_the_tony_variables():
     assert "TONY_CONTAINER_ID" not in env  # None: not set
     back = ExecutorEnv.from_env(env)
     assert back.attempt == 2 and back.session is True and back.heartbeat_ms == 1000
+
+
+def test_an_event_keeps_its_flat_json_form():
+    wire = {"seq": 3, "time": 1.5, "kind": "task", "task": "worker:0", "state": "RUNNING"}
+    event = protocol.Event.from_json(wire)
+    assert event.kind is protocol.EventKind.TASK and event.data["task"] == "worker:0"
+    assert event.to_json() == wire
+
+
+def test_a_cell_outcome_sends_only_what_it_has():
+    assert protocol.CellOutcome("ok").to_json() == {"status": "ok"}  # no "value": none sent
+    back = protocol.CellOutcome.from_json({"status": "error", "traceback": "Traceback ..."})
+    assert not back.ok and back.traceback == "Traceback ..."

@@ -154,6 +154,25 @@ def _typed(hint: Any, value: Any) -> Any:
 
 
 @dataclass(frozen=True)
+class Event(Record):
+    """One entry of the AM's event log (``GET /api/v1/events``, ``events.jsonl``). Its JSON form
+    is flat, as clients have always read it: ``{"seq", "time", "kind", **data}``."""
+
+    seq: int
+    time: float
+    kind: EventKind
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "time": self.time, "kind": str(self.kind), **self.data}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Event:
+        rest = {k: v for k, v in data.items() if k not in ("seq", "time", "kind")}
+        return cls(int(data["seq"]), float(data["time"]), EventKind(data["kind"]), rest)
+
+
+@dataclass(frozen=True)
 class TaskView(Record):
     """One task of a job as the AM reports it."""
 
@@ -303,6 +322,10 @@ class CellOutcome(Record):
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    def to_json(self) -> dict[str, Any]:
+        # Only what is there: the notebook side takes a "value" key to mean a value was sent.
+        return {k: v for k, v in super().to_json().items() if v is not None}
 
 
 def task_token(job_token: str, task_id: str) -> str:

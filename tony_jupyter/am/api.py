@@ -8,7 +8,7 @@ from urllib.parse import urlparse
 
 from tornado import web
 
-from ..protocol import TERMINAL_JOB_STATES
+from ..protocol import TERMINAL_JOB_STATES, EventKind
 from .coordinator import StaleAttempt
 from .http import API, MAX_RESULT_BODY, AMState, BaseHandler
 from .session_api import ROUTES as SESSION_ROUTES
@@ -98,7 +98,7 @@ class EndpointHandler(BaseHandler):
                 400, f"endpoint URL {url!r}: not on a host of this job's tasks ({sorted(hosts)})"
             )
         self.coord.endpoints[name] = url
-        self.coord.emit("endpoint", name=name, url=url)
+        self.coord.emit(EventKind.ENDPOINT, name=name, url=url)
         self.coord.provider.endpoint_registered(name, url)
         self.finish({"ok": True})
 

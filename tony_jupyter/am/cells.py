@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import asdict, dataclass, field
 
-from ..protocol import DONE_CELL_STATES, TERMINAL_JOB_STATES, CellState, JobState
+from ..protocol import DONE_CELL_STATES, TERMINAL_JOB_STATES, CellState, EventKind, JobState
 from .coordinator import Coordinator
 
 
@@ -53,7 +53,7 @@ class CellQueue:
         cell = Cell(next(self._ids), source, names, pull, filename, submitted=self.coord.clock())
         self.cells.append(cell)
         self.last_activity = self.coord.clock()
-        self.coord.emit("cell", cell=cell.id, state=CellState.PENDING)
+        self.coord.emit(EventKind.CELL, cell=cell.id, state=CellState.PENDING)
         return cell
 
     def get(self, cell_id: int) -> Cell:
@@ -74,7 +74,7 @@ class CellQueue:
             ):
                 if c.state == CellState.PENDING:
                     c.state = CellState.RUNNING
-                    self.coord.emit("cell", cell=c.id, state=CellState.RUNNING)
+                    self.coord.emit(EventKind.CELL, cell=c.id, state=CellState.RUNNING)
                 c.log_start.setdefault(task_id, self._log_size(task_id))
                 return c
         return None
@@ -98,7 +98,7 @@ class CellQueue:
             )
             cell.finished = self.coord.clock()
             self.last_activity = cell.finished
-            self.coord.emit("cell", cell=cell.id, state=cell.state)
+            self.coord.emit(EventKind.CELL, cell=cell.id, state=cell.state)
         self.coord.changed()
 
     def command_for(self, task_id: str) -> dict | None:
@@ -113,7 +113,7 @@ class CellQueue:
             cell.interrupt = True
             if cell.state == CellState.PENDING:
                 cell.state, cell.finished = CellState.INTERRUPTED, self.coord.clock()
-            self.coord.emit("cell", cell=cell.id, state="INTERRUPTING")
+            self.coord.emit(EventKind.CELL, cell=cell.id, state="INTERRUPTING")
         return cell
 
     def tick(self) -> None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ..protocol import (
     DONE_TASK_STATES,
     TERMINAL_JOB_STATES,
+    CellOutcome,
+    Event,
+    EventKind,
     ExecutorEnv,
     FailedAttempt,
     JobSnapshot,
@@ -22,9 +25,6 @@ from ..protocol import (
 from ..spec import JobSpec
 from . import rules
 from .provider import Provider
-
-# A task's log batch in the record the provider keeps (record_event): not a job event.
-LOG_RECORD = "log"
 
 
 class StaleAttempt(Exception):
@@ -86,8 +86,8 @@ class Coordinator:
 
     # --- events ---------------------------------------------------------------------------
 
-    def emit(self, kind: str, **data) -> None:
-        event = {"seq": len(self.events), "time": self.clock(), "kind": kind, **data}
+    def emit(self, kind: EventKind, **data) -> None:
+        event = Event(len(self.events), self.clock(), kind, data).to_json()
         self.events.append(event)
         self._event_file.write(json.dumps(event) + "\n")
         self._event_file.flush()
@@ -104,7 +104,7 @@ class Coordinator:
 
     def _set_task_state(self, task: Task, state: str, **extra) -> None:
         task.state = state
-        self.emit("task", task=task.id, state=state, attempt=self.attempt, **extra)
+        self.emit(EventKind.TASK, task=task.id, state=state, attempt=self.attempt, **extra)
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -116,7 +116,9 @@ class Coordinator:
         if self.attempt:  # recovered: the attempt that ran under the lost AM is over
             why = "the AM was lost (YARN started a new AM attempt); its tasks went with it"
             self.attempt_history.append({"attempt": self.attempt, "reason": why, "task": None})
-            self.emit("attempt", attempt=self.attempt, state="FAILED", reason=why, task=None)
+            self.emit(
+                EventKind.ATTEMPT, attempt=self.attempt, state="FAILED", reason=why, task=None
+            )
             self._set_state(JobState.STARTING, f"attempt {self.attempt} failed: {why}")
         else:
             self._set_state(JobState.STARTING)
@@ -126,30 +128,30 @@ class Coordinator:
         """Take over a job from the event log of an earlier AM attempt: its history, attempt
         number, endpoints, state and its tasks' logs. :meth:`start` then goes on with the next
         attempt (an attempt lost with its AM counts against --max-attempts for later failures)."""
-        for batch in (e for e in events if e["kind"] == LOG_RECORD):
+        for batch in (e for e in events if e["kind"] == EventKind.LOG):
             # A log batch the lost AM kept (see add_logs): %tony attach, the widget and
             # JobClient.logs show every attempt's logs, those of an attempt lost with its AM too.
             path = self.log_path(batch["task"], int(batch["attempt"]))
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "a", encoding="utf-8") as f:
                 f.write(batch["text"])
-        events = [e for e in events if e["kind"] != LOG_RECORD]
-        for e in sorted(events, key=lambda e: e["seq"]):
-            e = dict(e, seq=len(self.events))
-            self.events.append(e)
-            self._event_file.write(json.dumps(e) + "\n")
-            if e["kind"] == "attempt":
-                self.attempt = max(self.attempt, int(e["attempt"]))
-                if e.get("state") == "FAILED":
-                    self.failed_task = e.get("task")
+        kept = [Event.from_json(e) for e in events if e["kind"] != EventKind.LOG]
+        for old in sorted(kept, key=lambda e: e.seq):
+            ev, d = replace(old, seq=len(self.events)), old.data
+            self.events.append(ev.to_json())
+            self._event_file.write(json.dumps(ev.to_json()) + "\n")
+            if ev.kind is EventKind.ATTEMPT:
+                self.attempt = max(self.attempt, int(d["attempt"]))
+                if d.get("state") == "FAILED":
+                    self.failed_task = d.get("task")
                     self.attempt_history.append(
-                        {"attempt": e["attempt"], "reason": e.get("reason"), "task": e.get("task")}
+                        {"attempt": d["attempt"], "reason": d.get("reason"), "task": d.get("task")}
                     )
-            elif e["kind"] == "endpoint":
-                self.endpoints[str(e["name"])] = str(e["url"])
-            elif e["kind"] == "job":
-                self.state = e["state"]
-                self.reason = e.get("reason") or self.reason
+            elif ev.kind is EventKind.ENDPOINT:
+                self.endpoints[str(d["name"])] = str(d["url"])
+            elif ev.kind is EventKind.JOB:
+                self.state = d["state"]
+                self.reason = d.get("reason") or self.reason
         self._event_file.flush()
         if self.events:
             self.started_at = self.events[0]["time"]
@@ -158,7 +160,7 @@ class Coordinator:
         self.state = state
         if reason:
             self.reason = reason
-        self.emit("job", state=state, reason=reason)
+        self.emit(EventKind.JOB, state=state, reason=reason)
 
     def _start_attempt(self) -> None:
         self.attempt += 1
@@ -170,7 +172,7 @@ class Coordinator:
             for i in range(t.instances):
                 tid = f"{t.type}:{i}"
                 self.tasks[tid] = Task(tid, t.type, i, self.spec.is_tracked(t.type))
-        self.emit("attempt", attempt=self.attempt, state="STARTED")
+        self.emit(EventKind.ATTEMPT, attempt=self.attempt, state="STARTED")
         (self.job_dir / "logs" / f"attempt-{self.attempt}").mkdir(parents=True, exist_ok=True)
         for t in self.spec.tasks:
             for i in range(t.instances):
@@ -238,15 +240,16 @@ class Coordinator:
             f.write(text)
         # Kept beside the events (on HDFS on YARN), so that a new AM attempt can restore them.
         self.provider.record_event(
-            {"kind": LOG_RECORD, "task": task_id, "attempt": attempt, "text": text}
+            {"kind": EventKind.LOG.value, "task": task_id, "attempt": attempt, "text": text}
         )
         self.changed()
 
     def set_result(self, task_id: str, attempt: int, payload: dict) -> None:
         task = self.live_task(task_id, attempt)
-        if payload.get("traceback"):
-            task.traceback = payload["traceback"]
-        if task_id == self.spec.chief_id and payload.get("status") == "ok":
+        outcome = CellOutcome.from_json(payload)
+        if outcome.traceback:
+            task.traceback = outcome.traceback
+        if task_id == self.spec.chief_id and outcome.ok:
             self.result = payload
             (self.job_dir / "result.json").write_text(json.dumps(payload))
         self.changed()
@@ -303,7 +306,7 @@ class Coordinator:
     def _fail_attempt(self, task: Task, why: str) -> None:
         self.failed_task = task.id
         self.attempt_history.append({"attempt": self.attempt, "reason": why, "task": task.id})
-        self.emit("attempt", attempt=self.attempt, state="FAILED", reason=why, task=task.id)
+        self.emit(EventKind.ATTEMPT, attempt=self.attempt, state="FAILED", reason=why, task=task.id)
         if self.attempt < self.spec.max_attempts:
             self._stop_tasks()
             self._set_state(JobState.STARTING, f"attempt {self.attempt} failed: {why}")

@@ -15,6 +15,7 @@ import cloudpickle
 
 from .. import runtime, shards, tables
 from ..bundle import split_last_expression
+from ..protocol import CellOutcome
 
 # What the chief's value and pulled names may weigh: base64 in JSON, they must stay under the
 # AM's request limit (am/http.py MAX_RESULT_BODY, 100 MB).
@@ -69,7 +70,7 @@ def execute(source: str, filename: str, namespace: dict, pull: list[str], is_chi
     exec(compile(body, filename, "exec"), namespace)  # noqa: S102 - running the user's cell is the point
     value = eval(compile(last, filename, "eval"), namespace) if last else None  # noqa: S307
     if not is_chief:
-        return {"status": "ok"}
+        return CellOutcome("ok").to_json()
     value = runtime.detach_history(value)
     pulled = {n: runtime.detach_history(namespace[n]) for n in pull if n in namespace}
     missing = [n for n in pull if n not in namespace]
@@ -84,8 +85,8 @@ def execute(source: str, filename: str, namespace: dict, pull: list[str], is_chi
             "result to a file the notebook can read (e.g. under checkpoint_dir() or shared "
             "storage) and return its path"
         )
-    return {
-        "status": "ok",
-        "value": base64.b64encode(payload).decode(),
-        "arrow": {n: base64.b64encode(b).decode() for n, b in arrow.items()},
-    }
+    return CellOutcome(
+        "ok",
+        value=base64.b64encode(payload).decode(),
+        arrow={n: base64.b64encode(b).decode() for n, b in arrow.items()},
+    ).to_json()

@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 
 from .. import runtime
-from ..protocol import ExecutorEnv
+from ..protocol import CellOutcome, ExecutorEnv
 from . import checkpoints, reaper
 from .background import Background
 from .capture import LogCapture
@@ -98,13 +98,11 @@ def main() -> int:
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         outcome = (
-            {"status": "ok"}
-            if code == 0
-            else {"status": "error", "traceback": f"SystemExit: {e.code}"}
-        )
+            CellOutcome("ok") if code == 0 else CellOutcome("error", f"SystemExit: {e.code}")
+        ).to_json()
     except BaseException:  # noqa: BLE001 - any failure of user code is reported, then we exit 1
         traceback.print_exc()
-        outcome, code = {"status": "error", "traceback": traceback.format_exc()}, 1
+        outcome, code = CellOutcome("error", traceback.format_exc()).to_json(), 1
     try:
         am.post("executor/heartbeat", progress=runtime.current_progress())  # the final progress
         am.post("executor/result", **outcome)

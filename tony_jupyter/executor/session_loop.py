@@ -11,6 +11,7 @@ import traceback
 import cloudpickle
 import requests
 
+from ..protocol import CellOutcome
 from .background import Background
 from .cell import execute
 from .link import AMLink, Stale
@@ -61,9 +62,9 @@ def run_cell(got: dict, namespace: dict, is_chief: bool, running: dict, bg: Back
         return execute(got["source"], got["filename"], namespace, got["pull"], is_chief)
     except KeyboardInterrupt:
         traceback.print_exc()
-        return {"status": "interrupted", "traceback": traceback.format_exc()}
+        return CellOutcome("interrupted", traceback.format_exc()).to_json()
     except BaseException:  # noqa: BLE001 - a failing cell leaves the session usable
         traceback.print_exc()
-        return {"status": "error", "traceback": traceback.format_exc()}
+        return CellOutcome("error", traceback.format_exc()).to_json()
     finally:
         running["cell"] = bg.cell = None
