@@ -57,9 +57,12 @@ def running_job(tony_home, upstream):
         while client.snapshot().state != "RUNNING" and time.monotonic() < deadline:
             time.sleep(0.1)
         assert client.snapshot().state == "RUNNING"
+        # An endpoint must be on a host of the job's tasks: the upstream (on 127.0.0.1) named by
+        # that host's name, as the task's TensorBoard would be ("localhost" on the devcluster).
+        host = client.snapshot().task("worker:0").host
         client.session.post(
             f"{client.am_url()}/api/v1/endpoints",
-            json={"name": "tensorboard", "url": upstream},
+            json={"name": "tensorboard", "url": upstream.replace("127.0.0.1", host)},
             timeout=5,
         ).raise_for_status()
         yield client

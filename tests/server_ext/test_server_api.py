@@ -26,7 +26,8 @@ async def test_jobs_list_job_events_logs(jp_fetch, running_job, tony_home):
     assert [t["id"] for t in live["tasks"]] == ["worker:0"]
 
     snap = await fetch_json(jp_fetch, "tony", "api", "jobs", running_job.job_id)
-    assert snap["endpoints"]["tensorboard"].startswith("http://127.0.0.1:")
+    worker = next(t for t in snap["tasks"] if t["id"] == "worker:0")
+    assert snap["endpoints"]["tensorboard"].startswith(f"http://{worker['host']}:")
     ev = await fetch_json(
         jp_fetch, "tony", "api", "jobs", running_job.job_id, "events", params={"since": 0}
     )
