@@ -102,6 +102,11 @@ def test_tony_default_xml_loads_and_each_ignored_key_is_said_once(tmp_path, caps
     assert capsys.readouterr().err == ""  # once per key, not once per cell
 
 
+def test_an_older_releases_spelling_loads_too(capsys):
+    parse_job_args("--conf tony.application.stop.on.failure.jobtypes=ps")
+    assert capsys.readouterr().err == ""  # ps: what tony-jupyter does anyway
+
+
 def test_tony_readme_configuration_as_written(tmp_path):
     conf = tmp_path / "tony.xml"
     conf.write_text(

@@ -30,6 +30,8 @@ NOT_APPLICABLE: dict[str, str] = {
     "tony.am.gpus": "the AM needs no GPU",
     "tony.worker.timeout": "use tony.application.timeout (--timeout) for the whole job",
     "tony.application.stop-on-failure-jobtypes": "a failed task of any type ends its attempt",
+    # the same key as older TonY releases spell it
+    "tony.application.stop.on.failure.jobtypes": "a failed task of any type ends its attempt",
     "tony.application.fail-on-worker-failure-enabled": "a failed worker always fails its "
     "attempt (and --max-attempts retries it)",
     "tony.docker.enabled": "tasks run in the job's Python environment (--pack-env), not in "
@@ -70,5 +72,6 @@ HARMLESS: dict[str, tuple[str, ...]] = {
     "tony.application.security.enabled": ("true", "false"),
     "tony.application.fail-on-worker-failure-enabled": ("true",),
     "tony.application.stop-on-failure-jobtypes": ("ps", ""),
+    "tony.application.stop.on.failure.jobtypes": ("ps", ""),
     "tony.application.type": ("tony", ""),
 }
