@@ -1,17 +1,14 @@
 """What crosses between the notebook side, the AM and the executors: one typed definition.
 
-States are string enums (their JSON form is the bare name); the records are frozen dataclasses
-with one JSON form (``to_json``/``from_json``) carrying ``SCHEMA_VERSION``, like ``JobSpec``.
-The AM serves :class:`JobSnapshot` on ``GET /api/v1/job``; the notebook side (job client,
-widgets, ``%tony`` commands, the server extension) reads it back as the same record; the
-labextension's TypeScript types are generated from ``labextension/schema/protocol.schema.json``,
-which tests/test_protocol.py checks against these records.
-:class:`ExecutorEnv` is the one definition of the ``TONY_*`` variables an executor is started with.
+States are string enums (in JSON, their value); records are frozen dataclasses with one JSON
+form (``to_json``/``from_json``) and ``SCHEMA_VERSION``, like ``JobSpec``. The AM serves
+:class:`JobSnapshot` (``GET /api/v1/job``), which the notebook side reads back as the same record;
+the labextension's types come from ``labextension/schema/protocol.schema.json``, checked against
+these records by tests/test_protocol.py. :class:`ExecutorEnv` defines the ``TONY_*`` variables.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import hmac
 import sys
@@ -105,7 +102,7 @@ R = TypeVar("R", bound="Record")
 
 
 class Record:
-    """A frozen dataclass with one JSON form: enums as their names, nested records as
+    """A frozen dataclass with one JSON form: enums as their values, nested records as
     objects; unknown keys are ignored and missing ones take their defaults when read, so
     records written by an older version still load."""
 
@@ -114,12 +111,21 @@ class Record:
 
     @classmethod
     def from_json(cls: type[R], data: Mapping[str, Any]) -> R:
-        hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+        hints = _hints(cls)
         kw = {}
         for f in fields(cls):  # type: ignore[arg-type]
             if f.name in data:
                 kw[f.name] = _typed(hints[f.name], data[f.name])
         return cls(**kw)
+
+
+_HINTS: dict[Any, dict[str, Any]] = {}  # a record class's field types: snapshots are read often
+
+
+def _hints(cls: Any) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    return _HINTS[cls]
 
 
 def _plain(value: Any) -> Any:
@@ -391,6 +397,3 @@ class ExecutorEnv(Record):
             else:
                 kw[f.name] = raw
         return cls(**kw)
-
-    def replace(self, **changes: Any) -> ExecutorEnv:
-        return dataclasses.replace(self, **changes)
