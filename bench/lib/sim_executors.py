@@ -14,16 +14,20 @@ import time
 
 import aiohttp
 
+from tony_jupyter.protocol import task_token
+
 PERIOD_S = int(os.environ.get("TONY_HEARTBEAT_MS", "1000")) / 1000
 
 
-async def executor(session, url, index, until, got) -> None:
+async def executor(session, url, job_token, index, until, got) -> None:
     task = f"worker:{index}"
+    # Each executor authenticates as its own task, as real ones do.
+    auth = {"Authorization": f"Bearer {task_token(job_token, task)}"}
 
     async def call(method: str, path: str, kind: str, **kw) -> dict | None:
         t = time.perf_counter()
         try:
-            async with session.request(method, f"{url}/api/v1/{path}", **kw) as r:
+            async with session.request(method, f"{url}/api/v1/{path}", headers=auth, **kw) as r:
                 body = await r.json()
                 if r.status >= 400:
                     got["errors"].append(f"{kind} {r.status}: {str(body)[:200]}")
@@ -66,9 +70,10 @@ async def main_async(url, token, first, count, seconds) -> dict:
     until = time.time() + seconds
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=40)
-    headers = {"Authorization": f"Bearer {token}"}
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout, headers=headers) as s:
-        await asyncio.gather(*(executor(s, url, first + i, until, got) for i in range(count)))
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as s:
+        await asyncio.gather(
+            *(executor(s, url, token, first + i, until, got) for i in range(count))
+        )
     return got
 
 
