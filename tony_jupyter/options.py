@@ -89,6 +89,18 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
         "needs venv-pack; venvs only, not conda",
     )
     p.add_argument(
+        "--principal",
+        default=None,
+        help="YARN with Kerberos: log in as this principal (with --keytab; default: the "
+        "ticket cache's, after kinit)",
+    )
+    p.add_argument(
+        "--keytab",
+        default=None,
+        help="YARN with Kerberos: the principal's keytab; tokens are then renewed past their "
+        "maximum lifetime",
+    )
+    p.add_argument(
         "--keep-staging",
         action="store_true",
         help="YARN: keep the job's HDFS staging directory (with the AM's logs) after it ends",
@@ -188,6 +200,9 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         b.job["pack_env"] = str(venv_root(args.pack_env))
     if args.keep_staging:
         b.job["keep_staging"] = True
+    for flag in ("principal", "keytab"):
+        if getattr(args, flag, None):
+            b.job[flag] = getattr(args, flag)
     b.pull = tuple(n.strip() for n in args.pull.split(",") if n.strip())
     bad = [n for n in b.pull if not n.isidentifier()]
     if bad:

@@ -104,6 +104,11 @@ class JobSpec:
     python: str = ""  # YARN: the Python on the nodes for the AM and executors ("" = this one)
     pack_env: str = ""  # YARN: a venv packed and localized as the ARCHIVE "env" (--pack-env)
     keep_staging: bool = False  # YARN: keep the HDFS staging directory after the job
+    # YARN with Kerberos: a keytab to log in with (else the ticket cache), and the NameNodes
+    # besides the default FS that the job needs delegation tokens for (tony.other.namenodes).
+    principal: str = ""
+    keytab: str = ""
+    other_namenodes: tuple[str, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
     def task(self, type_: str) -> TaskSpec:
@@ -142,8 +147,8 @@ class JobSpec:
                 "the AM and the notebook run different tony-jupyter versions; install the same one"
             )
         d["tasks"] = tuple(TaskSpec(**t) for t in d["tasks"])
-        for k in ("untracked", "pull"):
-            d[k] = tuple(d[k])
+        for k in ("untracked", "pull", "other_namenodes"):
+            d[k] = tuple(d.get(k, ()))
         d["env"] = tuple(tuple(p) for p in d["env"])
         return cls(**d)
 
@@ -175,6 +180,7 @@ _JOB_KEYS = {
     "tony.task.max-total-gpus": "max_total_gpus",
     "tony.am.wait-client-signal-stop-timeout-sec": "am_linger_s",
     "tony.container.allocation.timeout": "allocation_timeout_ms",
+    "tony.other.namenodes": "other_namenodes",
 }
 FRAMEWORKS = ("tensorflow",)
 
@@ -249,6 +255,8 @@ class SpecBuilder:
             self.job["max_attempts"] = _parse_int(value, key) + 1
         elif what == "timeout_ms":
             self.job["timeout_s"] = _parse_int(value, key) / 1000.0
+        elif what == "other_namenodes":
+            self.job[what] = tuple(u.strip() for u in value.split(",") if u.strip())
         elif what == "untracked":
             self.untracked = tuple(t.strip() for t in value.split(",") if t.strip())
         elif what == "node_label":

@@ -12,7 +12,6 @@ _CONF_PATH = (
 )
 
 NOT_APPLICABLE: dict[str, str] = {
-    "tony.other.namenodes": "delegation tokens are not fetched by this version (no Kerberos yet)",
     "tony.application.type": "jobs are YARN applications of type TONY-JUPYTER, which "
     "%tony list and the Jupyter server extension find them by",
     "tony.application.tags": "not passed to YARN by this version",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from urllib.parse import urlparse
@@ -16,6 +17,8 @@ from .session_api import ROUTES as SESSION_ROUTES
 MAX_LOG_READ = 8 << 20
 ENDPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 HOST = re.compile(r"^[A-Za-z0-9._:\[\]-]{1,255}$")
+
+log = logging.getLogger("tony_jupyter.am")
 
 
 class JobHandler(BaseHandler):
@@ -103,6 +106,26 @@ class EndpointHandler(BaseHandler):
         self.finish({"ok": True})
 
 
+class CredentialsHandler(BaseHandler):
+    """``PUT credentials``: the notebook's newer delegation tokens (a secure cluster's tokens
+    outlive their maximum lifetime only this way). The job token only, never a task's."""
+
+    def put(self) -> None:
+        tokens = self.body().get("tokens")
+        if not isinstance(tokens, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in tokens.items()
+        ):
+            raise web.HTTPError(400, "'tokens' must be an object of name: urlString")
+        try:
+            version = self.coord.provider.update_credentials(tokens)
+        except NotImplementedError as e:
+            raise web.HTTPError(409, str(e)) from None
+        except ValueError as e:
+            raise web.HTTPError(400, f"not a delegation token: {e}") from None
+        log.info("credentials version %d from the notebook: %s", version, sorted(tokens))
+        self.finish({"version": version})
+
+
 class ExecutorHandler(BaseHandler):
     """``executor/*``: an executor acts for its own task only (its task token says which)."""
 
@@ -148,8 +171,12 @@ class HeartbeatHandler(ExecutorHandler):
             self.coord.heartbeat(task, attempt, progress, rss)
         except StaleAttempt as e:
             return self.stale(e)
-        command = self.am.cells.command_for(task) if self.am.cells else None
-        self.finish(command or {"command": None})
+        answer = (self.am.cells.command_for(task) if self.am.cells else None) or {"command": None}
+        have = self.field(b, "credentials", int, None)
+        creds = self.coord.provider.credentials()
+        if creds is not None and have is not None and creds["version"] > have:
+            answer = {**answer, "credentials": creds}  # newer tokens (secure clusters)
+        self.finish(answer)
 
 
 class ExecutorLogsHandler(ExecutorHandler):
@@ -189,6 +216,7 @@ def make_app(am: AMState) -> web.Application:
         ("kill", KillHandler),
         ("release", ReleaseHandler),
         ("endpoints", EndpointHandler),
+        ("credentials", CredentialsHandler),
         ("executor/register", RegisterHandler),
         ("executor/cluster-spec", ClusterSpecHandler),
         ("executor/heartbeat", HeartbeatHandler),

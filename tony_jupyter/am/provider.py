@@ -40,6 +40,14 @@ class Provider(abc.ABC):
         """A task registered endpoint ``name`` at ``url`` (YARN points its tracking URL at
         TensorBoard)."""
 
+    def credentials(self) -> dict | None:
+        """{"version": n, "tokens": {...}} on a secure cluster, None elsewhere."""
+        return None
+
+    def update_credentials(self, tokens: dict[str, str]) -> int:
+        """Newer delegation tokens from the notebook; returns the credentials' new version."""
+        raise NotImplementedError("this backend has no delegation tokens")
+
     def recovered_events(self) -> list[dict]:
         """The events an earlier AM attempt of this job recorded; [] on the first."""
         return []

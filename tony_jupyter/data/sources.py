@@ -10,7 +10,9 @@ import os
 import xml.etree.ElementTree as ET
 from urllib.parse import urlparse
 
+from .. import tokens
 from ..errors import TonyError
+from ..kerberos import Login
 
 
 class DataError(TonyError, ValueError):
@@ -32,17 +34,37 @@ def _webhdfs(url: str):
     if not base:
         base = f"http://{urlparse(url).hostname or '127.0.0.1'}:9870"
     b = urlparse(base if "://" in base else f"http://{base}")
+    https = b.scheme == "https"
+    token = tokens.hdfs_token()
+    if token:  # in a task on a secure cluster: the job's delegation token
+        return WebHDFS(b.hostname, port=b.port or 9870, token=token, use_https=https)
     user = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
-    return WebHDFS(b.hostname, port=b.port or 9870, user=user, use_https=b.scheme == "https")
+    if not _kerberos_cluster():
+        return WebHDFS(b.hostname, port=b.port or 9870, user=user, use_https=https)
+    # On the notebook host of a secure cluster: SPNEGO with the user's ticket or keytab.
+    fs = WebHDFS(b.hostname, port=b.port or 9870, use_https=https)
+    try:
+        fs.session.auth = Login.from_env().auth()
+    except TonyError as e:
+        raise DataError(f"{url}: {e}") from None
+    return fs
+
+
+def _kerberos_cluster() -> bool:
+    return _site_value("core-site.xml", "hadoop.security.authentication") == "kerberos"
 
 
 def _namenode_http() -> str | None:
+    return _site_value("hdfs-site.xml", "dfs.namenode.http-address")
+
+
+def _site_value(site: str, key: str) -> str | None:
     conf = os.environ.get("HADOOP_CONF_DIR")
-    path = os.path.join(conf, "hdfs-site.xml") if conf else None
+    path = os.path.join(conf, site) if conf else None
     if not path or not os.path.isfile(path):
         return None
     for prop in ET.parse(path).getroot().iter("property"):
-        if (prop.findtext("name") or "").strip() == "dfs.namenode.http-address":
+        if (prop.findtext("name") or "").strip() == key:
             return (prop.findtext("value") or "").strip() or None
     return None
 

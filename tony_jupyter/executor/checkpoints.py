@@ -16,16 +16,16 @@ import re
 import threading
 from pathlib import Path
 
+from .. import tokens
+
 SYNC_S = 0.5
 SKIP_PREFIX = "workertemp_"
 
 
 class CheckpointMirror:
     def __init__(self, local: Path, remote: str, webhdfs: str, user: str):
-        from hdfs import InsecureClient
-
         self.local, self.remote = local, remote.rstrip("/")
-        self.client = InsecureClient(webhdfs, user=user, timeout=30)
+        self.client = tokens.webhdfs_client(webhdfs, user)
         self.sent: dict[str, tuple[int, int]] = {}  # relative path -> (size, mtime_ns) uploaded
         self.named: dict[str, str] = {}  # uploaded index -> the checkpoint prefix it names
         self._stop = threading.Event()

@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 import requests
 
+from .. import tokens
 from .link import Stale
 
 STOPPED = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
@@ -73,6 +74,9 @@ def _beat(
     state: dict[str, Any] = {"progress": {}, "cell": None}
     pending = b""
     last_ok = time.monotonic()
+    # A secure cluster's tokens: the version this task has; newer ones go to its file.
+    creds_file = os.environ.get(tokens.ENV_FILE)
+    have = int(os.environ.get(tokens.ENV_VERSION, "0")) if creds_file else None
 
     while True:
         if os.getppid() != parent:
@@ -97,8 +101,15 @@ def _beat(
             pass
         if status not in STOPPED:
             try:
-                answer = link.post("executor/heartbeat", progress=state["progress"], rss=rss)
+                extra = {"credentials": have} if have is not None else {}
+                answer = link.post(
+                    "executor/heartbeat", progress=state["progress"], rss=rss, **extra
+                )
                 last_ok = time.monotonic()
+                newer = answer.get("credentials")
+                if creds_file and isinstance(newer, dict):
+                    tokens.write_credentials(creds_file, newer)
+                    have = int(newer["version"])
                 cell = answer.get("cell")
                 if answer.get("command") == "interrupt" and cell == state["cell"]:
                     os.write(command_fd, f"{cell}\n".encode())

@@ -72,6 +72,9 @@ def start() -> None:
     if jpype.isJVMStarted():
         return
     extra = os.environ.get("TONY_AM_JVM_OPTS", "").split()
+    krb5 = os.environ.get("KRB5_CONFIG")
+    if krb5 and os.path.isfile(krb5):  # a krb5.conf elsewhere than /etc (as the notebook's)
+        extra.append(f"-Djava.security.krb5.conf={krb5}")
     jpype.startJVM(
         jvm_path(),
         *JPMS_FLAGS,
@@ -86,3 +89,37 @@ def cls(name: str):
     import jpype
 
     return jpype.JClass(name)
+
+
+class Classes:
+    """The Hadoop classes the provider uses, looked up once the JVM runs."""
+
+    def __init__(self) -> None:
+        c = cls
+        self.YarnConfiguration = c("org.apache.hadoop.yarn.conf.YarnConfiguration")
+        self.AMRMClient = c("org.apache.hadoop.yarn.client.api.AMRMClient")
+        self.ContainerRequest = c("org.apache.hadoop.yarn.client.api.AMRMClient$ContainerRequest")
+        self.NMClient = c("org.apache.hadoop.yarn.client.api.NMClient")
+        records = "org.apache.hadoop.yarn.api.records."
+        for name in (
+            "Resource",
+            "Priority",
+            "FinalApplicationStatus",
+            "LocalResource",
+            "LocalResourceType",
+            "LocalResourceVisibility",
+            "URL",
+            "ContainerLaunchContext",
+        ):
+            setattr(self, name, c(records + name))
+        self.HashMap = c("java.util.HashMap")
+        self.ArrayList = c("java.util.ArrayList")
+        self.URI = c("java.net.URI")
+        self.Path = c("org.apache.hadoop.fs.Path")
+        # Secure clusters: the job's delegation tokens (credentials.py).
+        self.UserGroupInformation = c("org.apache.hadoop.security.UserGroupInformation")
+        self.Credentials = c("org.apache.hadoop.security.Credentials")
+        self.Token = c("org.apache.hadoop.security.token.Token")
+        self.Text = c("org.apache.hadoop.io.Text")
+        self.DataOutputBuffer = c("org.apache.hadoop.io.DataOutputBuffer")
+        self.ByteBuffer = c("java.nio.ByteBuffer")

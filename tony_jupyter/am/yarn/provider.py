@@ -25,8 +25,10 @@ from urllib.parse import urlparse
 from ... import shards
 from ...protocol import ExecutorEnv
 from ...spec import JobSpec, TaskSpec
+from ...tokens import tokens_env
 from ..provider import Provider
 from . import eventlog, jvm
+from .credentials import Credentials
 
 log = logging.getLogger("tony_jupyter.am.yarn")
 V = ExecutorEnv.var
@@ -70,8 +72,12 @@ class YarnProvider(Provider):
         self.resources = json.loads((job_dir / "resources.json").read_text())
         self.shards = json.loads((job_dir / "bundle.json").read_text()).get("shards")
         jvm.start()
-        self.J: Any = _Classes()  # Java classes: typed by the JVM, not here
+        self.J: Any = jvm.Classes()  # Java classes: typed by the JVM, not here
         self.conf = self.J.YarnConfiguration()
+        # Secure cluster: the job's delegation tokens, for the executors (credentials.py).
+        self.creds = (
+            Credentials(self.J) if self.J.UserGroupInformation.isSecurityEnabled() else None
+        )
         self.am_attempt = eventlog.am_attempt()
         self.events = None
         if self.staging:
@@ -110,6 +116,14 @@ class YarnProvider(Provider):
     def record_event(self, event: dict) -> None:
         if self.events is not None:
             self.events.append(event)
+
+    def credentials(self) -> dict | None:
+        return self.creds.snapshot() if self.creds is not None else None
+
+    def update_credentials(self, tokens: dict[str, str]) -> int:
+        if self.creds is None:
+            raise NotImplementedError("this cluster does not use Kerberos: no tokens to renew")
+        return self.creds.update(tokens)
 
     def recovered_events(self) -> list[dict]:
         return self.events.previous() if self.events is not None else []
@@ -270,9 +284,14 @@ class YarnProvider(Provider):
         if self.staging:
             # checkpoint_dir() is container-local, mirrored here (executor/checkpoints.py).
             env[V("checkpoint_remote")] = urlparse(self.staging).path + "/checkpoints"
-        for name in ("HADOOP_USER_NAME", V("webhdfs_url")):
+        for name in ("HADOOP_USER_NAME", V("webhdfs_url"), "KRB5_CONFIG"):
             if os.environ.get(name):
                 env[name] = os.environ[name]
+        tokens = None
+        if self.creds is not None:
+            now = self.creds.snapshot()
+            env.update(tokens_env(now, "{{PWD}}"))
+            tokens = self.creds.container_tokens()
         if launch.gpus:
             # No GPU plugin (counting-only GPUs): YARN names no device, so the AM assigns
             # per-node slots itself.
@@ -301,7 +320,7 @@ class YarnProvider(Provider):
         )
         cmds = J.ArrayList()
         cmds.add(cmd)
-        return J.ContainerLaunchContext.newInstance(resources, jenv, cmds, None, None, None)
+        return J.ContainerLaunchContext.newInstance(resources, jenv, cmds, None, tokens, None)
 
     def _completed(self, s) -> None:
         cid = str(s.getContainerId().toString())
@@ -367,30 +386,3 @@ class YarnProvider(Provider):
                 fs.delete(path, True)
         except Exception as e:  # noqa: BLE001 - never fail the job's end over its staging
             log.warning("staging %s: %s", self.staging, e)
-
-
-class _Classes:
-    """The Hadoop classes the provider uses, looked up once the JVM runs."""
-
-    def __init__(self) -> None:
-        c = jvm.cls
-        self.YarnConfiguration = c("org.apache.hadoop.yarn.conf.YarnConfiguration")
-        self.AMRMClient = c("org.apache.hadoop.yarn.client.api.AMRMClient")
-        self.ContainerRequest = c("org.apache.hadoop.yarn.client.api.AMRMClient$ContainerRequest")
-        self.NMClient = c("org.apache.hadoop.yarn.client.api.NMClient")
-        records = "org.apache.hadoop.yarn.api.records."
-        for name in (
-            "Resource",
-            "Priority",
-            "FinalApplicationStatus",
-            "LocalResource",
-            "LocalResourceType",
-            "LocalResourceVisibility",
-            "URL",
-            "ContainerLaunchContext",
-        ):
-            setattr(self, name, c(records + name))
-        self.HashMap = c("java.util.HashMap")
-        self.ArrayList = c("java.util.ArrayList")
-        self.URI = c("java.net.URI")
-        self.Path = c("org.apache.hadoop.fs.Path")

@@ -8,6 +8,7 @@ deletes the staging and record directories, so a failed submission leaves nothin
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 import shlex
@@ -20,12 +21,13 @@ import requests
 from ... import shards
 from ...bundle import Bundle
 from ...errors import BackendError
+from ...protocol import ExecutorEnv
 from ...spec import JobSpec
 from ..client import JobRecord, jobs_dir
-from . import packenv
+from . import packenv, secure
 from .conf import HadoopConf
 from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
-from .staging import Staging, local_resource_json
+from .staging import local_resource_json
 
 AM_START_TIMEOUT_S = 180.0
 # Files every executor localizes too; the rest (spec, token, resources) only the AM needs.
@@ -60,7 +62,12 @@ def _executor_file(name: str) -> bool:
 
 
 def am_context(
-    conf: HadoopConf, spec: JobSpec, app_id: str, staging_dir: str, resources: dict
+    conf: HadoopConf,
+    spec: JobSpec,
+    app_id: str,
+    staging_dir: str,
+    resources: dict,
+    tokens: dict[str, str] | None = None,
 ) -> dict:
     # --pack-env: the venv localized as the ARCHIVE "env" (packenv.py), in every container.
     python = packenv.PYTHON if spec.pack_env else (spec.python or sys.executable)
@@ -70,11 +77,26 @@ def am_context(
         "TONY_JOB_ID": app_id,
         "TONY_STAGING_DIR": f"{conf.default_fs.rstrip('/')}{staging_dir}",
         "TONY_PYTHON": python,
-        "HADOOP_USER_NAME": conf.user,
         # Passed on to the executors: tony_jupyter.data reads hdfs:// and checkpoints sync here.
         "TONY_WEBHDFS_URL": conf.webhdfs.url,
         "PYTHONUNBUFFERED": "1",
     }
+    if conf.secure:
+        # The AM's JVM and the tasks act as the user through the credentials' tokens;
+        # a krb5.conf elsewhere than /etc (as this host's) goes along for the AM's JVM.
+        env[ExecutorEnv.var("secure")] = "1"
+        if os.environ.get("KRB5_CONFIG"):
+            env["KRB5_CONFIG"] = os.environ["KRB5_CONFIG"]
+    else:
+        env["HADOOP_USER_NAME"] = conf.user
+    container: dict = {
+        "local-resources": local_resource_json(resources),
+        "environment": {"entry": [{"key": k, "value": v} for k, v in env.items()]},
+        "commands": {"command": None},
+    }
+    if conf.secure:
+        container["credentials"] = secure.credentials_json(tokens or {})
+        container["application-acls"] = secure.acls_json(conf.user)
     cmd = (
         f"{shlex.quote(python)} -m tony_jupyter.am {{{{PWD}}}} --provider yarn "
         "--host 0.0.0.0 --advertise {{NM_HOST}} 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr"
@@ -92,20 +114,17 @@ def am_context(
         "max-app-attempts": 1 + spec.am_retries,
         "unmanaged-AM": False,
         "keep-containers-across-application-attempts": False,
-        "am-container-spec": {
-            "local-resources": local_resource_json(resources),
-            "environment": {"entry": [{"key": k, "value": v} for k, v in env.items()]},
-            "commands": {"command": cmd},
-        },
+        "am-container-spec": {**container, "commands": {"command": cmd}},
     }
 
 
 def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:
-    conf = HadoopConf.load()
-    rm = RMClient(conf.rm, conf.user)
+    cluster = secure.connect(spec)  # on a secure cluster: logged in, or a clear error
+    conf, rm, staging = cluster.conf, cluster.rm, cluster.staging
     rm.check(spec)  # queue, labels, sizes: before anything exists
-    staging = Staging(conf.webhdfs, conf.user, conf.default_fs)
     staging.check()
+    # Delegation tokens before the application exists: one that cannot be had leaves nothing.
+    tokens = secure.job_tokens(cluster, spec) if cluster.secure else None
     app_id, submitted, record_dir = None, False, None
     started = time.time()
     env_entry, env_info = None, None
@@ -135,6 +154,7 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
             "webhdfs_url": conf.webhdfs.url,
             "default_fs": conf.default_fs,
             "user": conf.user,
+            **cluster.record(),
             "staging": staging.job_dir(app_id),
             "submitted": started,
         }
@@ -143,11 +163,14 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
         (record_dir / "yarn.json").write_text(json.dumps(yarn_info))
         (record_dir / "spec.json").write_text(spec.to_json())  # last: it makes the dir a job
         submitted = True  # from here a half-done submit may have created the app: kill it
-        rm.submit(am_context(conf, spec, app_id, staging.job_dir(app_id), resources))
+        rm.submit(am_context(conf, spec, app_id, staging.job_dir(app_id), resources, tokens))
         url = wait_for_am(rm, app_id, token)
         yarn_info["am_url"] = url
         yarn_info["am_up"] = time.time()
         (record_dir / "yarn.json").write_text(json.dumps(yarn_info))
+        if tokens:  # new tokens before these reach their maximum lifetime
+            due = secure.refresh_time(tokens)
+            secure.TokenKeeper.get().watch(app_id, record_dir, spec, yarn_info, due)
     except BaseException:  # KeyboardInterrupt included: leave no app, no staging, no record
         _cleanup(rm, staging, app_id, submitted, record_dir)
         raise

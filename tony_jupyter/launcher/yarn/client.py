@@ -15,9 +15,8 @@ import time
 from ...errors import BackendError
 from ...protocol import JobSnapshot, JobState
 from ..client import JobClient, JobRecord
-from .conf import Address
 from .rm import TERMINAL_APP_STATES, RMClient
-from .staging import Staging
+from .secure import from_record
 
 # An AM registers, then serves until it exits; after it unregisters the app is FINISHING
 # while the AM lingers for the notebook to fetch results.
@@ -30,7 +29,7 @@ FINAL_TO_STATE = {
 
 
 def rm_client(info: dict) -> RMClient:
-    return RMClient(Address(info["rm_url"], "the job's record (yarn.json)"), info["user"], 5.0)
+    return from_record(info)[0]
 
 
 def app_report(info: dict) -> dict | None:
@@ -81,8 +80,8 @@ def kill(info: dict, timeout: float = 30.0) -> None:
 
 
 def remove_staging(info: dict) -> None:
-    staging = Staging(Address(info["webhdfs_url"], "yarn.json"), info["user"], "")
     try:
+        staging = from_record(info)[1]
         staging.remove(info["app_id"])
     except BackendError:
         pass

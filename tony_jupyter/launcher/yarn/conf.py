@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import socket
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from ...errors import BackendError
 # Hadoop's defaults (yarn-default.xml, hdfs-default.xml) when a key is absent.
 RM_WEB_PORT = 8088
 NN_HTTP_PORT = 9870
+RM_RPC_PORT = 8032
 # yarn-default.xml's yarn.application.classpath: where a tarball install keeps its jars.
 DEFAULT_APP_CLASSPATH = (
     "$HADOOP_CONF_DIR",
@@ -64,6 +66,10 @@ class HadoopConf:
     default_fs: str
     user: str
     app_classpath: tuple[str, ...]
+    # Secure mode, read from core-site (hadoop.security.authentication), never from a flag.
+    secure: bool = False
+    rm_principal: str = ""  # yarn.resourcemanager.principal, _HOST resolved: the renewer
+    rm_token_service: str = ""  # the RM's RPC address as "ip:port", as Hadoop names tokens
 
     @classmethod
     def load(cls, conf_dir: str | Path | None = None) -> HadoopConf:
@@ -93,7 +99,35 @@ class HadoopConf:
         )
         # Hadoop's own convention for choosing the user under simple authentication.
         user = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
-        return cls(d, rm, webhdfs, default_fs, user, app_cp)
+        secure = core.get("hadoop.security.authentication", "simple").lower() == "kerberos"
+        rm_principal = ""
+        if secure:
+            rm_principal = yarn.get("yarn.resourcemanager.principal", "")
+            if not rm_principal:
+                raise BackendError(
+                    f"{d}/core-site.xml says the cluster uses Kerberos, but yarn-site.xml names "
+                    "no yarn.resourcemanager.principal (the renewer of the job's delegation "
+                    "tokens); copy the cluster's yarn-site.xml into HADOOP_CONF_DIR"
+                )
+            host = urlparse(rm.url).hostname or "localhost"
+            rm_principal = rm_principal.replace("_HOST", host.lower())
+        return cls(
+            d, rm, webhdfs, default_fs, user, app_cp, secure, rm_principal, _rm_service(yarn)
+        )
+
+
+def _rm_service(yarn: dict[str, str]) -> str:
+    """The RM's client RPC address (yarn.resourcemanager.address, default port 8032) as
+    Hadoop's SecurityUtil.buildTokenService writes it: the service of an RM delegation token,
+    which the RM's renewer connects to."""
+    host = yarn.get("yarn.resourcemanager.hostname", "0.0.0.0")  # noqa: S104 - read, not bound
+    addr = yarn.get("yarn.resourcemanager.address", f"{host}:{RM_RPC_PORT}")
+    h, _, port = addr.rpartition(":")
+    try:
+        ip = socket.gethostbyname(h)
+    except OSError:
+        ip = h
+    return f"{ip}:{port}"
 
 
 def _http(hostport: str) -> str:

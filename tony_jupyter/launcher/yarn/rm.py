@@ -1,7 +1,8 @@
 """The ResourceManager's REST API (``/ws/v1/cluster``): everything the notebook asks YARN.
 
 Writable calls carry ``?user.name=`` (pseudo authentication; without it the RM answers
-UNAUTHORIZED). Hadoop 3.5 moved to Jersey 2, which renders one-element lists as objects in
+UNAUTHORIZED); on a secure cluster every call authenticates with SPNEGO instead (``auth``).
+Hadoop 3.5 moved to Jersey 2, which renders one-element lists as objects in
 places, so every list is read through :func:`as_list`.
 """
 
@@ -37,15 +38,16 @@ def _resource(info: dict) -> dict[str, int]:
 
 
 class RMClient:
-    def __init__(self, address: Address, user: str, timeout: float = 10.0):
+    def __init__(self, address: Address, user: str, timeout: float = 10.0, auth=None):
         self.address, self.user, self.timeout = address, user, timeout
         self.base = address.url.rstrip("/") + "/ws/v1/cluster"
         self.session = requests.Session()
         self.session.headers["Accept"] = "application/json"
+        self.session.auth = auth  # SPNEGO on a secure cluster
 
     def _request(self, method: str, path: str, ok=(200,), **kw) -> requests.Response:
         params = dict(kw.pop("params", {}) or {})
-        if method != "GET":
+        if method != "GET" and self.session.auth is None:
             params["user.name"] = self.user
         try:
             r = self.session.request(
@@ -58,6 +60,12 @@ class RMClient:
                 "is HADOOP_CONF_DIR the right cluster's?"
             ) from None
         if r.status_code not in ok:
+            if r.status_code == 403 and "/apps" in path:
+                raise BackendError(
+                    f"the ResourceManager refused {method} {path} for {self.user!r} (403): "
+                    f"{_message(r)}. YARN's ACLs allow this to the application's owner, the "
+                    "queue's administrators and yarn.admin.acl only"
+                )
             raise BackendError(
                 f"the ResourceManager ({self.address.url}) answered {method} {path} with "
                 f"{r.status_code}: {r.text[:500]}"
@@ -209,6 +217,17 @@ class RMClient:
                         + (self._gpu_hint(self.leaf_queues(), have, part) if name == GPU else "")
                     )
 
+    def delegation_token(self, renewer: str) -> dict:
+        """An RM delegation token (``{"token": urlString, "max-validity": ms, ...}``) that
+        ``renewer`` (the RM's own principal) may renew; Kerberos authentication only."""
+        try:
+            got = self._request("POST", "/delegation-token", json={"renewer": renewer}).json()
+        except BackendError as e:
+            raise BackendError(
+                f"could not get a delegation token from the YARN ResourceManager: {e}"
+            ) from None
+        return got
+
     # --- applications ----------------------------------------------------------------------
 
     def new_application(self) -> str:
@@ -254,6 +273,13 @@ class RMClient:
             if got.status_code == 200:
                 out += as_list((got.json() or {}).get("container"))
         return out
+
+
+def _message(r: requests.Response) -> str:
+    try:
+        return str(r.json()["RemoteException"]["message"])[:300]
+    except (ValueError, KeyError, TypeError):
+        return r.text[:300]
 
 
 def wait_app(rm: RMClient, app_id: str, timeout: float) -> dict | None:

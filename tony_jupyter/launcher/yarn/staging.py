@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 
 import requests
-from hdfs import HdfsError, InsecureClient
+from hdfs import Client, HdfsError, InsecureClient
 
 from ...errors import BackendError
+from ...tokens import HDFS_KIND, Token
 from .conf import Address
 
 STAGING = ".tony-jupyter"
@@ -27,12 +28,38 @@ ENVS = "envs"  # --pack-env archives, one per content hash, kept across jobs
 
 
 class Staging:
-    def __init__(self, address: Address, user: str, default_fs: str):
+    def __init__(self, address: Address, user: str, default_fs: str, auth=None):
         self.address, self.user = address, user
         # WebHDFS paths are absolute; resources given to YARN need the filesystem's URI.
         self.fs = default_fs.rstrip("/") if default_fs.startswith("hdfs://") else ""
-        self.client = InsecureClient(address.url, user=user, timeout=30)
+        self.http = requests.Session()
+        self.http.auth = auth
+        if auth is None:
+            self.client = InsecureClient(address.url, user=user, timeout=30)
+        else:  # a secure cluster: SPNEGO as the user's principal
+            self.client = Client(address.url, session=self.http, timeout=30)
         self.root = f"/user/{user}/{STAGING}"
+
+    def delegation_token(self, renewer: str) -> str:
+        """An HDFS delegation token (urlString) for the job's containers, renewable by the RM
+        (``renewer``), labelled for Hadoop's RPC client (tokens.py)."""
+        try:
+            r = self.http.get(
+                f"{self.address.url}/webhdfs/v1/",
+                params={"op": "GETDELEGATIONTOKEN", "renewer": renewer},
+                timeout=30,
+            )
+        except requests.RequestException as e:
+            raise BackendError(
+                f"could not get an HDFS delegation token from {self.address}: {type(e).__name__}"
+            ) from None
+        if r.status_code != 200 or not (r.json() or {}).get("Token"):
+            raise BackendError(
+                f"could not get an HDFS delegation token from the NameNode at "
+                f"{self.address.url}: {r.status_code} {r.text[:300]}"
+            )
+        token = Token.decode(r.json()["Token"]["urlString"])
+        return token.relabel(HDFS_KIND).encode()
 
     def job_dir(self, app_id: str) -> str:
         return f"{self.root}/{app_id}"

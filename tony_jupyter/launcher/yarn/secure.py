@@ -1,0 +1,229 @@
+"""A YARN cluster as the notebook reaches it: plain (``?user.name=``) or Kerberized (SPNEGO),
+and on a secure cluster the job's delegation tokens and their renewal.
+
+Secure mode comes from the cluster's own ``core-site.xml`` (``hadoop.security.authentication``),
+never from a flag. Before submitting, the notebook obtains an HDFS delegation token for the
+default FS (and each of ``tony.other.namenodes``) and an RM delegation token, with the RM as
+renewer, and passes them in the application's credentials: the AM and every container act
+for the user with those, no keytab on the cluster. The RM renews them until their maximum
+lifetime; past it, :class:`TokenKeeper` (a thread in the kernel) obtains new ones, from the
+keytab when one was given or from the ticket cache while it is valid, and hands them to the
+job's AM, which passes them on to its containers.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from urllib.parse import urlparse
+
+import requests
+
+from ...errors import BackendError
+from ...kerberos import Login
+from ...spec import JobSpec
+from ...tokens import Token, alias
+from .conf import NN_HTTP_PORT, Address, HadoopConf
+from .rm import TERMINAL_APP_STATES, RMClient
+from .staging import Staging
+
+log = logging.getLogger("tony_jupyter.yarn")
+# New tokens once this much of the time to their maximum lifetime has gone by.
+REFRESH_AT = 0.7
+KEEPER_TICK_S = 2.0
+
+
+@dataclass
+class Cluster:
+    conf: HadoopConf
+    rm: RMClient
+    staging: Staging
+    login: Login | None = None
+
+    @property
+    def secure(self) -> bool:
+        return self.login is not None
+
+    def record(self) -> dict:
+        """What a job's yarn.json keeps to reach the cluster again as the same user."""
+        return {"secure": self.secure, "login": self.login.to_json() if self.login else None}
+
+
+def connect(spec: JobSpec | None = None) -> Cluster:
+    """The cluster of ``HADOOP_CONF_DIR``; on a secure one, logged in (the ticket cache, or
+    the spec's keytab), each HTTP service's ticket checked before anything is created."""
+    conf = HadoopConf.load()
+    if not conf.secure:
+        return Cluster(
+            conf, RMClient(conf.rm, conf.user), Staging(conf.webhdfs, conf.user, conf.default_fs)
+        )
+    login = Login.from_env(spec.principal if spec else None, spec.keytab if spec else None)
+    for address in (conf.rm, conf.webhdfs):
+        login.check(urlparse(address.url).hostname or "localhost")
+    auth, user = login.auth(), login.user()
+    conf = replace(conf, user=user)
+    return Cluster(
+        conf,
+        RMClient(conf.rm, user, auth=auth),
+        Staging(conf.webhdfs, user, conf.default_fs, auth),
+        login,
+    )
+
+
+def from_record(info: dict, timeout: float = 5.0) -> tuple[RMClient, Staging]:
+    """RM and staging clients for a job's record (yarn.json), as the user who submitted it."""
+    auth = None
+    if info.get("secure"):
+        auth = Login(**(info.get("login") or {})).auth()
+    rm = RMClient(
+        Address(info["rm_url"], "the job's record (yarn.json)"), info["user"], timeout, auth
+    )
+    staging = Staging(Address(info["webhdfs_url"], "yarn.json"), info["user"], "", auth)
+    return rm, staging
+
+
+# --- delegation tokens ---------------------------------------------------------------------
+
+
+def job_tokens(cluster: Cluster, spec: JobSpec) -> dict[str, str]:
+    """{alias: urlString}: HDFS tokens (default FS, tony.other.namenodes) and an RM token,
+    each renewable by the RM. A token that cannot be had is a BackendError naming the
+    service, raised before the application exists."""
+    conf = cluster.conf
+    renewer = conf.rm_principal
+    out: dict[str, str] = {}
+    stagings = [cluster.staging]
+    for nn in spec.other_namenodes:
+        stagings.append(
+            Staging(
+                Address(_webhdfs_url(nn), f"tony.other.namenodes ({nn})"),
+                conf.user,
+                "",
+                cluster.staging.http.auth,
+            )
+        )
+    for staging in stagings:
+        url = staging.delegation_token(renewer)
+        out[alias(Token.decode(url))] = url
+    # The RM's REST API leaves the service empty; its renewer connects to the service.
+    rm_token = Token.decode(cluster.rm.delegation_token(renewer)["token"])
+    rm_token = Token(rm_token.identifier, rm_token.password, rm_token.kind, conf.rm_token_service)
+    out[alias(rm_token)] = rm_token.encode()
+    return out
+
+
+def _webhdfs_url(namenode: str) -> str:
+    """``hdfs://nn:8020`` → its WebHDFS address (default port); http(s) URLs as they are."""
+    u = urlparse(namenode if "://" in namenode else f"hdfs://{namenode}")
+    if u.scheme in ("http", "https"):
+        return namenode.rstrip("/")
+    if u.scheme != "hdfs" or not u.hostname:
+        raise BackendError(
+            f"tony.other.namenodes: {namenode!r} is not an hdfs://host:port or http://host:port "
+            "URL of a NameNode"
+        )
+    return f"http://{u.hostname}:{NN_HTTP_PORT}"
+
+
+def credentials_json(tokens: dict[str, str]) -> dict:
+    """The REST submission's ``credentials`` form."""
+    return {
+        "tokens": {"entry": [{"key": k, "value": v} for k, v in tokens.items()]},
+        "secrets": {"entry": []},
+    }
+
+
+def acls_json(user: str) -> dict:
+    """The application's ACLs: only its owner (and YARN's admins) may view or modify it."""
+    return {"entry": [{"key": k, "value": user} for k in ("VIEW_APP", "MODIFY_APP")]}
+
+
+def refresh_time(tokens: dict[str, str], now: float | None = None) -> float:
+    """When to get new tokens: :data:`REFRESH_AT` of the way to the earliest maximum
+    lifetime among them (an hour from now if none can be read)."""
+    now = time.time() if now is None else now
+    ends = [m / 1000 for m in (Token.decode(t).max_date_ms() for t in tokens.values()) if m]
+    if not ends:
+        return now + 3600
+    return now + REFRESH_AT * max(0.0, min(ends) - now)
+
+
+# --- renewal past the maximum lifetime ------------------------------------------------------
+
+
+@dataclass
+class _Watched:
+    record_dir: Path
+    spec: JobSpec
+    info: dict
+    due: float
+
+
+class TokenKeeper:
+    """One thread per kernel: new tokens for the kernel's live secure jobs before the old
+    ones reach their maximum lifetime, sent to each job's AM (``PUT /api/v1/credentials``)."""
+
+    _instance: TokenKeeper | None = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.jobs: dict[str, _Watched] = {}
+        self.renewals: dict[str, int] = {}  # app id -> how many times renewed (for tests)
+        self.thread = threading.Thread(target=self._run, name="tony-token-keeper", daemon=True)
+        self.thread.start()
+
+    @classmethod
+    def get(cls) -> TokenKeeper:
+        with cls._lock:
+            if cls._instance is None:
+                cls._instance = cls()
+            return cls._instance
+
+    def watch(self, app_id: str, record_dir: Path, spec: JobSpec, info: dict, due: float):
+        self.jobs[app_id] = _Watched(record_dir, spec, info, due)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(KEEPER_TICK_S)
+            for app_id, job in list(self.jobs.items()):
+                if time.time() < job.due:
+                    continue
+                try:
+                    self._renew(app_id, job)
+                except Exception as e:  # noqa: BLE001 - retried at the next tick, logged
+                    log.warning("could not renew the tokens of %s: %s", app_id, e)
+                    job.due = time.time() + 10 * KEEPER_TICK_S
+
+    def _renew(self, app_id: str, job: _Watched) -> None:
+        rm, _ = from_record(job.info)
+        app = rm.app(app_id)
+        if app is None or app.get("state") in TERMINAL_APP_STATES:
+            self.jobs.pop(app_id, None)
+            return
+        cluster = connect(job.spec)
+        tokens = job_tokens(cluster, job.spec)
+        am = (job.record_dir / "yarn.json").exists() and _am_url(job.record_dir)
+        if not am:
+            raise BackendError("the job's AM address is not known yet")
+        secret = (job.record_dir / "token").read_text().strip()
+        r = requests.put(
+            f"{am}/api/v1/credentials",
+            json={"tokens": tokens},
+            headers={"Authorization": f"Bearer {secret}"},
+            timeout=10,
+        )
+        if r.status_code != 200:
+            raise BackendError(f"the AM refused the new tokens: {r.status_code} {r.text[:200]}")
+        job.due = refresh_time(tokens)
+        self.renewals[app_id] = self.renewals.get(app_id, 0) + 1
+        log.info("renewed the tokens of %s (version %s)", app_id, r.json().get("version"))
+
+
+def _am_url(record_dir: Path) -> str | None:
+    import json
+
+    info = json.loads((record_dir / "yarn.json").read_text())
+    return info.get("am_url")
