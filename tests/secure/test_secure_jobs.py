@@ -1,0 +1,139 @@
+"""Everything a user does on the plain devcluster, on the Kerberized one, as alice: training,
+`--shard` and `dataset("hdfs://...")` read with the job's delegation token, a kill, a worker
+fault resumed from the HDFS checkpoint, and a warm session that outlives the tokens' maximum
+lifetime (60 s here), which only new tokens from the kernel let it do."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers.cells import CHECKPOINTED, MWMS
+from helpers.jobs import strike_when
+from sklearn.datasets import load_digits
+
+from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.yarn.secure import TokenKeeper
+
+pytestmark = [pytest.mark.yarn, pytest.mark.secure, pytest.mark.slow]
+
+
+@pytest.fixture
+def digits(shell):
+    X, y = load_digits(return_X_y=True)
+    shell.user_ns["X"], shell.user_ns["y"] = (X / 16.0).astype("float32"), y
+    return shell
+
+
+def test_mwms_trains_as_alice_with_tokens_only(digits, tony_home, secure):
+    job = digits.run_cell_magic(
+        "tony", "--workers 2 --memory 1280m --conf tony.am.memory=768m --async --pull history", MWMS
+    )
+    last = job.result(timeout=300)
+    history = digits.user_ns["history"]
+    assert last == history["loss"][-1] < history["loss"][0]
+    app = secure.app(job.job_id)
+    assert (app["user"], app["finalStatus"]) == ("alice", "SUCCEEDED")
+    (rec,) = list_jobs()
+    log, _ = open_client(rec).logs("worker:1")
+    assert "Epoch 3/3" in log
+
+
+HDFS_CELL = """
+import os, tony_jupyter
+from tony_jupyter import data, tokens
+ds = data.dataset(URL, batch_size=50)
+ids = sorted(int(i) for b in ds for i in b["id"].numpy())
+(sorted(shard["id"].tolist()), ids[:3], len(ids), bool(tokens.hdfs_token()), "HADOOP_USER_NAME" in os.environ)
+"""
+
+
+def test_shard_and_hdfs_dataset_read_with_the_jobs_token(shell, tony_home, secure_cluster):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    alice = secure_cluster.session("alice")
+    base = f"/user/alice/tony-secure-data-{os.getpid()}"
+    url = f"{secure_cluster.webhdfs_url}/webhdfs/v1{base}"
+    for i in range(2):
+        buf = pa.BufferOutputStream()
+        pq.write_table(pa.table({"id": np.arange(i * 100, (i + 1) * 100)}), buf)
+        r = alice.put(f"{url}/part-{i}.parquet", params={"op": "CREATE", "overwrite": "true"},
+                      allow_redirects=False, timeout=10)
+        assert r.status_code == 307, r.text
+        assert alice.put(r.headers["Location"], data=buf.getvalue().to_pybytes(), timeout=30).ok
+    try:
+        shell.user_ns["shard"] = pd.DataFrame({"id": np.arange(10)})
+        shell.user_ns["URL"] = f"{secure_cluster.fs_default_name.rstrip('/')}{base}"
+        got = shell.run_cell_magic("tony", "--workers 2 --shard shard --no-tensorboard", HDFS_CELL)
+    finally:
+        alice.delete(url, params={"op": "DELETE", "recursive": "true"}, timeout=10)
+    mine, first, count, has_token, simple_user = got
+    assert set(mine) < set(range(10)) and mine  # the chief's own shard
+    # the chief reads its half of 200 rows, as the plain cluster's test does
+    assert count == 100 and first[0] in (0, 100)
+    assert has_token and not simple_user
+
+
+def test_alice_kills_her_job(shell, tony_home, secure):
+    job = shell.run_cell_magic(
+        "tony", "--workers 1 --async --no-tensorboard", "import time\ntime.sleep(300)\n"
+    )
+    deadline = time.monotonic() + 120
+    while secure.app(job.job_id)["state"] != "RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    shell.run_line_magic("tony", f"kill {job.job_id}")
+    deadline = time.monotonic() + 60
+    while secure.app(job.job_id)["state"] not in ("FINISHED", "KILLED", "FAILED"):
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    assert open_client(list_jobs()[0]).snapshot().state == "KILLED"
+
+
+def test_worker_fault_resumes_from_the_hdfs_checkpoint(digits, tony_home):
+    job = digits.run_cell_magic(
+        "tony",
+        "--workers 2 --max-attempts 2 --memory 1g --async --no-tensorboard "
+        "--pull first_epoch,attempt",
+        CHECKPOINTED,
+    )
+    (rec,) = list_jobs()
+
+    def kill_worker_1(snap):
+        os.kill(snap.task("worker:1").pid, signal.SIGKILL)
+
+    _, epoch = strike_when(rec, kill_worker_1)
+    assert job.result(timeout=400) == 8
+    assert digits.user_ns["attempt"] == 2
+    # attempt 2 began where attempt 1's checkpoint (mirrored to HDFS with the token) left off
+    assert 0 < digits.user_ns["first_epoch"] <= epoch + 1
+
+
+SESSION_CELL = """
+import os
+from tony_jupyter import tokens
+hdfs = tokens.webhdfs_client(os.environ["TONY_WEBHDFS_URL"], None)
+(len(hdfs.list("/user/alice/.tony-jupyter")) > 0, tokens.hdfs_token())
+"""
+
+
+def test_warm_session_outlives_the_tokens_max_lifetime(shell, tony_home, secure_cluster):
+    shell.run_line_magic("tony", "session start --workers 1 --no-tensorboard")
+    try:
+        first = shell.run_cell_magic("tony", "", SESSION_CELL)
+        assert first[0] is True
+        app_id = list_jobs()[0].job_id
+        max_life = secure_cluster.security.token_max_lifetime_s
+        time.sleep(max_life + 5)  # the first tokens are dead now
+        second = shell.run_cell_magic("tony", "", SESSION_CELL)
+    finally:
+        shell.run_line_magic("tony", "session stop")
+    assert second[0] is True  # HDFS still answers the task, with a token it did not start with
+    assert second[2] != first[2]
+    assert TokenKeeper.get().renewals.get(app_id, 0) >= 1
