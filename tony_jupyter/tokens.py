@@ -114,8 +114,9 @@ class Token:
         return Token(self.identifier, self.password, kind, self.service)
 
     def max_date_ms(self) -> int | None:
-        """The latest a delegation token can be renewed to (AbstractDelegationTokenIdentifier:
-        version, owner, renewer, real user, issue date, max date, ...); None if unreadable."""
+        """The latest an HDFS delegation token can be renewed to (its identifier is Hadoop's
+        AbstractDelegationTokenIdentifier Writable: version, owner, renewer, real user, issue
+        date, max date, ...); None if unreadable. YARN's identifiers are protobuf: not these."""
         try:
             inp = io.BytesIO(self.identifier)
             _byte(inp)  # version

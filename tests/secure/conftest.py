@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.secure import SecureCluster, as_user
 from helpers.yarn import TEST_MEMORY_MB
 
 from tony_jupyter.devcluster import DevCluster
@@ -20,7 +20,6 @@ from tony_jupyter.devcluster.security import Security
 from tony_jupyter.devcluster.testing import start_devcluster, started_by_fixture
 
 SECURITY = Security(token_renew_interval_s=20, token_max_lifetime_s=60)
-LIVE = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHING")
 
 
 @pytest.fixture(scope="session")
@@ -37,61 +36,9 @@ def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevClus
             dc.down()
 
 
-class SecureCluster:
-    """The secure devcluster as a test sees it: REST as alice, bob or the operator."""
-
-    def __init__(self, dc: DevCluster):
-        self.dc = dc
-        self.rm, self.webhdfs = dc.rm_url, dc.webhdfs_url
-        self.alice, self.bob = dc.session("alice"), dc.session("bob")
-
-    def app(self, app_id: str, as_user: str = "alice") -> dict:
-        http = self.alice if as_user == "alice" else self.bob
-        return http.get(f"{self.rm}/ws/v1/cluster/apps/{app_id}", timeout=10).json()["app"]
-
-    def apps(self) -> list[dict]:
-        got = self.alice.get(
-            f"{self.rm}/ws/v1/cluster/apps",
-            params={"applicationTypes": "TONY-JUPYTER", "user": "alice"},
-            timeout=10,
-        ).json()
-        apps = (got.get("apps") or {}).get("app") or []
-        return apps if isinstance(apps, list) else [apps]
-
-    def staging(self) -> list[str]:
-        r = self.alice.get(
-            f"{self.webhdfs}/webhdfs/v1/user/alice/.tony-jupyter",
-            params={"op": "LISTSTATUS"},
-            timeout=10,
-        )
-        if r.status_code == 404:
-            return []
-        return [s["pathSuffix"] for s in r.json()["FileStatuses"]["FileStatus"]]
-
-    def wait_nothing_left(self, app_ids: set[str], timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            live = [a["id"] for a in self.apps() if a["id"] in app_ids and a["state"] in LIVE]
-            staged = [d for d in self.staging() if d in app_ids]
-            if not live and not staged:
-                return
-            assert time.monotonic() < deadline, f"left behind: apps {live}, staging {staged}"
-            time.sleep(0.3)
-
-
 @pytest.fixture(scope="session")
 def secure(secure_cluster: DevCluster) -> SecureCluster:
     return SecureCluster(secure_cluster)
-
-
-def as_user(monkeypatch: pytest.MonkeyPatch, dc: DevCluster, user: str) -> None:
-    """This process's environment as `eval "$(devcluster env --user USER)"` leaves a shell."""
-    for k, v in dc.env(user).items():
-        monkeypatch.setenv(k, v)
-    for k in ("TONY_YARN_RM_URL", "TONY_WEBHDFS_URL", "HADOOP_USER_NAME"):
-        monkeypatch.delenv(k, raising=False)
-    for k in ("TONY_KERBEROS_PRINCIPAL", "TONY_KERBEROS_KEYTAB"):
-        monkeypatch.delenv(k, raising=False)
 
 
 @pytest.fixture

@@ -49,7 +49,8 @@ import os, tony_jupyter
 from tony_jupyter import data, tokens
 ds = data.dataset(URL, batch_size=50)
 ids = sorted(int(i) for b in ds for i in b["id"].numpy())
-(sorted(shard["id"].tolist()), ids[:3], len(ids), bool(tokens.hdfs_token()), "HADOOP_USER_NAME" in os.environ)
+simple_user = "HADOOP_USER_NAME" in os.environ
+(sorted(shard["id"].tolist()), ids[:3], len(ids), bool(tokens.hdfs_token()), simple_user)
 """
 
 
@@ -63,8 +64,12 @@ def test_shard_and_hdfs_dataset_read_with_the_jobs_token(shell, tony_home, secur
     for i in range(2):
         buf = pa.BufferOutputStream()
         pq.write_table(pa.table({"id": np.arange(i * 100, (i + 1) * 100)}), buf)
-        r = alice.put(f"{url}/part-{i}.parquet", params={"op": "CREATE", "overwrite": "true"},
-                      allow_redirects=False, timeout=10)
+        r = alice.put(
+            f"{url}/part-{i}.parquet",
+            params={"op": "CREATE", "overwrite": "true"},
+            allow_redirects=False,
+            timeout=10,
+        )
         assert r.status_code == 307, r.text
         assert alice.put(r.headers["Location"], data=buf.getvalue().to_pybytes(), timeout=30).ok
     try:
@@ -128,7 +133,7 @@ def test_warm_session_outlives_the_tokens_max_lifetime(shell, tony_home, secure_
     try:
         first = shell.run_cell_magic("tony", "", SESSION_CELL)
         assert first[0] is True
-        app_id = list_jobs()[0].job_id
+        app_id = list_jobs()[0].id
         max_life = secure_cluster.security.token_max_lifetime_s
         time.sleep(max_life + 5)  # the first tokens are dead now
         second = shell.run_cell_magic("tony", "", SESSION_CELL)

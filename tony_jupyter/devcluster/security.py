@@ -184,14 +184,15 @@ def yarn_site(layout: Layout, user: str, security: Security) -> dict[str, object
 
 
 def queue_acls(user: str) -> dict[str, object]:
-    """Anyone may submit to the leaf queues; only the operator administers them (with the
+    """Anyone may submit to the default queue, only the operator and bob to the gpu queue
+    (so a test sees a user refused a queue); only the operator administers them (with the
     default "*" on root, any user could kill any other user's application)."""
     q = "yarn.scheduler.capacity.root"
     return {
         f"{q}.acl_submit_applications": " ",
         f"{q}.acl_administer_queue": f"{user},yarn",
         f"{q}.default.acl_submit_applications": "*",
-        f"{q}.gpu.acl_submit_applications": "*",
+        f"{q}.gpu.acl_submit_applications": f"{user},bob",
     }
 
 

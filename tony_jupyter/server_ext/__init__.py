@@ -19,13 +19,13 @@ def _load_jupyter_server_extension(serverapp) -> None:
 
     from .api import SETTINGS_KEY, api_handlers
     from .config import TonyJupyter
-    from .jobs import ServerJobs
+    from .jobs import ServerJobs, kerberos_user
     from .proxy import proxy_handlers
 
     config = TonyJupyter(parent=serverapp)
     serverapp.web_app.settings[SETTINGS_KEY] = config
     serverapp.web_app.settings[SETTINGS_KEY + ".jobs"] = ServerJobs(
-        config.jobs_home, config.threads, config.endpoint_cache_seconds
+        config.jobs_home, config.threads, config.endpoint_cache_seconds, kerberos_user()
     )
     # The kernels this server starts inherit its environment: they find the same job records
     # and the proxy's base URL there (see urls.py).

@@ -20,14 +20,37 @@ JOB_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
 _JOB_ID_RE = re.compile(f"^{JOB_ID}$")
 
 
-def record(job_id: str, root: Path | None = None) -> JobRecord:
-    """The job with exactly this id (no prefix matching, no paths), or 404."""
+def record(job_id: str, root: Path | None = None, user: str | None = None) -> JobRecord:
+    """The job with exactly this id (no prefix matching, no paths), or 404; with ``user``,
+    404 too for a job someone else submitted (a secure cluster's Kerberos user)."""
     if not _JOB_ID_RE.match(job_id):
         raise web.HTTPError(404, f"no job {job_id!r}")
     d = jobs_dir(root) / job_id
-    if not (d / "spec.json").is_file():
+    if not (d / "spec.json").is_file() or not _owned(JobRecord(job_id, d), user):
         raise web.HTTPError(404, f"no job {job_id!r}")
     return JobRecord(job_id, d)
+
+
+def _owned(rec: JobRecord, user: str | None) -> bool:
+    """Whether the server's user may see this job: on a secure cluster only its submitter."""
+    if user is None:
+        return True
+    info = rec.read_json("yarn.json") or {}
+    return not info.get("secure") or info.get("user") == user
+
+
+def kerberos_user() -> str | None:
+    """The Hadoop user of this server's Kerberos credentials when HADOOP_CONF_DIR names a
+    secure cluster; None on a plain one or with no cluster configured."""
+    from ..kerberos import Login
+    from ..launcher.yarn.conf import HadoopConf
+
+    try:
+        if not HadoopConf.load().secure:
+            return None
+        return Login.from_env().user()
+    except TonyError:
+        return None
 
 
 def summary(snap: JobSnapshot) -> dict:
@@ -48,8 +71,15 @@ class ServerJobs:
     the endpoints each job registered, kept for a moment (TensorBoard's page loads dozens of
     files)."""
 
-    def __init__(self, jobs_home: str = "", threads: int = 8, endpoint_ttl: float = 2.0):
+    def __init__(
+        self,
+        jobs_home: str = "",
+        threads: int = 8,
+        endpoint_ttl: float = 2.0,
+        user: str | None = None,
+    ):
         self.root = Path(jobs_home) if jobs_home else None  # None: where the kernels look
+        self.user = user  # a secure cluster's user: the only one whose jobs are shown
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="tony-server")
         self.endpoint_ttl = endpoint_ttl
         self._endpoints: dict[str, tuple[float, dict[str, str]]] = {}
@@ -58,10 +88,10 @@ class ServerJobs:
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
 
     def client(self, job_id: str) -> JobClient:
-        return open_client(record(job_id, self.root))
+        return open_client(record(job_id, self.root, self.user))
 
     async def summaries(self) -> list[dict]:
-        recs = await self.blocking(list_jobs, self.root)
+        recs = [r for r in await self.blocking(list_jobs, self.root) if _owned(r, self.user)]
         rows = await asyncio.gather(*(self.blocking(_summary_of, r) for r in recs))
         return sorted(rows, key=lambda r: r.get("started") or 0, reverse=True)
 

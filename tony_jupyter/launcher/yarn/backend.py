@@ -163,13 +163,14 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
         (record_dir / "yarn.json").write_text(json.dumps(yarn_info))
         (record_dir / "spec.json").write_text(spec.to_json())  # last: it makes the dir a job
         submitted = True  # from here a half-done submit may have created the app: kill it
-        rm.submit(am_context(conf, spec, app_id, staging.job_dir(app_id), resources, tokens))
+        creds = tokens.tokens if tokens else None
+        rm.submit(am_context(conf, spec, app_id, staging.job_dir(app_id), resources, creds))
         url = wait_for_am(rm, app_id, token)
         yarn_info["am_url"] = url
         yarn_info["am_up"] = time.time()
         (record_dir / "yarn.json").write_text(json.dumps(yarn_info))
         if tokens:  # new tokens before these reach their maximum lifetime
-            due = secure.refresh_time(tokens)
+            due = tokens.refresh_time()
             secure.TokenKeeper.get().watch(app_id, record_dir, spec, yarn_info, due)
     except BaseException:  # KeyboardInterrupt included: leave no app, no staging, no record
         _cleanup(rm, staging, app_id, submitted, record_dir)
@@ -201,6 +202,13 @@ def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
     while time.monotonic() < deadline:
         app = rm.app(app_id) or {}
         state = app.get("state")
+        if state in TERMINAL_APP_STATES and _queue_refused(app):
+            raise BackendError(
+                f"YARN refused the job in queue {app.get('queue')!r}: "
+                f"{' '.join(app.get('diagnostics', '').split())[:500]}. Submit to a queue "
+                f"{app.get('user')} may use (--queue NAME, tony.yarn.queue), or ask the "
+                "cluster's administrators for access to this one"
+            )
         if state in TERMINAL_APP_STATES:
             raise BackendError(
                 f"the job's AM ended before it started serving ({app_id} {state}/"
@@ -220,6 +228,11 @@ def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
         f"{app.get('state')}: {app.get('diagnostics', '')[:500]}); the queue may be full. "
         "The application was killed."
     )
+
+
+def _queue_refused(app: dict) -> bool:
+    diag = (app.get("diagnostics") or "").lower()
+    return "permission to submit" in diag or "cannot submit applications" in diag
 
 
 def am_url_from_report(app: dict) -> str | None:

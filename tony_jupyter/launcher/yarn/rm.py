@@ -228,6 +228,16 @@ class RMClient:
             ) from None
         return got
 
+    def renew_token(self, token: str) -> float:
+        """Renew an RM delegation token whose renewer is this client's user; its new expiry
+        (epoch seconds)."""
+        got = self._request(
+            "POST",
+            "/delegation-token/expiration",
+            headers={"Hadoop-YARN-RM-Delegation-Token": token},
+        ).json()
+        return int(got["expiration-time"]) / 1000
+
     # --- applications ----------------------------------------------------------------------
 
     def new_application(self) -> str:

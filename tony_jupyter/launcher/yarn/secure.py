@@ -13,10 +13,13 @@ job's AM, which passes them on to its containers.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import threading
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -88,13 +91,39 @@ def from_record(info: dict, timeout: float = 5.0) -> tuple[RMClient, Staging]:
 # --- delegation tokens ---------------------------------------------------------------------
 
 
-def job_tokens(cluster: Cluster, spec: JobSpec) -> dict[str, str]:
-    """{alias: urlString}: HDFS tokens (default FS, tony.other.namenodes) and an RM token,
-    each renewable by the RM. A token that cannot be had is a BackendError naming the
-    service, raised before the application exists."""
+@dataclass
+class JobTokens:
+    tokens: dict[str, str]  # alias -> urlString
+    ends: list[float]  # each token's maximum lifetime, epoch seconds
+    # alias -> renew it now (returns its new expiry, epoch seconds): for tokens the notebook
+    # itself renews (those it hands a running job, which the RM never saw)
+    renewers: dict[str, Callable[[], float]] = field(default_factory=dict)
+
+    def renew(self) -> float:
+        """Renew every token; when to do it again (half way to the first expiry)."""
+        now = time.time()
+        expiries = [renew() for renew in self.renewers.values()]
+        return now + 0.5 * max(1.0, min(expiries, default=now + 3600) - now)
+
+    def refresh_time(self, now: float | None = None) -> float:
+        """When to get new ones: :data:`REFRESH_AT` of the way to the earliest maximum
+        lifetime (an hour from now if none is known)."""
+        now = time.time() if now is None else now
+        if not self.ends:
+            return now + 3600
+        return now + REFRESH_AT * max(0.0, min(self.ends) - now)
+
+
+def job_tokens(cluster: Cluster, spec: JobSpec, by_user: bool = False) -> JobTokens:
+    """HDFS tokens (default FS, tony.other.namenodes) and an RM token, each renewable by the
+    RM (at submission: the RM renews what it was given), or with ``by_user`` by the user
+    (tokens for a running job, which the notebook renews). A token that cannot be had is a
+    BackendError naming the service, raised before the application exists."""
     conf = cluster.conf
-    renewer = conf.rm_principal
+    renewer = conf.user if by_user else conf.rm_principal
+    renewers: dict[str, Callable[[], float]] = {}
     out: dict[str, str] = {}
+    ends: list[float] = []
     stagings = [cluster.staging]
     for nn in spec.other_namenodes:
         stagings.append(
@@ -107,12 +136,21 @@ def job_tokens(cluster: Cluster, spec: JobSpec) -> dict[str, str]:
         )
     for staging in stagings:
         url = staging.delegation_token(renewer)
-        out[alias(Token.decode(url))] = url
+        hdfs = Token.decode(url)
+        out[alias(hdfs)] = url
+        renewers[alias(hdfs)] = functools.partial(staging.renew_token, url)
+        end = hdfs.max_date_ms()
+        if end:
+            ends.append(end / 1000)
     # The RM's REST API leaves the service empty; its renewer connects to the service.
-    rm_token = Token.decode(cluster.rm.delegation_token(renewer)["token"])
+    got = cluster.rm.delegation_token(renewer)
+    rm_token = Token.decode(got["token"])
     rm_token = Token(rm_token.identifier, rm_token.password, rm_token.kind, conf.rm_token_service)
     out[alias(rm_token)] = rm_token.encode()
-    return out
+    renewers[alias(rm_token)] = functools.partial(cluster.rm.renew_token, got["token"])
+    if got.get("max-validity"):
+        ends.append(int(got["max-validity"]) / 1000)
+    return JobTokens(out, ends, renewers if by_user else {})
 
 
 def _webhdfs_url(namenode: str) -> str:
@@ -141,16 +179,6 @@ def acls_json(user: str) -> dict:
     return {"entry": [{"key": k, "value": user} for k in ("VIEW_APP", "MODIFY_APP")]}
 
 
-def refresh_time(tokens: dict[str, str], now: float | None = None) -> float:
-    """When to get new tokens: :data:`REFRESH_AT` of the way to the earliest maximum
-    lifetime among them (an hour from now if none can be read)."""
-    now = time.time() if now is None else now
-    ends = [m / 1000 for m in (Token.decode(t).max_date_ms() for t in tokens.values()) if m]
-    if not ends:
-        return now + 3600
-    return now + REFRESH_AT * max(0.0, min(ends) - now)
-
-
 # --- renewal past the maximum lifetime ------------------------------------------------------
 
 
@@ -159,19 +187,23 @@ class _Watched:
     record_dir: Path
     spec: JobSpec
     info: dict
-    due: float
+    due: float  # when to obtain new tokens
+    pushed: JobTokens | None = None  # the last ones sent to the AM, renewed by the notebook
+    renew_at: float = 0.0
 
 
 class TokenKeeper:
-    """One thread per kernel: new tokens for the kernel's live secure jobs before the old
-    ones reach their maximum lifetime, sent to each job's AM (``PUT /api/v1/credentials``)."""
+    """One thread per kernel for its live secure jobs: before the tokens reach their maximum
+    lifetime, new ones (renewable by the user) are obtained and sent to the job's AM (``PUT
+    /api/v1/credentials``); the notebook then renews those itself, as the RM does the
+    submitted ones."""
 
     _instance: TokenKeeper | None = None
     _lock = threading.Lock()
 
     def __init__(self) -> None:
         self.jobs: dict[str, _Watched] = {}
-        self.renewals: dict[str, int] = {}  # app id -> how many times renewed (for tests)
+        self.renewals: dict[str, int] = {}  # app id -> new tokens sent (for tests)
         self.thread = threading.Thread(target=self._run, name="tony-token-keeper", daemon=True)
         self.thread.start()
 
@@ -189,41 +221,43 @@ class TokenKeeper:
         while True:
             time.sleep(KEEPER_TICK_S)
             for app_id, job in list(self.jobs.items()):
-                if time.time() < job.due:
-                    continue
+                now = time.time()
                 try:
-                    self._renew(app_id, job)
+                    if now >= job.due:
+                        self._replace(app_id, job)
+                    elif job.pushed is not None and now >= job.renew_at:
+                        job.renew_at = job.pushed.renew()
                 except Exception as e:  # noqa: BLE001 - retried at the next tick, logged
                     log.warning("could not renew the tokens of %s: %s", app_id, e)
-                    job.due = time.time() + 10 * KEEPER_TICK_S
+                    job.due = min(job.due, now + 5 * KEEPER_TICK_S)
 
-    def _renew(self, app_id: str, job: _Watched) -> None:
+    def _replace(self, app_id: str, job: _Watched) -> None:
         rm, _ = from_record(job.info)
         app = rm.app(app_id)
         if app is None or app.get("state") in TERMINAL_APP_STATES:
             self.jobs.pop(app_id, None)
             return
-        cluster = connect(job.spec)
-        tokens = job_tokens(cluster, job.spec)
-        am = (job.record_dir / "yarn.json").exists() and _am_url(job.record_dir)
+        got = job_tokens(connect(job.spec), job.spec, by_user=True)
+        am = _am_url(job.record_dir)
         if not am:
             raise BackendError("the job's AM address is not known yet")
         secret = (job.record_dir / "token").read_text().strip()
         r = requests.put(
             f"{am}/api/v1/credentials",
-            json={"tokens": tokens},
+            json={"tokens": got.tokens},
             headers={"Authorization": f"Bearer {secret}"},
             timeout=10,
         )
         if r.status_code != 200:
             raise BackendError(f"the AM refused the new tokens: {r.status_code} {r.text[:200]}")
-        job.due = refresh_time(tokens)
+        job.pushed, job.due = got, got.refresh_time()
+        job.renew_at = got.renew()
         self.renewals[app_id] = self.renewals.get(app_id, 0) + 1
-        log.info("renewed the tokens of %s (version %s)", app_id, r.json().get("version"))
+        log.info("new tokens for %s (version %s)", app_id, r.json().get("version"))
 
 
 def _am_url(record_dir: Path) -> str | None:
-    import json
-
-    info = json.loads((record_dir / "yarn.json").read_text())
-    return info.get("am_url")
+    try:
+        return json.loads((record_dir / "yarn.json").read_text()).get("am_url")
+    except (OSError, ValueError):
+        return None

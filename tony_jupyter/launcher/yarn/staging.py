@@ -61,6 +61,19 @@ class Staging:
         token = Token.decode(r.json()["Token"]["urlString"])
         return token.relabel(HDFS_KIND).encode()
 
+    def renew_token(self, url_string: str) -> float:
+        """Renew a token whose renewer is this client's user; its new expiry (epoch s)."""
+        r = self.http.put(
+            f"{self.address.url}/webhdfs/v1/",
+            params={"op": "RENEWDELEGATIONTOKEN", "token": url_string},
+            timeout=30,
+        )
+        if r.status_code != 200:
+            raise BackendError(
+                f"HDFS did not renew a delegation token: {r.status_code} {r.text[:300]}"
+            )
+        return int(r.json()["long"]) / 1000
+
     def job_dir(self, app_id: str) -> str:
         return f"{self.root}/{app_id}"
 

@@ -1,0 +1,90 @@
+"""One user's jobs are closed to the others: bob, with his own Kerberos ticket, against alice's
+running job. He cannot read its details from the RM, kill it, read its staging directory or
+checkpoints on HDFS, or call its AM; the Jupyter server extension shows each user only their
+own jobs."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+import requests
+from helpers.secure import as_user
+
+from tony_jupyter.errors import BackendError
+from tony_jupyter.kerberos import Login
+from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.yarn.conf import HadoopConf
+from tony_jupyter.launcher.yarn.rm import RMClient
+from tony_jupyter.server_ext.jobs import ServerJobs, kerberos_user
+
+pytestmark = [pytest.mark.yarn, pytest.mark.secure]
+
+SLEEPER = "import time\ntime.sleep(600)\n"
+
+
+@pytest.fixture
+def alices_job(shell, tony_home, secure):
+    job = shell.run_cell_magic("tony", "--workers 1 --async --no-tensorboard", SLEEPER)
+    deadline = time.monotonic() + 120
+    while secure.app(job.job_id)["state"] != "RUNNING" or not job.snapshot().tasks[0].pid:
+        assert time.monotonic() < deadline, "alice's job never ran"
+        time.sleep(0.5)
+    yield job
+    job.kill()
+
+
+def test_bob_is_shut_out_of_alices_job(alices_job, secure, secure_cluster, monkeypatch):
+    app_id = alices_job.job_id
+    (rec,) = list_jobs()
+    info = rec.read_json("yarn.json")
+    am_url = info["am_url"]
+    assert secure.app(app_id)["amRPCAddress"]  # alice sees where her AM is
+
+    # The RM's view ACL: bob sees that the application exists, not its details.
+    seen = secure.app(app_id, as_user="bob")
+    assert seen["user"] == "alice"
+    for detail in ("amRPCAddress", "amContainerLogs", "amHostHttpAddress"):
+        assert not seen.get(detail), (detail, seen.get(detail))
+
+    # The RM's modify ACL: bob's kill is refused, and the job runs on.
+    as_user(monkeypatch, secure_cluster, "bob")
+    bob_rm = RMClient(HadoopConf.load().rm, "bob", auth=Login.from_env().auth())
+    with pytest.raises(BackendError, match="403"):
+        bob_rm.kill(app_id, timeout=10)
+    assert secure.app(app_id)["state"] == "RUNNING"
+
+    # HDFS permissions: the staging directory and the checkpoints under it are alice's only.
+    for path in (info["staging"], info["staging"] + "/checkpoints", info["staging"] + "/token"):
+        r = secure.bob.get(
+            f"{secure.webhdfs}/webhdfs/v1{path}", params={"op": "LISTSTATUS"}, timeout=10
+        )
+        assert r.status_code == 403 and "Permission denied: user=bob" in r.text, r.text
+
+    # The AM's API takes only the job's token (or a task's); bob has neither.
+    for headers in ({}, {"Authorization": "Bearer not-the-job-token"}):
+        r = requests.get(f"{am_url}/api/v1/job", headers=headers, timeout=10)
+        assert r.status_code in (401, 403), r.status_code
+    assert alices_job.snapshot().state == "RUNNING"
+
+
+def test_server_extension_lists_only_the_users_own_jobs(
+    shell, tony_home, secure_cluster, monkeypatch
+):
+    one_shot = "--workers 1 --no-tensorboard"
+    shell.run_cell_magic("tony", one_shot, "1\n")  # alice's
+    as_user(monkeypatch, secure_cluster, "bob")
+    shell.run_cell_magic("tony", one_shot, "2\n")  # bob's, in the same jobs home
+    ids = {r.id: r.read_json("yarn.json")["user"] for r in list_jobs()}
+    assert sorted(ids.values()) == ["alice", "bob"]
+
+    for user in ("bob", "alice"):
+        as_user(monkeypatch, secure_cluster, user)
+        assert kerberos_user() == user
+        jobs = ServerJobs(user=kerberos_user())
+        shown = asyncio.run(jobs.summaries())
+        assert [ids[row["job_id"]] for row in shown] == [user]
+        other = next(i for i, u in ids.items() if u != user)
+        with pytest.raises(Exception, match="404"):
+            jobs.client(other)
