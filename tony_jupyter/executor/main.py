@@ -1,6 +1,7 @@
 """The executor: runs in every task's process (local process or YARN container).
 
-Registers with the AM, waits for the cluster spec, sets ``TF_CONFIG`` and TonY's env contract,
+Registers with the AM, waits for the cluster spec, sets its framework's environment (``TF_CONFIG``,
+torchrun's, JAX's: frameworks.py) and TonY's env contract,
 runs the cell, heartbeats with progress, ships its stdout/stderr in batches (and still writes
 them to its own stdout, which is the container log), sends the result, exits.
 """
@@ -19,7 +20,8 @@ from ..protocol import CellOutcome, ExecutorEnv
 from . import checkpoints, reaper
 from .background import Background
 from .capture import LogCapture
-from .cell import run_user_code, tony_env
+from .cell import run_user_code
+from .frameworks import install_jax_cluster, task_env
 from .heartbeat import Heartbeater
 from .link import AMLink, Stale
 
@@ -79,7 +81,19 @@ def main() -> int:
             )["cluster_spec"]
     except Stale:
         return 143
-    os.environ.update(tony_env(task_id, spec))
+    os.environ.update(
+        task_env(
+            env.framework,
+            task_id,
+            spec,
+            procs_per_task=env.procs_per_task,
+            job_id=env.job_id,
+            attempt=attempt,
+            max_attempts=env.max_attempts,
+        )
+    )
+    if env.framework == "jax":
+        install_jax_cluster()
     if is_chief and env.tensorboard:
         from . import tensorboard  # in the background: training does not wait for it
 

@@ -1,0 +1,48 @@
+"""PyTorch DDP trained for real through %%tony --framework pytorch: gloo on two workers, on the
+local backend and on the devcluster (the same test, the ``backend`` fixture's two params)."""
+
+import pytest
+from helpers.cells import DDP
+from helpers.jobs import wait_no_processes
+from sklearn.datasets import load_digits
+
+from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.clients import open_client
+
+torch = pytest.importorskip("torch", reason="torch is not installed: pip install -e '.[test]'")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def digits(shell):
+    X, y = load_digits(return_X_y=True)
+    shell.user_ns["X"], shell.user_ns["y"] = (X / 16.0).astype("float32"), y
+    return shell
+
+
+@pytest.mark.usefixtures("backend")
+def test_ddp_with_gloo_on_two_workers_trains_and_keeps_replicas_equal(digits, tony_home):
+    last = digits.run_cell_magic(
+        "tony",
+        "--framework pytorch --workers 2 --memory 1g --pull losses,equal,ranks,state",
+        DDP,
+    )
+    losses, ns = digits.user_ns["losses"], digits.user_ns
+    assert last == losses[-1]
+    assert sum(losses[-10:]) / 10 < sum(losses[:10]) / 10 * 0.6  # the loss falls
+    assert ns["equal"] is True  # DDP kept both replicas' parameters identical
+    assert ns["ranks"] == [0, 2, 0, 2]  # worker:0 is rank 0 of 2; TonY's WORLD agrees
+    state = ns["state"]  # a state_dict comes back as tensors
+    assert set(state) == {"0.weight", "0.bias", "2.weight", "2.bias"}
+    assert isinstance(state["0.weight"], torch.Tensor) and state["0.weight"].shape == (32, 64)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+    model.load_state_dict(state)  # and loads into the same model in the notebook
+    (rec,) = list_jobs()
+    client = open_client(rec)
+    snap = client.snapshot()
+    assert snap.state == "SUCCEEDED"
+    progress = snap.task("worker:0").progress  # tony_jupyter.report() reached the task table
+    assert progress["step"] == 60 and progress["total_steps"] == 60
+    assert progress["loss"] == pytest.approx(losses[-1])
+    assert wait_no_processes(tony_home) == []
