@@ -2,10 +2,11 @@
 local backend and on the devcluster (the same test, the ``backend`` fixture's two params)."""
 
 import pytest
-from helpers.cells import DDP
+from helpers.cells import DDP, HANG_WORKER_1
 from helpers.jobs import wait_no_processes
 from sklearn.datasets import load_digits
 
+from tony_jupyter.errors import JobFailedError
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
 
@@ -45,4 +46,36 @@ def test_ddp_with_gloo_on_two_workers_trains_and_keeps_replicas_equal(digits, to
     progress = snap.task("worker:0").progress  # tony_jupyter.report() reached the task table
     assert progress["step"] == 60 and progress["total_steps"] == 60
     assert progress["loss"] == pytest.approx(losses[-1])
+    assert wait_no_processes(tony_home) == []
+
+
+@pytest.mark.usefixtures("backend")
+def test_a_pytorch_session_keeps_its_process_group_across_cells(shell, tony_home):
+    shell.run_line_magic("tony", "session start --framework pytorch --workers 2 --no-tensorboard")
+    try:
+        init = "import torch, torch.distributed as dist\ndist.init_process_group('gloo')\n"
+        assert shell.run_cell_magic("tony", "", init + "dist.get_world_size()") == 2
+        # the next cell finds the process group the first one made, and all-reduces over it
+        reduce = "t = torch.tensor([dist.get_rank() + 1.0])\ndist.all_reduce(t)\nt.item()"
+        assert shell.run_cell_magic("tony", "", reduce) == 3.0
+        assert shell.run_cell_magic("tony", "", "dist.is_initialized()") is True
+    finally:
+        shell.run_line_magic("tony", "session stop")
+    assert wait_no_processes(tony_home) == []
+
+
+def test_a_rendezvous_that_does_not_complete_names_the_missing_task(shell, tony_home):
+    """Rank 0's address (MASTER_ADDR) is known once every task has registered: a task that
+    never does fails the job in time, by name, instead of rank 0 waiting in init_process_group."""
+    hang = tony_home.parent / "hang"
+    hang.mkdir()
+    (hang / "sitecustomize.py").write_text(HANG_WORKER_1)
+    cell = "import torch.distributed as dist\ndist.init_process_group('gloo')\n"
+    with pytest.raises(JobFailedError, match="worker:1 did not register within 2 s"):
+        shell.run_cell_magic(
+            "tony",
+            "--framework pytorch --workers 2 --conf tony.task.registration-timeout-sec=2 "
+            f"--conf tony.containers.envs=PYTHONPATH={hang}",
+            cell,
+        )
     assert wait_no_processes(tony_home) == []
