@@ -89,3 +89,12 @@ def test_a_fixed_range_is_a_count_and_cpu_tasks_may_run_several_processes():
     assert spec.procs_per_task == 4
     # a TensorFlow job neither needs torch nor tf-keras checks for PyTorch
     assert parse_job_args("--workers 1")[1].framework == "tensorflow"
+
+
+def test_a_session_is_refused_several_processes_per_task(shell, tony_home):
+    with pytest.raises(UsageError) as e:
+        shell.run_line_magic(
+            "tony", "session start --backend local --framework pytorch --procs-per-task 2"
+        )
+    assert "--procs-per-task does not apply to a session yet" in str(e.value)
+    assert list_jobs() == [] and processes_under(tony_home) == []

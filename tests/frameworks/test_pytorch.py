@@ -79,3 +79,24 @@ def test_a_rendezvous_that_does_not_complete_names_the_missing_task(shell, tony_
             cell,
         )
     assert wait_no_processes(tony_home) == []
+
+
+def test_several_processes_per_task_each_get_their_local_rank(shell, tony_home):
+    """--procs-per-task 2 on 2 CPU workers: 4 ranks, as torchrun --nproc-per-node 2 gives."""
+    cell = """
+import os, torch, torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.tensor([float(dist.get_rank())])
+dist.all_reduce(t)
+print(f"rank {os.environ['RANK']} local {os.environ['LOCAL_RANK']} sum {t.item()}")
+dist.destroy_process_group()
+(int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"]), int(os.environ["WORLD_SIZE"]), t.item())
+"""
+    got = shell.run_cell_magic(
+        "tony", "--framework pytorch --workers 2 --procs-per-task 2 --no-tensorboard", cell
+    )
+    assert got == (0, 0, 4, 6.0)  # rank 0 of 4; the ranks 0+1+2+3 all-reduced
+    (rec,) = list_jobs()
+    log, _ = open_client(rec).logs("worker:1")
+    assert "rank 2 local 0 sum 6.0" in log and "rank 3 local 1 sum 6.0" in log
+    assert wait_no_processes(tony_home) == []
