@@ -134,8 +134,23 @@ def test_limits_tony_has_are_enforced():
 
 
 def test_a_framework_this_version_cannot_run_is_refused():
-    with pytest.raises(SpecError, match="tensorflow jobs only"):
+    with pytest.raises(SpecError, match="runs tensorflow, pytorch, jax jobs .MXNet is retired"):
         parse_job_args("--conf tony.application.framework=mxnet")
+    with pytest.raises(SpecError, match="Horovod has had no release since 2023"):
+        parse_job_args("--framework horovod")
+    with pytest.raises(SpecError, match="runs tensorflow, pytorch, jax jobs$"):
+        parse_job_args("--framework caffe")
+
+
+def test_the_framework_comes_from_tonys_key_or_the_flag():
+    assert parse_job_args("--workers 2")[1].framework == "tensorflow"
+    spec = parse_job_args("--conf tony.application.framework=PyTorch")[1]
+    assert spec.framework == "pytorch"
+    # the flag wins over --conf, as every flag does
+    assert (
+        parse_job_args("--conf tony.application.framework=pytorch --framework jax")[1].framework
+        == "jax"
+    )
 
 
 def test_a_key_tony_does_not_have_is_still_an_error():

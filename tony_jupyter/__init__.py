@@ -24,6 +24,14 @@ def progress(**kwargs):
     return _progress(**kwargs)
 
 
+def report(step=None, **metrics) -> None:
+    """Report a training step's metrics from any loop (PyTorch, JAX, ...) to the job's widget:
+    ``report(step=i, loss=loss.item(), total_steps=n)``."""
+    from .runtime import report as _report
+
+    _report(step, **metrics)
+
+
 def checkpoint_dir() -> str:
     """A directory that survives the job's attempts (for BackupAndRestore or checkpoints)."""
     from .runtime import checkpoint_dir as _checkpoint_dir

@@ -9,6 +9,7 @@ import shlex
 import sys
 
 from .errors import SpecError
+from .frameworks import NAMES, missing_modules, parse_framework
 from .spec import JobSpec, SpecBuilder, parse_memory
 
 
@@ -38,18 +39,50 @@ def _count(flag: str):
     return parse
 
 
+def _workers(value: str) -> int | tuple[int, int]:
+    """--workers N, or MIN:MAX (an elastic range)."""
+    if ":" not in value:
+        return _count("--workers")(value)
+    low, _, high = value.partition(":")
+    try:
+        lo, hi = int(low), int(high)
+    except ValueError:
+        msg = f"--workers takes N or MIN:MAX (whole numbers, e.g. 2:4), not {value!r}"
+        raise argparse.ArgumentTypeError(msg) from None
+    if lo < 1 or hi < 1:
+        raise argparse.ArgumentTypeError(f"--workers {value}: MIN and MAX must be at least 1")
+    if lo > hi:
+        raise argparse.ArgumentTypeError(
+            f"--workers {value}: MIN ({lo}) is above MAX ({hi}); write --workers {hi}:{lo}"
+        )
+    return (lo, hi)
+
+
 def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
     p = _Parser(
         prog=prog,
         add_help=False,
         allow_abbrev=False,
-        description="Run the cell as a distributed TensorFlow job.",
+        description="Run the cell as a distributed TensorFlow, PyTorch or JAX job.",
     )
     p.add_argument(
         "--workers",
-        type=_count("--workers"),
+        type=_workers,
         default=None,
         help="number of worker tasks (default 1 when no --chief)",
+    )
+    p.add_argument(
+        "--framework",
+        default=None,
+        help="tensorflow (default), pytorch or jax: the environment each task gets "
+        "(tony.application.framework)",
+    )
+    p.add_argument(
+        "--procs-per-task",
+        type=_count("--procs-per-task"),
+        default=None,
+        help="PyTorch: processes per task, each with its own LOCAL_RANK (torchrun's "
+        "--nproc-per-node); at most --gpus when the tasks have GPUs",
     )
     p.add_argument("--ps", type=_count("--ps"), default=0, help="number of parameter servers")
     p.add_argument("--chief", action="store_true", help="add a chief task")
@@ -160,6 +193,18 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         if not sep:
             raise SpecError(f"--conf {item!r}: expected KEY=VALUE, e.g. tony.ps.memory=1g")
         b.apply_conf(key, value)
+    if args.framework is not None:
+        b.job["framework"] = parse_framework(args.framework)
+    if args.procs_per_task is not None:
+        b.job["procs_per_task"] = args.procs_per_task
+    if isinstance(args.workers, tuple):
+        low, high = args.workers
+        if low != high:
+            raise SpecError(
+                f"--workers {low}:{high}: elastic jobs (MIN:MAX) are not supported by this "
+                f"version; use a fixed number, e.g. --workers {high}"
+            )
+        args.workers = high
     if args.workers is not None:
         if args.workers == 0 and not args.chief and not b.instances.get("chief"):
             raise SpecError(
@@ -208,15 +253,36 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
     if bad:
         raise SpecError(f"--pull: {', '.join(map(repr, bad))} is not a Python name; use --pull a,b")
     spec = b.build()
+    check_framework_installed(spec)
     check_keras(spec)
     report_not_applicable(b.not_applicable)
     return spec
+
+
+def check_framework_installed(spec: JobSpec) -> None:
+    """A PyTorch or JAX job whose tasks run this kernel's Python (the local backend, YARN
+    without --python, or a pack of this venv) needs the framework here: checked before
+    anything is submitted, so the job does not fail in every task once started."""
+    here = os.path.realpath(sys.prefix)
+    if spec.python or (spec.pack_env and os.path.realpath(spec.pack_env) != here):
+        return  # another environment: only the tasks can tell
+    missing, pip_name = missing_modules(spec.framework, importlib.util.find_spec)
+    if missing:
+        name = NAMES[spec.framework]
+        raise SpecError(
+            f"--framework {spec.framework}: {', '.join(missing)} is not installed in this "
+            f"kernel's environment ({sys.prefix}), which the tasks run: `pip install {pip_name}` "
+            f"there (or `pip install 'tony-jupyter[frameworks]'`), or run the job in an "
+            f"environment that has {name} (--python on YARN)"
+        )
 
 
 def check_keras(spec: JobSpec) -> None:
     """Tasks run tf.keras as Keras 2 (TF_USE_LEGACY_KERAS=1), which needs the tf-keras package:
     without it, `import tensorflow` would fail inside every task once the job has started.
     The tasks run this kernel's Python (or a pack of its venv), so its absence here is theirs."""
+    if spec.framework != "tensorflow":
+        return  # tf.keras is TensorFlow's; a PyTorch or JAX job's Keras is its own business
     if spec.legacy_keras and importlib.util.find_spec("tf_keras") is None:
         raise SpecError(
             "tf-keras is not installed, and the tasks run tf.keras as Keras 2 "

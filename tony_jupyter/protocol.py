@@ -355,6 +355,9 @@ class ExecutorEnv(Record):
     tensorboard_dir: str = ""
     tensorboard: bool = True
     session: bool = False
+    framework: str = "tensorflow"  # with these two: the env of executor/frameworks.py
+    procs_per_task: int = 1
+    max_attempts: int = 1
     # Set per task by the provider:
     task_id: str = ""
     attempt: int = 0
@@ -376,9 +379,7 @@ class ExecutorEnv(Record):
             value = getattr(self, f.name)
             if value is None:
                 continue
-            env[self.var(f.name)] = (
-                ("1" if value else "0") if isinstance(value, bool) else str(value)
-            )
+            env[self.var(f.name)] = str(int(value)) if isinstance(value, bool) else str(value)
         return env
 
     @classmethod

@@ -6,12 +6,14 @@ so a cell can be tried locally before it is run with ``%%tony``.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 _lock = threading.Lock()
 _progress: dict = {}
@@ -22,16 +24,71 @@ def current_progress() -> dict:
         return dict(_progress)
 
 
-def report(**values) -> None:
-    """Report progress values (epoch, step, loss, any metric) with the next heartbeat."""
+def report(step: int | None = None, **values) -> None:
+    """Report progress from any training loop (PyTorch, JAX, plain Python) with the next
+    heartbeat: the job's progress bar, its task table (step, loss) and its text view show it,
+    as they show the Keras ``progress()`` callback's. ``step`` and any metric (``loss=``,
+    ``accuracy=``...); ``total_steps=N`` (or ``epoch=``/``epochs=``) fills the progress bar.
+    Values are merged: a metric reported once stays until reported again. Numbers (NumPy,
+    PyTorch and JAX scalars too) travel as floats. On the chief of a job, numeric metrics are
+    also written as TensorBoard scalars (``step_<metric>``) when TensorBoard is installed."""
+    if step is not None:
+        values["step"] = int(step)
+    clean = _clean(values)
+    with _lock:
+        _progress.update(clean, time=time.time())
+    if step is not None and _scalars.wanted():
+        _scalars.write(clean, int(step))
+
+
+def _clean(values: dict) -> dict:
     clean = {}
     for k, v in values.items():
         try:
             clean[k] = v if isinstance(v, (int, str)) or v is None else float(v)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RuntimeError):  # RuntimeError: a tensor of many values
             clean[k] = str(v)
-    with _lock:
-        _progress.update(clean, time=time.time())
+    return clean
+
+
+class _StepScalars:
+    """report()'s metrics as TensorBoard scalars in tensorboard_dir()/train, through
+    TensorBoard's own event writer: no TensorFlow import, so any framework's loop can use it."""
+
+    META = ("step", "epoch", "epochs", "steps", "batch", "epoch_done", "total_steps")
+
+    def __init__(self) -> None:
+        self.writer: Any = None
+        self.broken = False
+
+    def wanted(self) -> bool:
+        return not self.broken and "TONY_TASK_ID" in os.environ and task()["is_chief"]
+
+    def write(self, values: dict, step: int) -> None:
+        try:
+            from tensorboard.compat.proto import event_pb2, summary_pb2
+            from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+            scalars = [
+                summary_pb2.Summary.Value(tag=f"step_{k}", simple_value=float(v))
+                for k, v in values.items()
+                if k not in self.META and isinstance(v, (int, float)) and not isinstance(v, bool)
+            ]
+            if not scalars:
+                return
+            if self.writer is None:
+                writer = EventFileWriter(os.path.join(tensorboard_dir(), "train"), 100, 1)
+                atexit.register(writer.close)
+                self.writer = writer
+            event = event_pb2.Event(wall_time=time.time(), step=step)
+            event.summary.CopyFrom(summary_pb2.Summary(value=scalars))
+            self.writer.add_event(event)
+        except Exception as e:  # noqa: BLE001 - scalars are a convenience, training goes on
+            print(f"[tony] TensorBoard scalars not written: {e}", flush=True)
+            self.broken = True
+
+
+_scalars = _StepScalars()
 
 
 def task() -> dict:

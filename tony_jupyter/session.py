@@ -236,6 +236,11 @@ def session_spec(spec: JobSpec, idle_timeout: float | None) -> JobSpec:
             "--max-attempts does not apply to a session: a lost task breaks it, "
             "and %tony session restart brings it back"
         )
+    if spec.procs_per_task > 1:
+        raise SpecError(
+            "--procs-per-task does not apply to a session yet: its cells run in one process "
+            "per task; start the session without it (or run the job as a %%tony cell)"
+        )
     changes: dict = {"session": True, "tensorboard": spec.tensorboard}
     if idle_timeout is not None:
         if idle_timeout <= 0:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import SpecError
+from .frameworks import check_tasks, parse_framework
 from .tonyconf import HARMLESS, NOT_APPLICABLE
 
 SCHEMA_VERSION = 1
@@ -96,6 +97,9 @@ class JobSpec:
     am_vcores: int = 1
     am_retries: int = 0  # YARN: AM attempts after the first (tony.am.retry-count, as TonY)
     legacy_keras: bool = True
+    # tensorflow | pytorch | jax: the environment each task gets (executor/frameworks.py)
+    framework: str = "tensorflow"
+    procs_per_task: int = 1  # PyTorch: processes per task, torchrun's --nproc-per-node
     tensorboard: bool = True  # the chief starts TensorBoard on tensorboard_dir()
     session: bool = False  # executors stay up and run cell after cell (%tony session)
     idle_timeout_s: float = 3600.0  # a session with no cell for this long stops
@@ -182,7 +186,6 @@ _JOB_KEYS = {
     "tony.container.allocation.timeout": "allocation_timeout_ms",
     "tony.other.namenodes": "other_namenodes",
 }
-FRAMEWORKS = ("tensorflow",)
 
 
 @dataclass
@@ -283,10 +286,7 @@ class SpecBuilder:
         elif what == "legacy_keras":
             self.job["legacy_keras"] = _parse_bool(value, key)
         elif what == "framework":
-            if value.lower() not in FRAMEWORKS:
-                raise SpecError(
-                    f"{key}={value}: this version runs {', '.join(FRAMEWORKS)} jobs only"
-                )
+            self.job["framework"] = parse_framework(value, key)
         elif what in ("max_total_instances", "max_total_gpus"):
             limit = _parse_int(value, key, minimum=-1)
             if limit >= 0:
@@ -355,6 +355,7 @@ class SpecBuilder:
                 )
         job = dict(self.job)
         job.setdefault("name", self.name)
+        check_tasks(job, tasks)
         if int(job.get("max_attempts", 1)) < 1:  # type: ignore[call-overload]
             raise SpecError("--max-attempts must be at least 1")
         return JobSpec(

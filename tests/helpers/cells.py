@@ -90,3 +90,60 @@ len(history["loss"])
 HANG_WORKER_1 = (
     "import os, time\nif os.environ.get('TONY_TASK_ID') == 'worker:1':\n    time.sleep(600)\n"
 )
+
+# PyTorch DDP with gloo on the digits (X, y pushed from the notebook): each rank trains on its
+# own rows; init_process_group needs no arguments (torchrun's env:// contract). Pulls the
+# losses, whether every replica's parameters are equal, the ranks seen and the state_dict.
+DDP = """
+import os
+import torch, torch.distributed as dist, tony_jupyter
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+torch.manual_seed(0)
+xs = torch.tensor(X[rank::world]); ys = torch.tensor(y[rank::world], dtype=torch.long)
+model = DDP(torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10)))
+opt = torch.optim.SGD(model.parameters(), lr=0.2)
+losses, steps, g = [], 60, torch.Generator().manual_seed(rank)
+for step in range(1, steps + 1):
+    idx = torch.randint(0, len(xs), (64,), generator=g)
+    loss = torch.nn.functional.cross_entropy(model(xs[idx]), ys[idx])
+    opt.zero_grad(); loss.backward(); opt.step()
+    losses.append(loss.item())
+    tony_jupyter.report(step=step, loss=loss.item(), total_steps=steps)
+flat = torch.cat([p.detach().flatten() for p in model.parameters()])
+every = [torch.zeros_like(flat) for _ in range(world)]
+dist.all_gather(every, flat)
+equal = all(torch.equal(every[0], other) for other in every[1:])
+ranks = [int(os.environ[k]) for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "WORLD")]
+state = {k: v.clone() for k, v in model.module.state_dict().items()}
+dist.destroy_process_group()
+losses[-1]
+"""
+
+# JAX on every task: jax.distributed.initialize() with no arguments, a psum across the
+# processes, and a few steps of data-parallel linear regression whose gradients are averaged
+# across processes; pulls what each saw.
+JAX = """
+import jax, jax.numpy as jnp, numpy as np
+from jax.experimental import multihost_utils
+jax.distributed.initialize()
+pid, n = jax.process_index(), jax.process_count()
+total = jax.pmap(lambda v: jax.lax.psum(v, "i"), axis_name="i")(jnp.array([pid + 1.0]))[0]
+rng = np.random.default_rng(pid)
+x = rng.normal(size=(128, 3)).astype("float32"); w_true = np.array([1.0, -2.0, 0.5], "float32")
+yv = x @ w_true
+w = jnp.zeros(3)
+grad = jax.jit(jax.grad(lambda w, x, y: jnp.mean((x @ w - y) ** 2)))
+losses = []
+for step in range(20):
+    g = multihost_utils.process_allgather(grad(w, x, yv)).mean(axis=0)  # all-reduce of grads
+    w = w - 0.3 * g
+    losses.append(float(jnp.mean((x @ w - yv) ** 2)))
+ws = multihost_utils.process_allgather(w)
+same = bool(np.allclose(ws[0], ws[-1]))
+seen = (pid, n, float(total), jax.config.jax_cpu_collectives_implementation)
+jax.distributed.shutdown()
+losses[-1]
+"""

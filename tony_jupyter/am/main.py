@@ -50,11 +50,14 @@ def executor_env(job_id: str, spec: JobSpec, url: str, token: str, job_dir: Path
         tensorboard_dir="tensorboard" if spec.backend == "yarn" else str(job_dir / "tensorboard"),
         tensorboard=spec.tensorboard,
         session=spec.session,
+        framework=spec.framework,
+        procs_per_task=spec.procs_per_task,
+        max_attempts=spec.max_attempts,
     ).to_env()
     for unset in ("task_id", "attempt", "bundle_dir"):  # each task's own: set by the provider
         env.pop(ExecutorEnv.var(unset))
     env["PYTHONUNBUFFERED"] = "1"
-    if spec.legacy_keras:
+    if spec.legacy_keras and spec.framework == "tensorflow":
         # tf.keras code from TensorFlow's multi-worker tutorials needs Keras 2 (tf-keras):
         # Keras 3 fails under MultiWorkerMirroredStrategy (see README, "Keras versions").
         env["TF_USE_LEGACY_KERAS"] = "1"

@@ -1,5 +1,5 @@
 """Running the user's code in a task: the cell or script from the bundle, its pushed names and
-shards bound, and TonY's environment contract for TensorFlow."""
+shards bound (each framework's environment is frameworks.py's)."""
 
 from __future__ import annotations
 
@@ -24,22 +24,6 @@ MAX_RESULT_BYTES = 64 << 20
 
 class ResultTooLarge(Exception):
     """The cell's value and pulled names are more than can travel back to the notebook."""
-
-
-def tony_env(task_id: str, cluster_spec: dict[str, list[str]]) -> dict[str, str]:
-    type_, _, index = task_id.partition(":")
-    # TensorFlow wants the evaluator outside the cluster it trains with; TonY's CLUSTER_SPEC
-    # lists every task.
-    tf_cluster = {k: v for k, v in cluster_spec.items() if k != "evaluator"}
-    return {
-        "TF_CONFIG": json.dumps(
-            {"cluster": tf_cluster, "task": {"type": type_, "index": int(index)}}
-        ),
-        "CLUSTER_SPEC": json.dumps(cluster_spec),
-        "JOB_NAME": type_,
-        "TASK_INDEX": index,
-        "TASK_NUM": str(len(cluster_spec.get(type_, []))),
-    }
 
 
 def run_user_code(bundle_dir: Path, is_chief: bool) -> dict:

@@ -1,6 +1,7 @@
 """The executor: runs in every task's process (local process or YARN container).
 
-Registers with the AM, waits for the cluster spec, sets ``TF_CONFIG`` and TonY's env contract,
+Registers with the AM, waits for the cluster spec, sets its framework's environment (``TF_CONFIG``,
+torchrun's, JAX's: frameworks.py) and TonY's env contract,
 runs the cell, heartbeats with progress, ships its stdout/stderr in batches (and still writes
 them to its own stdout, which is the container log), sends the result, exits.
 """
@@ -16,10 +17,11 @@ from pathlib import Path
 
 from .. import runtime
 from ..protocol import CellOutcome, ExecutorEnv
-from . import checkpoints, reaper
+from . import checkpoints, localranks, reaper
 from .background import Background
 from .capture import LogCapture
-from .cell import run_user_code, tony_env
+from .cell import run_user_code
+from .frameworks import install_jax_cluster, task_env
 from .heartbeat import Heartbeater
 from .link import AMLink, Stale
 
@@ -79,7 +81,22 @@ def main() -> int:
             )["cluster_spec"]
     except Stale:
         return 143
-    os.environ.update(tony_env(task_id, spec))
+
+    def env_for(local_rank: int) -> dict[str, str]:
+        return task_env(
+            env.framework,
+            task_id,
+            spec,
+            local_rank=local_rank,
+            procs_per_task=env.procs_per_task,
+            job_id=env.job_id,
+            attempt=attempt,
+            max_attempts=env.max_attempts,
+        )
+
+    os.environ.update(env_for(0))
+    if env.framework == "jax":
+        install_jax_cluster()
     if is_chief and env.tensorboard:
         from . import tensorboard  # in the background: training does not wait for it
 
@@ -91,7 +108,11 @@ def main() -> int:
     try:
         # YARN: checkpoint_dir() restored from HDFS before the user code runs (checkpoints.py).
         mirror = checkpoints.from_env(is_chief=is_chief)
+        ranks = localranks.start(env.procs_per_task, env_for) if env.procs_per_task > 1 else []
         outcome = run_user_code(bundle_dir, is_chief=is_chief)
+        failed = localranks.wait(ranks)
+        if failed:
+            raise RuntimeError(failed)
         if mirror is not None:
             mirror.close()
         code = 0

@@ -27,7 +27,7 @@ STATE_COLOURS = {
     "STOPPED": "#888888",
 }
 # Progress keys that are bookkeeping, not metrics to print.
-PROGRESS_META = ("epoch", "epochs", "step", "steps", "batch", "time", "epoch_done")
+PROGRESS_META = ("epoch", "epochs", "step", "steps", "batch", "time", "epoch_done", "total_steps")
 
 
 def _num(value) -> float | None:
@@ -65,6 +65,9 @@ def chief_progress(snap: JobSnapshot) -> dict:
 
 def progress_fraction(p: dict) -> float | None:
     epochs, epoch = _num(p.get("epochs")), _num(p.get("epoch"))
+    total, step = _num(p.get("total_steps")), _num(p.get("step"))
+    if total and step is not None and not (epochs and epoch):  # tony_jupyter.report(total_steps=)
+        return min(1.0, max(0.0, step / total))
     if not epochs or not epoch:
         return None
     steps, batch, done = _num(p.get("steps")), _num(p.get("batch")), _num(p.get("epoch_done"))
@@ -88,7 +91,7 @@ def progress_label(p: dict) -> str:
     if p.get("epoch") is not None:
         parts.append(f"epoch {p['epoch']}" + (f"/{p['epochs']}" if p.get("epochs") else ""))
     if p.get("step") is not None:
-        parts.append(f"step {p['step']}")
+        parts.append(f"step {p['step']}" + (f"/{p['total_steps']}" if p.get("total_steps") else ""))
     metrics = [k for k in p if k not in PROGRESS_META and p[k] is not None]
     metrics.sort(key=lambda k: k != "loss")  # loss first, the rest in the order reported
     parts += [f"{k} {_fmt_value(p[k])}" for k in metrics]

@@ -1,0 +1,54 @@
+"""Several processes per task (``--procs-per-task N``, torchrun's ``--nproc-per-node``): the
+executor is local rank 0 and starts ranks 1..N-1 as processes of this module, each with its own
+``LOCAL_RANK``/``RANK`` (frameworks.pytorch_env). They run the same cell; their output goes to
+the executor's captured stdout (the fds are inherited); the chief's value comes from local
+rank 0. The task fails if any local rank fails; what outlives the executor is reaped (reaper)."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+
+
+def start(procs: int, env_for) -> list[subprocess.Popen]:
+    """Local ranks 1..procs-1; ``env_for(local_rank)`` is each one's framework environment."""
+    return [
+        subprocess.Popen(
+            [sys.executable, "-m", "tony_jupyter.executor.localranks"],
+            env=dict(os.environ, **env_for(i)),
+            stdin=subprocess.DEVNULL,
+        )
+        for i in range(1, procs)
+    ]
+
+
+def wait(procs: list[subprocess.Popen]) -> str | None:
+    """Waits for every local rank; what went wrong, if anything did."""
+    failed = [(i + 1, p.wait()) for i, p in enumerate(procs)]
+    bad = [f"local rank {i} exited with code {code}" for i, code in failed if code != 0]
+    return "; ".join(bad) or None
+
+
+def main() -> None:
+    from .cell import run_user_code
+
+    code = 0
+    try:
+        run_user_code(Path(os.environ["TONY_BUNDLE_DIR"]), is_chief=False)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:  # noqa: BLE001 - reported in the task's log; the exit code tells
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

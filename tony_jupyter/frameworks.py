@@ -1,0 +1,67 @@
+"""The frameworks a job can run: TensorFlow, PyTorch, JAX. What each may ask for is checked here,
+before anything is submitted; the environment each task gets is built by the executor
+(executor/frameworks.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .errors import SpecError
+
+if TYPE_CHECKING:
+    from .spec import TaskSpec
+
+FRAMEWORKS = ("tensorflow", "pytorch", "jax")
+# TonY also ran these; they are out of scope, and the refusal says why.
+RETIRED = {
+    "mxnet": "MXNet is retired by Apache",
+    "horovod": "Horovod has had no release since 2023",
+}
+# The task types of a PyTorch or JAX job: they have no parameter servers or evaluator.
+COLLECTIVE_TYPES = ("chief", "worker")
+# The modules a framework's tasks import, and what installs them.
+MODULES = {"pytorch": (("torch",), "torch"), "jax": (("jax", "jaxlib"), "'jax[cpu]'")}
+NAMES = {"tensorflow": "TensorFlow", "pytorch": "PyTorch", "jax": "JAX"}
+
+
+def parse_framework(value: str, what: str = "--framework") -> str:
+    name = value.strip().lower()
+    if name in FRAMEWORKS:
+        return name
+    why = f" ({RETIRED[name]}; out of scope)" if name in RETIRED else ""
+    raise SpecError(f"{what}={value}: tony-jupyter runs {', '.join(FRAMEWORKS)} jobs{why}")
+
+
+def check_tasks(job: dict, tasks: list[TaskSpec]) -> None:
+    """The task types and processes per task a framework allows (SpecBuilder.build)."""
+    framework = str(job.get("framework", "tensorflow"))
+    procs = int(str(job.get("procs_per_task", 1)))
+    name = NAMES[framework]
+    if framework != "tensorflow":
+        other = [t.type for t in tasks if t.type not in COLLECTIVE_TYPES]
+        if other:
+            raise SpecError(
+                f"a {name} job has no {', '.join(other)} tasks (parameter servers and the "
+                "evaluator are TensorFlow's roles): use --workers N (and --chief) only"
+            )
+    if procs < 1:
+        raise SpecError(f"--procs-per-task must be at least 1, got {procs}")
+    if procs > 1 and framework != "pytorch":
+        raise SpecError(
+            f"--procs-per-task is for PyTorch jobs (torchrun's --nproc-per-node); a {name} job "
+            "runs one process per task: use --workers N instead"
+        )
+    for t in tasks:
+        if t.gpus and procs > t.gpus:
+            raise SpecError(
+                f"--procs-per-task {procs} is above the {t.gpus} GPU(s) each {t.type} task asks "
+                f"for: each process drives one GPU (its LOCAL_RANK); ask for --gpus {procs}, or "
+                f"--procs-per-task {t.gpus}"
+            )
+
+
+def missing_modules(framework: str, find_spec) -> tuple[list[str], str]:
+    """The framework's modules that ``find_spec`` does not find, and the pip argument that
+    installs them."""
+    modules, pip_name = MODULES.get(framework, ((), ""))
+    return [m for m in modules if find_spec(m) is None], pip_name
