@@ -19,7 +19,7 @@ from ..protocol import CellOutcome, ExecutorEnv
 from . import checkpoints, reaper
 from .background import Background
 from .capture import LogCapture
-from .cell import run_user_code, tony_env
+from .cell import enter_src, run_user_code, tony_env
 from .heartbeat import Heartbeater
 from .link import AMLink, Stale
 
@@ -79,11 +79,15 @@ def main() -> int:
             )["cluster_spec"]
     except Stale:
         return 143
-    os.environ.update(tony_env(task_id, spec))
-    if is_chief and env.tensorboard:
-        from . import tensorboard  # in the background: training does not wait for it
+    os.environ.update(tony_env(task_id, spec, is_chief))
+    if is_chief:
+        # TonY's TB_PORT: a port for a TensorBoard the user's chief starts itself.
+        os.environ["TB_PORT"] = str(reserve_port(host))
+        if env.tensorboard:
+            from . import tensorboard  # in the background: training does not wait for it
 
-        tensorboard.start_in_background(am, dict(os.environ))
+            tensorboard.start_in_background(am, dict(os.environ))
+    src = enter_src(bundle_dir)
     if env.session:
         from .session_loop import serve
 
@@ -91,7 +95,7 @@ def main() -> int:
     try:
         # YARN: checkpoint_dir() restored from HDFS before the user code runs (checkpoints.py).
         mirror = checkpoints.from_env(is_chief=is_chief)
-        outcome = run_user_code(bundle_dir, is_chief=is_chief)
+        outcome = run_user_code(bundle_dir, is_chief=is_chief, src=src)
         if mirror is not None:
             mirror.close()
         code = 0
