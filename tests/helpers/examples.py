@@ -14,7 +14,7 @@ import numpy as np
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def mnist_arrays(n: int = 6000) -> tuple[np.ndarray, np.ndarray]:
+def mnist_arrays(n: int = 60000) -> tuple[np.ndarray, np.ndarray]:
     """MNIST's shape and dtype without the download: scikit-learn's bundled 8x8 digits,
     upscaled 3x and padded to 28x28 uint8 in [0, 255], int labels."""
     from sklearn.datasets import load_digits
@@ -33,7 +33,9 @@ def place(example: str, notebook: Path) -> Path:
         if f.is_file():
             shutil.copy(f, notebook / f.name)
     x, y = mnist_arrays()
-    np.savez(notebook / "mnist.npz", x_train=x, y_train=y, x_test=x[:1000], y_test=y[:1000])
+    np.savez_compressed(
+        notebook / "mnist.npz", x_train=x, y_train=y, x_test=x[:1000], y_test=y[:1000]
+    )
     return notebook
 
 
