@@ -40,6 +40,6 @@ def test_multi_worker_with_ctl(shell, notebook):
     (rec,) = list_jobs()
     log, _ = open_client(rec).logs("worker:0")
     losses = [
-        float(m) for m in re.findall(r"Epoch: \d+, accuracy: [\d.]+, train_loss: ([\d.]+)", log)
+        float(m) for m in re.findall(r"Epoch: \d+, accuracy: [\d.]+, train_loss: (\d+\.\d+)", log)
     ]
     assert len(losses) == 3 and losses[-1] < losses[0], log[-2000:]
