@@ -42,10 +42,14 @@ def backend(request, tony_home, monkeypatch):
 
 
 @pytest.fixture
-def shell(tony_home):
-    """An IPython shell with the extension loaded (the same magics a notebook gets)."""
+def shell(tony_home, monkeypatch):
+    """An IPython shell with the extension loaded (the same magics a notebook gets), in a
+    directory of its own: a notebook's working directory is shipped with its cells."""
     from IPython.testing.globalipapp import get_ipython, start_ipython
 
+    notebook = tony_home.parent / "notebook"
+    notebook.mkdir(exist_ok=True)
+    monkeypatch.chdir(notebook)
     ip = start_ipython() or get_ipython()
     ip.run_line_magic("load_ext", "tony_jupyter")
     yield ip

@@ -42,12 +42,17 @@ def test_file_and_the_scripts_directory_are_what_python_gives(shell, tony_home, 
     (tmp_path / "mnist_setup.py").write_text("BATCH = 64\n")
     script = tmp_path / "main.py"
     script.write_text(
-        "import sys\n"
+        "import os, sys\n"
         "import mnist_setup\n"
-        "here = (__file__, sys.path[0], mnist_setup.BATCH, __name__)\n"
+        "here = (__file__, sys.path[0], mnist_setup.BATCH, __name__, os.getcwd())\n"
     )
     shell.run_line_magic("tony", f"run {script} {RUN} --pull here")
-    assert shell.user_ns["here"] == (str(script), str(tmp_path), 64, "__main__")
+    file, path0, batch, name, cwd = shell.user_ns["here"]
+    assert (batch, name) == (64, "__main__")
+    # The script's directory was shipped: the task runs the job's copy of it, not the original.
+    assert path0 != str(tmp_path) and path0.startswith(str(tony_home))
+    assert file == os.path.join(path0, "main.py") and os.path.exists(file)
+    assert cwd == path0  # outside the notebook's directory: the task runs in its copy
 
 
 def test_atexit_runs_and_multiprocessing_leaves_no_temp_dir(shell, tony_home, tmp_path):

@@ -15,6 +15,7 @@ from .errors import BundleError
 
 if TYPE_CHECKING:
     from .shards import ShardPlan
+    from .srcdir import SrcDir
 
 CELL_FILENAME = "<tony-cell>"
 
@@ -26,6 +27,7 @@ class Bundle:
     pushed: tuple[str, ...]
     filename: str = CELL_FILENAME
     shards: ShardPlan | None = None  # --shard names, staged as Parquet, never pickled
+    src: SrcDir | None = None  # the directory shipped with it (srcdir.py)
 
 
 def check_syntax(source: str, filename: str = CELL_FILENAME) -> ast.Module:

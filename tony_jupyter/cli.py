@@ -24,7 +24,7 @@ def submit(words: list[str]) -> int:
     from .bundle import check_syntax
     from .job import TonyJob
     from .job import submit as submit_job
-    from .options import parse_job_args
+    from .options import parse_job_args, src_dir
     from .protocol import JobState
     from .widgets import JobView, follow
 
@@ -44,7 +44,8 @@ def submit(words: list[str]) -> int:
     check_syntax(source, str(script))
     import cloudpickle
 
-    bundle = Bundle(source, cloudpickle.dumps({}), (), str(script.resolve()))
+    src = src_dir(args, str(script))
+    bundle = Bundle(source, cloudpickle.dumps({}), (), str(script.resolve()), src=src)
     job = TonyJob(submit_job(spec, bundle, [str(script), *script_args]))
     print(f"submitted {job.job_id}")
     if args.async_:

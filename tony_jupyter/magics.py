@@ -19,7 +19,7 @@ from .errors import BundleError, JobNotFoundError, SpecError
 from .job import TonyJob, submit
 from .launcher.client import find_job
 from .launcher.clients import open_client
-from .options import job_parser, parse_job_args
+from .options import job_parser, parse_job_args, src_dir
 
 HELP = """\
 %%tony [flags]            run the cell as a distributed TensorFlow job
@@ -115,8 +115,9 @@ class TonyMagics(Magics):
                 if current is not None and current.job is not None:
                     raise SpecError("a session is already running; %tony session stop first")
                 line, idle, detach = _session_flags(rest)
-                _, spec = parse_job_args(line)
-                new = sessions.Session(sessions.session_spec(spec, idle), line, detach)
+                args, spec = parse_job_args(line)
+                spec = sessions.session_spec(spec, idle)
+                new = sessions.Session(spec, line, detach, src=src_dir(args))
                 new.start()
                 sessions.set_current(new)
                 print(new.describe())
@@ -171,12 +172,13 @@ class TonyMagics(Magics):
                 sharded = shards.parse_names(args.shard)
                 bundle = make_bundle(source, self.shell.user_ns, exclude=sharded)
                 plan = shards.plan(sharded, self.shell.user_ns, spec)
-                bundle = dataclasses.replace(bundle, shards=plan)
+                bundle = dataclasses.replace(bundle, shards=plan, src=src_dir(args))
             elif args.shard:
                 raise SpecError("--shard takes notebook names; a script has none to split")
             else:  # a script brings nothing from the notebook
                 bundle = make_bundle(source, {}, ())
-                bundle = Bundle(bundle.source, bundle.names, (), filename)
+                src = src_dir(args, filename)
+                bundle = Bundle(bundle.source, bundle.names, (), filename, src=src)
         except (SpecError, BundleError) as e:
             raise UsageError(str(e)) from None
         try:

@@ -11,6 +11,7 @@ import sys
 from .errors import SpecError
 from .frameworks import NAMES, missing_modules, parse_framework
 from .spec import JobSpec, SpecBuilder, parse_memory
+from .srcdir import SrcDir, collect
 
 
 class _Parser(argparse.ArgumentParser):
@@ -153,12 +154,38 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
         "--conf tony.keras.legacy=false)",
     )
     p.add_argument(
+        "--src-dir",
+        default=None,
+        metavar="DIR",
+        help="ship DIR with the job (default: the script's directory for %%tony run, the "
+        "notebook's working directory for a cell); tasks import from it and run in it",
+    )
+    p.add_argument(
+        "--no-src-dir",
+        dest="ship_src",
+        action="store_false",
+        help="ship no directory with the job",
+    )
+    p.add_argument(
         "--no-tensorboard",
         dest="tensorboard",
         action="store_false",
         help="don't start TensorBoard beside the chief",
     )
     return p
+
+
+def src_dir(args: argparse.Namespace, script: str | None = None) -> SrcDir | None:
+    """The directory shipped with the job (srcdir.py): checked and hashed here, before
+    anything is submitted."""
+    if not args.ship_src:
+        if args.src_dir is not None:
+            raise SpecError("--src-dir and --no-src-dir contradict each other; keep one")
+        return None
+    from .launcher.client import home
+
+    chosen = args.src_dir or (os.path.dirname(os.path.abspath(script)) if script else os.getcwd())
+    return collect(os.path.expanduser(chosen), exclude=(home(),))
 
 
 def default_backend() -> str:

@@ -14,6 +14,7 @@ from .job import TonyJob, failure, submit
 from .launcher.client import decode_result
 from .protocol import DONE_CELL_STATES, CellState, JobSnapshot, JobState
 from .spec import JobSpec
+from .srcdir import SrcDir
 
 INTERRUPT_GRACE_S = 10.0
 # cell state -> the job state the widget shows; the others have the same name
@@ -25,8 +26,9 @@ class SessionError(TonyError, RuntimeError):
 
 
 class Session:
-    def __init__(self, spec: JobSpec, line: str, detach: bool = False):
+    def __init__(self, spec: JobSpec, line: str, detach: bool = False, src: SrcDir | None = None):
         self.spec, self.line, self.detach = spec, line, detach
+        self.src = src  # shipped once, at the start: cells import from it
         self.job: TonyJob | None = None
         self.cells_run = 0
         # Names earlier cells bound live on the tasks: they are not shipped from the notebook.
@@ -35,7 +37,8 @@ class Session:
     # --- lifecycle --------------------------------------------------------------------------
 
     def start(self, timeout: float = 300) -> None:
-        self.job = TonyJob(submit(self.spec, make_bundle("", {})))
+        bundle = dataclasses.replace(make_bundle("", {}), src=self.src)
+        self.job = TonyJob(submit(self.spec, bundle))
         deadline = time.monotonic() + timeout
         try:
             while (snap := self.job.client.snapshot()).state != JobState.RUNNING:

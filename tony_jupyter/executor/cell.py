@@ -26,10 +26,30 @@ class ResultTooLarge(Exception):
     """The cell's value and pulled names are more than can travel back to the notebook."""
 
 
-def run_user_code(bundle_dir: Path, is_chief: bool) -> dict:
+def enter_src(bundle_dir: Path) -> str | None:
+    """Step into the directory shipped with the job (tony_jupyter/srcdir.py), laid out as under
+    the notebook's working directory: it becomes this task's working directory, and the
+    shipped script's (or the notebook's) directory goes first on ``sys.path``. Returns that
+    directory; None when nothing was shipped (--no-src-dir)."""
+    meta = json.loads((bundle_dir / "bundle.json").read_text())
+    if "src" not in meta:
+        return None
+    # Not resolved: on YARN ``src`` is a link into the NodeManager's cache, and paths in the
+    # container's own directory are what the user should see.
+    root = os.path.abspath(bundle_dir / "src")
+    os.chdir(root)
+    rel = meta["src"].get("rel") or ""
+    here = os.path.join(root, rel) if rel else root
+    sys.path.insert(0, here)
+    return here
+
+
+def run_user_code(bundle_dir: Path, is_chief: bool, src: str | None = None) -> dict:
     meta = json.loads((bundle_dir / "bundle.json").read_text())
     source = (bundle_dir / "cell.py").read_text()
     filename = meta.get("filename", "<tony-cell>")
+    if meta.get("argv") and src is not None:  # the script's shipped copy
+        filename = os.path.join(src, os.path.basename(filename))
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     # The user's code is __main__, as under `python script.py`: code that looks itself up there
     # (tf.compat.v1.app.run() calls sys.modules["__main__"].main; pickle finds its classes).
@@ -41,7 +61,7 @@ def run_user_code(bundle_dir: Path, is_chief: bool) -> dict:
     if meta.get("argv"):  # %tony run SCRIPT: what `python SCRIPT args` would show it
         sys.argv = list(meta["argv"])
         namespace["__file__"] = filename
-        if os.path.isdir(os.path.dirname(filename)):  # this host has the script's directory
+        if src is None:  # --no-src-dir: the directory it has on the notebook's host
             sys.path.insert(0, os.path.dirname(filename))
     sys.modules["__main__"] = main
     return execute(source, filename, namespace, meta.get("pull", []), is_chief)

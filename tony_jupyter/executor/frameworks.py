@@ -24,13 +24,17 @@ RANK_ORDER = ("chief", "worker")
 
 
 def tony_env(task_id: str, cluster_spec: dict[str, list[str]]) -> dict[str, str]:
-    """TonY's framework-neutral variables."""
+    """TonY's framework-neutral variables (its TaskExecutor's); TB_PORT is added on the chief
+    (main.py reserves it)."""
     type_, _, index = task_id.partition(":")
+    chief = "chief:0" if cluster_spec.get("chief") else "worker:0"
     return {
         "CLUSTER_SPEC": json.dumps(cluster_spec),
         "JOB_NAME": type_,
         "TASK_INDEX": index,
         "TASK_NUM": str(len(cluster_spec.get(type_, []))),
+        "IS_CHIEF": "true" if task_id == chief else "false",  # Java's Boolean.toString
+        "DISTRIBUTED_MODE": "GANG",  # every task starts together, with the whole cluster spec
     }
 
 

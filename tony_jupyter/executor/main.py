@@ -20,7 +20,7 @@ from ..protocol import CellOutcome, ExecutorEnv
 from . import checkpoints, localranks, reaper
 from .background import Background
 from .capture import LogCapture
-from .cell import run_user_code
+from .cell import enter_src, run_user_code
 from .frameworks import install_jax_cluster, task_env
 from .heartbeat import Heartbeater
 from .link import AMLink, Stale
@@ -97,10 +97,14 @@ def main() -> int:
     os.environ.update(env_for(0))
     if env.framework == "jax":
         install_jax_cluster()
-    if is_chief and env.tensorboard:
-        from . import tensorboard  # in the background: training does not wait for it
+    if is_chief:
+        # TonY's TB_PORT: a port for a TensorBoard the user's chief starts itself.
+        os.environ["TB_PORT"] = str(reserve_port(host))
+        if env.tensorboard:
+            from . import tensorboard  # in the background: training does not wait for it
 
-        tensorboard.start_in_background(am, dict(os.environ))
+            tensorboard.start_in_background(am, dict(os.environ))
+    src = enter_src(bundle_dir)
     if env.session:
         from .session_loop import serve
 
@@ -109,7 +113,7 @@ def main() -> int:
         # YARN: checkpoint_dir() restored from HDFS before the user code runs (checkpoints.py).
         mirror = checkpoints.from_env(is_chief=is_chief)
         ranks = localranks.start(env.procs_per_task, env_for) if env.procs_per_task > 1 else []
-        outcome = run_user_code(bundle_dir, is_chief=is_chief)
+        outcome = run_user_code(bundle_dir, is_chief=is_chief, src=src)
         failed = localranks.wait(ranks)
         if failed:
             raise RuntimeError(failed)

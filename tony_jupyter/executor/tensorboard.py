@@ -67,7 +67,7 @@ def wait_ready(proc: subprocess.Popen, url: str, timeout: float = READY_TIMEOUT_
     return False
 
 
-def run(am, env: dict[str, str], say=print) -> subprocess.Popen | None:
+def run(am, env: dict[str, str], say=print, log_dir: str | None = None) -> subprocess.Popen | None:
     """Start TensorBoard, wait for it, register it. Returns the process (None if it failed)."""
     logdir = env.get("TONY_TENSORBOARD_DIR") or os.path.join(os.getcwd(), "tensorboard")
     advertise = env.get("TONY_EXECUTOR_HOST") or "127.0.0.1"
@@ -77,7 +77,9 @@ def run(am, env: dict[str, str], say=print) -> subprocess.Popen | None:
     try:
         os.makedirs(logdir, exist_ok=True)
         port = free_port()
-        out = open(Path.cwd() / "tensorboard.log", "ab")  # noqa: SIM115 - the child keeps it
+        # In the task's own directory, not the shipped one the task steps into (cell.py).
+        log = Path(log_dir or os.getcwd()) / "tensorboard.log"
+        out = open(log, "ab")  # noqa: SIM115 - the child keeps it
         proc = subprocess.Popen(
             command(logdir, bind, port),
             stdout=out,
@@ -105,7 +107,9 @@ def run(am, env: dict[str, str], say=print) -> subprocess.Popen | None:
 
 
 def start_in_background(am, env: dict[str, str], say=print) -> threading.Thread:
-    t = threading.Thread(target=run, args=(am, env, say), name="tony-tensorboard", daemon=True)
+    t = threading.Thread(
+        target=run, args=(am, env, say, os.getcwd()), name="tony-tensorboard", daemon=True
+    )
     t.start()
     return t
 

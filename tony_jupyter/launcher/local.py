@@ -14,7 +14,7 @@ import time
 
 import psutil
 
-from .. import shards
+from .. import shards, srcdir
 from ..bundle import Bundle
 from ..errors import BackendError, SpecError
 from ..protocol import JobSnapshot
@@ -22,6 +22,7 @@ from ..spec import JobSpec
 from .client import JobClient, JobRecord, jobs_dir, new_job_id, pid_alive
 
 AM_START_TIMEOUT_S = 30.0
+SRC_DIR = "src"  # in the job's directory: the tasks' working directory (executor/cell.py)
 TASKS_PER_CORE, MIN_TASKS = 4, 8
 
 
@@ -44,6 +45,11 @@ def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRe
             meta["shards"] = shards.write(bundle.shards, d)
         if argv:
             meta["argv"] = argv
+        if bundle.src is not None:
+            # The job's own copy, not the directory itself: what the tasks see is what was
+            # there at submission (as on YARN), and what they write stays out of it.
+            srcdir.copy_into(bundle.src, d / SRC_DIR)
+            meta["src"] = bundle.src.meta()
         (d / "bundle.json").write_text(json.dumps(meta))
         # spec.json last: its presence is what makes the directory a job (see list_jobs).
         (d / "spec.json").write_text(spec.to_json())

@@ -32,6 +32,7 @@ from .staging import local_resource_json
 AM_START_TIMEOUT_S = 180.0
 # Files every executor localizes too; the rest (spec, token, resources) only the AM needs.
 EXECUTOR_FILES = ("cell.py", "names.pkl", "bundle.json")
+SRC_NAME = "src"  # the shipped directory, an ARCHIVE each executor localizes (executor/cell.py)
 
 
 def _bundle_files(spec: JobSpec, bundle: Bundle, argv: list[str] | None, token: str) -> dict:
@@ -43,6 +44,8 @@ def _bundle_files(spec: JobSpec, bundle: Bundle, argv: list[str] | None, token: 
     if argv:
         meta["argv"] = argv
     shard_files: dict[str, bytes] = {}
+    if bundle.src is not None:
+        meta["src"] = bundle.src.meta()
     if bundle.shards is not None:
         # Parquet parts at the same relative paths as the local backend's; each container
         # localizes only the parts its task reads (YarnProvider), the AM none.
@@ -132,6 +135,7 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
         # Before the application exists: packing a large venv takes a while, and a failure
         # here leaves nothing to clean up (the cache only ever holds complete archives).
         env_entry, env_info = staging.env_archive(packenv.venv_root(spec.pack_env))
+    src_entry, src_info = staging.src_archive(bundle.src) if bundle.src else (None, None)
     try:
         app_id = rm.new_application()
         token = secrets.token_urlsafe(32)
@@ -141,6 +145,8 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
         resources = {k: v for k, v in resources.items() if not k.startswith(shards.SHARDS_DIR)}
         if env_entry is not None:
             executor_resources[packenv.ENV_NAME] = resources[packenv.ENV_NAME] = env_entry
+        if src_entry is not None:
+            executor_resources[SRC_NAME] = src_entry  # the executors' only: the AM runs none
         resources["resources.json"] = staging.upload_json(
             app_id, "resources.json", executor_resources
         )
@@ -160,6 +166,8 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
         }
         if env_info is not None:
             yarn_info["pack_env"] = env_info  # bytes_uploaded: 0 when the hash was cached
+        if src_info is not None:
+            yarn_info["src"] = src_info
         (record_dir / "yarn.json").write_text(json.dumps(yarn_info))
         (record_dir / "spec.json").write_text(spec.to_json())  # last: it makes the dir a job
         submitted = True  # from here a half-done submit may have created the app: kill it

@@ -3,7 +3,8 @@
 ``/user/<user>/.tony-jupyter/<application id>/`` (mode 700) holds what the AM and the executors
 localize: spec.json, token (600), cell.py, names.pkl, bundle.json, and resources.json, the YARN
 local-resource entries (exact size and modificationTime, or the NodeManager refuses them).
-``/user/<user>/.tony-jupyter/envs/`` caches the ``--pack-env`` archives (packenv.py).
+``/user/<user>/.tony-jupyter/envs/`` caches the ``--pack-env`` archives (packenv.py), ``src/``
+the directories shipped with jobs (srcdir.py), each under its content hash.
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ from pathlib import Path
 import requests
 from hdfs import Client, HdfsError, InsecureClient
 
+from ... import srcdir
 from ...errors import BackendError
+from ...srcdir import SrcDir
 from ...tokens import HDFS_KIND, Token
 from .conf import Address
 
 STAGING = ".tony-jupyter"
 ENVS = "envs"  # --pack-env archives, one per content hash, kept across jobs
+SRCS = "src"  # shipped directories (srcdir.py), one per content hash, kept across jobs
 
 
 class Staging:
@@ -134,18 +138,32 @@ class Staging:
         """
         from . import packenv
 
-        t0 = time.time()
         digest = packenv.content_hash(prefix)
-        d = f"{self.root}/{ENVS}"
+        # PRIVATE: a NodeManager keeps the unpacked env for this user's later jobs too.
+        return self._archive(ENVS, digest, lambda local: packenv.pack(prefix, local), "PRIVATE")
+
+    def src_archive(self, src: SrcDir) -> tuple[dict, dict]:
+        """The shipped directory (srcdir.py) as a YARN ARCHIVE entry, uploaded once per content
+        hash. APPLICATION visibility: each job unpacks its own copy, which its tasks may write
+        in, and the NodeManager removes it with the application."""
+
+        def pack(local: Path) -> None:
+            local.write_bytes(srcdir.archive(src))
+
+        return self._archive(SRCS, src.digest, pack, "APPLICATION")
+
+    def _archive(self, kind: str, digest: str, pack, visibility: str) -> tuple[dict, dict]:
+        t0 = time.time()
+        d = f"{self.root}/{kind}"
         path = f"{d}/{digest}.tar.gz"
         st = self._call(f"reading {path}", self.client.status, path, strict=False)
         uploaded, pack_s, upload_s = 0, 0.0, 0.0
         if st is None:
             self._call(f"creating {d}", self.client.makedirs, d, permission="700")
-            with tempfile.TemporaryDirectory(prefix="tony-pack-env-") as tmp:
-                local = Path(tmp) / "env.tar.gz"
+            with tempfile.TemporaryDirectory(prefix=f"tony-{kind}-") as tmp:
+                local = Path(tmp) / "archive.tar.gz"
                 t_pack = time.time()
-                packenv.pack(prefix, local)
+                pack(local)
                 pack_s = time.time() - t_pack
                 uploaded = os.path.getsize(local)
                 # Written under a temporary name, then renamed: a job never localizes a half
@@ -170,8 +188,7 @@ class Staging:
         entry = {
             "resource": f"{self.fs}{path}",
             "type": "ARCHIVE",
-            # PRIVATE: a NodeManager keeps the unpacked env for this user's later jobs too.
-            "visibility": "PRIVATE",
+            "visibility": visibility,
             "size": st["length"],
             "timestamp": st["modificationTime"],
         }
@@ -197,7 +214,7 @@ class Staging:
     def list_jobs(self) -> list[str]:
         got = self._call("listing", self.client.status, self.root, strict=False)
         names = self._call("listing", self.client.list, self.root) if got else []
-        return [n for n in names if n != ENVS]
+        return [n for n in names if n not in (ENVS, SRCS)]
 
     def remove(self, app_id: str) -> None:
         d = self.job_dir(app_id)
