@@ -355,6 +355,7 @@ class ExecutorEnv(Record):
     tensorboard_dir: str = ""
     tensorboard: bool = True
     session: bool = False
+    secure: bool = False  # Kerberos: TensorBoard lets the RM's proxy in for the job's owner only
     # Set per task by the provider:
     task_id: str = ""
     attempt: int = 0
