@@ -229,3 +229,11 @@ def test_tensorboard_dir_is_the_job_dir_locally_and_the_chief_container_on_yarn(
     resolve_tensorboard_dir(env)
     expected = tmp_path / ("am-dir/tensorboard" if backend == "local" else "tensorboard")
     assert env["TONY_TENSORBOARD_DIR"] == str(expected)
+
+
+def test_the_guard_is_told_secure_mode_and_the_owner_from_the_environment(monkeypatch):
+    monkeypatch.setenv("USER", "alice")
+    config = tb.guard_config({"TONY_SECURE": "1"})
+    assert config.secure is True and config.owner == "alice"
+    assert tb.guard_config({}).secure is False  # off unless the backend says so
+    assert config.key != tb.guard_config({}).key and len(config.path_key) >= 32

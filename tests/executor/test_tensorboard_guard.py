@@ -55,6 +55,11 @@ def test_a_first_visit_with_the_key_sets_a_cookie_and_redirects_without_it():
     assert guarded(secure=True).get("/data/runs").status_code == 403  # a browser without it
 
 
+def test_the_redirect_keeps_the_path_as_it_came():
+    r = guarded().get(f"/data/a%20b/%C3%A9?tony_token={KEY}")
+    assert r.status_code == 302 and r.headers["Location"] == "/data/a%20b/%C3%A9"
+
+
 def test_a_wrong_key_in_the_url_or_a_forged_cookie_is_refused():
     c = guarded()
     r = c.get("/?tony_token=" + "x" * 43)

@@ -60,13 +60,22 @@ def command(logdir: str, bind: str, port: int) -> list[str]:
     ]
 
 
+def job_owner() -> str:
+    """The user the job runs as: in a YARN container the NodeManager sets ``USER`` to the
+    application's user. "" (no owner: the RM's proxy never gets in on a secure cluster) if
+    there is no telling."""
+    try:
+        return os.environ.get("USER") or getpass.getuser()
+    except (KeyError, OSError):
+        return ""
+
+
 def guard_config(env: dict[str, str]) -> GuardConfig:
-    """Fresh secrets for this TensorBoard. The owner: the user the job runs as (in a YARN
-    container the NodeManager sets ``USER`` to the application's user)."""
+    """Fresh secrets for this TensorBoard."""
     return GuardConfig(
         key=secrets.token_urlsafe(32),
         path_key=secrets.token_urlsafe(24),
-        owner=os.environ.get("USER") or getpass.getuser(),
+        owner=job_owner(),
         secure=env.get(ExecutorEnv.var("secure")) == "1",
     )
 

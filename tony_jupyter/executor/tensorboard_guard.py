@@ -95,7 +95,9 @@ class Guard:
             if not _same(given[0], self.config.key):
                 return self.refuse(start_response, f"wrong {TOKEN_PARAM}")
             rest = urlencode([(k, v) for k, v in query if k != TOKEN_PARAM])
-            location = quote(environ.get("SCRIPT_NAME", "") + path) + ("?" + rest if rest else "")
+            # WSGI paths are bytes decoded as latin-1 (PEP 3333): quote those bytes.
+            raw = (environ.get("SCRIPT_NAME", "") + path).encode("latin-1", "replace")
+            location = quote(raw) + ("?" + rest if rest else "")
             cookie = f"{self.cookie_name}={self.cookie_value}; Path=/; HttpOnly; SameSite=Lax"
             headers = [("Location", location), ("Set-Cookie", cookie)]
             return self.reply(start_response, "302 Found", b"", headers)

@@ -25,7 +25,7 @@ STRIPPED_HEADERS = ("Authorization", "Cookie", "X-XSRFToken")
 
 
 class EndpointProxyHandler(ProxyHandler):
-    """Proxies to ``snapshot["endpoints"][endpoint]`` of the job, and nowhere else."""
+    """Proxies to the endpoint the job registered (its AM says where), and nowhere else."""
 
     upstream_key: str | None = None  # the endpoint's key: set by upstream(), which runs first
 
