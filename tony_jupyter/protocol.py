@@ -3,8 +3,8 @@
 States are string enums (in JSON, their value); records are frozen dataclasses with one JSON
 form (``to_json``/``from_json``) and ``SCHEMA_VERSION``, like ``JobSpec``. The AM serves
 :class:`JobSnapshot` (``GET /api/v1/job``), which the notebook side reads back as the same record;
-the labextension's types come from ``labextension/schema/protocol.schema.json``, checked against
-these records by tests/test_protocol.py. :class:`ExecutorEnv` defines the ``TONY_*`` variables.
+the labextension's types come from ``labextension/schema/protocol.schema.json`` (checked by
+tests/test_protocol.py). :class:`ExecutorEnv` defines the ``TONY_*`` variables.
 """
 
 from __future__ import annotations
@@ -358,6 +358,7 @@ class ExecutorEnv(Record):
     framework: str = "tensorflow"  # with these two: the env of executor/frameworks.py
     procs_per_task: int = 1
     max_attempts: int = 1
+    secure: bool = False  # Kerberos: TensorBoard lets the RM's proxy in for the job's owner only
     # Set per task by the provider:
     task_id: str = ""
     attempt: int = 0
@@ -377,9 +378,8 @@ class ExecutorEnv(Record):
         env = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if value is None:
-                continue
-            env[self.var(f.name)] = str(int(value)) if isinstance(value, bool) else str(value)
+            if value is not None:
+                env[self.var(f.name)] = str(int(value)) if isinstance(value, bool) else str(value)
         return env
 
     @classmethod

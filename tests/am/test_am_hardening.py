@@ -105,6 +105,42 @@ def test_an_endpoint_is_on_a_host_of_the_jobs_tasks(job):
     assert "evil" not in job.snapshot().endpoints
 
 
+def test_an_endpoints_key_goes_to_the_job_token_only_and_never_into_the_snapshot(job):
+    host = job.snapshot().task("worker:0").host
+    url, key, path_key = f"http://{host}:6006/", "k" * 43, "p" * 32
+    chief = bearer(task_token(job.record.token, "worker:0"))
+    body = {"name": "tensorboard", "url": url, "key": key, "path_key": path_key}
+    r = requests.post(api(job, "endpoints"), json=body, headers=chief, timeout=5)
+    assert r.status_code == 200, r.text
+
+    assert job.session.get(api(job, "endpoints/tensorboard"), timeout=5).json() == {
+        "name": "tensorboard",
+        "url": url,
+        "key": key,
+    }
+    assert job.endpoint("tensorboard") == {"name": "tensorboard", "url": url, "key": key}
+    # The code a task runs holds its task's token: not enough for the key.
+    r = requests.get(api(job, "endpoints/tensorboard"), headers=chief, timeout=5)
+    assert r.status_code == 403 and "executor calls only" in r.json()["error"]
+    assert requests.get(api(job, "endpoints/tensorboard"), timeout=5).status_code == 401
+    assert job.endpoint("nope") is None
+    # Snapshots are rendered into notebooks; events are served and kept beside the job.
+    assert job.snapshot().endpoints == {"tensorboard": url}
+    events, _ = job.events(0)
+    public = json.dumps([job.snapshot().to_json(), events])
+    public += (job.record.dir / "events.jsonl").read_text()
+    assert url in public and key not in public and path_key not in public
+
+    for bad in ("short", "p" * 20 + "/x", "p" * 129):
+        body = {"name": "tensorboard", "url": url, "key": key, "path_key": bad}
+        r = requests.post(api(job, "endpoints"), json=body, headers=chief, timeout=5)
+        assert r.status_code == 400 and "path_key" in r.json()["error"]
+    assert job.endpoint("tensorboard")["key"] == key  # a refused registration changed nothing
+
+    job.kill()  # an ended job's ports are free for anyone: its endpoints lead nowhere
+    assert job.endpoint("tensorboard") is None
+
+
 def test_an_executor_acts_for_its_own_task_only(job):
     deadline = time.monotonic() + 20
     text = ""

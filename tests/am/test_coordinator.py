@@ -1,5 +1,7 @@
 """Coordinator rules, driven with a fake provider and a fake clock (no processes)."""
 
+import json
+
 import pytest
 
 from tony_jupyter.am.coordinator import Coordinator, StaleAttempt
@@ -10,6 +12,13 @@ from tony_jupyter.options import parse_job_args
 class FakeProvider(Provider):
     def __init__(self):
         self.launched, self.stopped = [], []
+        self.recorded, self.tracking = [], []  # the recovery log; endpoint_registered calls
+
+    def record_event(self, event):
+        self.recorded.append(event)
+
+    def endpoint_registered(self, name, url, path_key=None):
+        self.tracking.append((name, url, path_key))
 
     def launch(self, task, task_id, attempt, env):
         self.launched.append((task_id, attempt, env))
@@ -188,6 +197,29 @@ def test_new_am_recovers_the_job_from_the_event_log_and_starts_the_next_attempt(
     assert lost["attempt"] == 1 and "the AM was lost" in lost["reason"]
 
 
+def test_endpoint_keys_stay_in_the_recovery_log_and_a_new_am_recovers_them(tmp_path):
+    first, p, _ = make("--workers 1", tmp_path / "am1")
+    register_all(first)
+    keys = {"key": "k" * 43, "path_key": "p" * 32}
+    first.add_endpoint("tensorboard", "http://h:1/", keys)
+    assert p.tracking == [("tensorboard", "http://h:1/", "p" * 32)]
+    public = json.dumps([first.snapshot().to_json(), first.events])
+    first.close()
+    public += (tmp_path / "am1" / "events.jsonl").read_text()
+    assert "http://h:1/" in public and "k" * 43 not in public and "p" * 32 not in public
+    (record,) = [e for e in p.recorded if e["kind"] == "endpoint"]
+    assert record["key"] == "k" * 43 and record["path_key"] == "p" * 32
+
+    _, spec = parse_job_args("--workers 1")
+    (tmp_path / "am2").mkdir()
+    second = Coordinator("job1", spec, tmp_path / "am2", FakeProvider(), {}, clock=Clock())
+    second.recover(p.recorded)
+    assert second.endpoints == {"tensorboard": "http://h:1/"}
+    assert second.endpoint_keys == {"tensorboard": keys}
+    assert "k" * 43 not in json.dumps(second.events)  # the history goes on without them
+    assert second.events == first.events
+
+
 def test_new_am_of_a_job_that_had_ended_only_reports_the_end(tmp_path):
     first, _, _ = make("--workers 1", tmp_path / "am1")
     first.kill("killed on request")
@@ -198,3 +230,13 @@ def test_new_am_of_a_job_that_had_ended_only_reports_the_end(tmp_path):
     second.recover(list(first.events))
     second.start()
     assert second.state == "KILLED" and provider.launched == []
+
+
+def test_yarn_tracking_url_is_tensorboards_path_key():
+    from tony_jupyter.am.yarn.provider import YarnProvider
+
+    yarn = YarnProvider.__new__(YarnProvider)  # no JVM: only the hook's own rule
+    yarn.endpoint_registered("tensorboard", "http://node1:6006/", "p" * 32)
+    assert yarn.tracking_url == "http://node1:6006/" + "p" * 32 + "/"
+    yarn.endpoint_registered("other", "http://node1:7000/", None)
+    assert yarn.tracking_url == "http://node1:6006/" + "p" * 32 + "/"

@@ -55,6 +55,28 @@ async def test_the_upstream_gets_no_jupyter_credentials(jp_fetch, jp_serverapp, 
     assert hit["uri"] == "/data?run=a%2Fb"
 
 
+async def test_the_upstream_gets_the_endpoints_key_instead(jp_fetch, jp_serverapp, running_job):
+    """TensorBoard's guard takes the key the chief registered; the proxy gets it from the AM."""
+    url = running_job.snapshot().endpoints["tensorboard"]
+    key = "k" * 43
+    body = {"name": "tensorboard", "url": url, "key": key, "path_key": "p" * 32}
+    running_job.session.post(
+        f"{running_job.am_url()}/api/v1/endpoints", json=body, timeout=5
+    ).raise_for_status()
+    token = jp_serverapp.identity_provider.token
+    r = await jp_fetch(
+        "tony", "proxy", running_job.job_id, "tensorboard", "data",
+        headers={"Authorization": f"token {token}", "Cookie": "proxy-user=alice"},
+    )  # fmt: skip
+    assert r.code == 200
+    [hit] = SEEN
+    sent = {k.lower(): v for k, v in hit["headers"].items()}
+    assert sent["authorization"] == f"Bearer {key}" and "cookie" not in sent
+    assert token not in json.dumps(hit) and "p" * 32 not in json.dumps(hit)
+    jobs = await jp_fetch("tony", "api", "jobs", running_job.job_id)
+    assert key not in jobs.body.decode()  # the server's API shows no key either
+
+
 async def test_the_proxy_forgets_an_ended_jobs_endpoint(jp_fetch, running_job):
     parts = ("tony", "proxy", running_job.job_id, "tensorboard", "x")
     assert await status(jp_fetch, *parts) == 200

@@ -65,6 +65,10 @@ async def test_tensorboard_on_yarn_through_the_tracking_url_and_the_proxy(
         # TensorBoard (it led to the AM's API before the chief registered TensorBoard).
         tracking = cluster.app(app_id)["trackingUrl"]
         assert tracking.endswith(f"/proxy/{app_id}/"), tracking
+        # TensorBoard's own port answers only its guard's credentials (the RM's proxy comes in
+        # under a secret path, which the tracking URL carries).
+        plain = requests.get(url + "data/runs", timeout=10)
+        assert plain.status_code == 403 and "open it through Jupyter" in plain.text
         runs = wait_for(
             lambda: _json_or_none(requests.get(tracking + "data/runs", timeout=10)),
             60,

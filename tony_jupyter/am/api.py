@@ -9,14 +9,15 @@ from urllib.parse import urlparse
 
 from tornado import web
 
-from ..protocol import TERMINAL_JOB_STATES, EventKind
-from .coordinator import StaleAttempt
+from ..protocol import TERMINAL_JOB_STATES
+from .coordinator import ENDPOINT_SECRETS, StaleAttempt
 from .http import API, MAX_RESULT_BODY, AMState, BaseHandler
 from .session_api import ROUTES as SESSION_ROUTES
 
 MAX_LOG_READ = 8 << 20
 ENDPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 HOST = re.compile(r"^[A-Za-z0-9._:\[\]-]{1,255}$")
+SECRET = re.compile(r"^[A-Za-z0-9_-]{16,128}$")  # URL-safe: path_key is a path segment
 
 log = logging.getLogger("tony_jupyter.am")
 
@@ -100,9 +101,11 @@ class EndpointHandler(BaseHandler):
             raise web.HTTPError(
                 400, f"endpoint URL {url!r}: not on a host of this job's tasks ({sorted(hosts)})"
             )
-        self.coord.endpoints[name] = url
-        self.coord.emit(EventKind.ENDPOINT, name=name, url=url)
-        self.coord.provider.endpoint_registered(name, url)
+        keys = {k: self.field(b, k, str, None) for k in ENDPOINT_SECRETS}
+        for k, v in keys.items():
+            if v is not None and not SECRET.match(v):
+                raise web.HTTPError(400, f"endpoint {k}: 16 to 128 of A-Z a-z 0-9 _ -")
+        self.coord.add_endpoint(name, url, {k: v for k, v in keys.items() if v})
         self.finish({"ok": True})
 
 
@@ -124,6 +127,20 @@ class CredentialsHandler(BaseHandler):
             raise web.HTTPError(400, f"not a delegation token: {e}") from None
         log.info("credentials version %d from the notebook: %s", version, sorted(tokens))
         self.finish({"version": version})
+
+
+class EndpointKeyHandler(BaseHandler):
+    """``endpoints/<name>``: where an endpoint is and the key its guard takes (TensorBoard's
+    bearer credential), for the job token only (the server extension's proxy sends it): a
+    task's token, which the code a task runs holds, gets 403."""
+
+    def get(self, name: str) -> None:
+        url = self.coord.endpoints.get(name)
+        if url is None or self.coord.state in TERMINAL_JOB_STATES:
+            # An ended job's ports are free for anyone to listen on: nothing to send there.
+            raise web.HTTPError(404, f"no endpoint {name!r} in this job")
+        key = self.coord.endpoint_keys.get(name, {}).get("key")
+        self.finish({"name": name, "url": url, "key": key})
 
 
 class ExecutorHandler(BaseHandler):
@@ -217,6 +234,7 @@ def make_app(am: AMState) -> web.Application:
         ("release", ReleaseHandler),
         ("endpoints", EndpointHandler),
         ("credentials", CredentialsHandler),
+        (f"endpoints/({ENDPOINT_NAME.pattern[1:-1]})", EndpointKeyHandler),
         ("executor/register", RegisterHandler),
         ("executor/cluster-spec", ClusterSpecHandler),
         ("executor/heartbeat", HeartbeatHandler),

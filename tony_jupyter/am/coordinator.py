@@ -26,6 +26,8 @@ from ..spec import JobSpec
 from . import rules
 from .provider import Provider
 
+ENDPOINT_SECRETS = ("key", "path_key")  # an endpoint's credentials (TensorBoard's guard)
+
 
 class StaleAttempt(Exception):
     """A request from a task of an attempt that has ended: the executor should exit."""
@@ -74,6 +76,9 @@ class Coordinator:
         self.attempt_history: list[dict] = []
         self.events: list[dict] = []
         self.endpoints: dict[str, str] = {}
+        # An endpoint's credentials (TensorBoard's "key" and "path_key"): never in a snapshot or
+        # in the events served or kept beside the job; only in YARN's recovery log (below).
+        self.endpoint_keys: dict[str, dict[str, str]] = {}
         self.result: dict | None = None
         self.started_at = clock()
         self.finished_at: float | None = None
@@ -86,12 +91,14 @@ class Coordinator:
 
     # --- events ---------------------------------------------------------------------------
 
-    def emit(self, kind: EventKind, **data) -> None:
+    def emit(self, kind: EventKind, private: dict | None = None, **data) -> None:
+        """Record an event; ``private`` fields go to the provider's recovery log only (on YARN
+        in the job's staging directory, mode 700, beside the job token)."""
         event = Event(len(self.events), self.clock(), kind, data).to_json()
         self.events.append(event)
         self._event_file.write(json.dumps(event) + "\n")
         self._event_file.flush()
-        self.provider.record_event(event)
+        self.provider.record_event({**event, **private} if private else event)
         self.changed()
 
     def subscribe(self, notify) -> None:
@@ -137,7 +144,9 @@ class Coordinator:
                 f.write(batch["text"])
         kept = [Event.from_json(e) for e in events if e["kind"] != EventKind.LOG]
         for old in sorted(kept, key=lambda e: e.seq):
-            ev, d = replace(old, seq=len(self.events)), old.data
+            d = old.data
+            public = {k: v for k, v in d.items() if k not in ENDPOINT_SECRETS}
+            ev = replace(old, seq=len(self.events), data=public)
             self.events.append(ev.to_json())
             self._event_file.write(json.dumps(ev.to_json()) + "\n")
             if ev.kind is EventKind.ATTEMPT:
@@ -149,6 +158,8 @@ class Coordinator:
                     )
             elif ev.kind is EventKind.ENDPOINT:
                 self.endpoints[str(d["name"])] = str(d["url"])
+                keys = {k: str(d[k]) for k in ENDPOINT_SECRETS if d.get(k)}
+                self.endpoint_keys[str(d["name"])] = keys
             elif ev.kind is EventKind.JOB:
                 self.state = d["state"]
                 self.reason = d.get("reason") or self.reason
@@ -197,6 +208,14 @@ class Coordinator:
         return self.tasks[task_id]
 
     # --- executor calls ---------------------------------------------------------------------
+
+    def add_endpoint(self, name: str, url: str, keys: dict[str, str]) -> None:
+        """A task's endpoint (TensorBoard) at ``url``; ``keys`` (its "key" and "path_key", if
+        it has them) are kept out of the snapshot and the events the AM serves."""
+        self.endpoints[name] = url
+        self.endpoint_keys[name] = {k: v for k, v in keys.items() if k in ENDPOINT_SECRETS}
+        self.emit(EventKind.ENDPOINT, private=self.endpoint_keys[name], name=name, url=url)
+        self.provider.endpoint_registered(name, url, self.endpoint_keys[name].get("path_key"))
 
     def register(
         self, task_id: str, attempt: int, host: str, port: int, pid: int, container=None

@@ -36,9 +36,11 @@ class Provider(abc.ABC):
     def record_event(self, event: dict) -> None:  # noqa: B027 - optional hook
         """Every job event as it happens (YARN keeps them on HDFS for a restarted AM)."""
 
-    def endpoint_registered(self, name: str, url: str) -> None:  # noqa: B027 - optional hook
+    def endpoint_registered(  # noqa: B027 - optional hook
+        self, name: str, url: str, path_key: str | None = None
+    ) -> None:
         """A task registered endpoint ``name`` at ``url`` (YARN points its tracking URL at
-        TensorBoard)."""
+        TensorBoard: at ``url + path_key + "/"``, the path its guard opens to the RM's proxy)."""
 
     def credentials(self) -> dict | None:
         """{"version": n, "tokens": {...}} on a secure cluster, None elsewhere."""

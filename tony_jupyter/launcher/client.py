@@ -138,8 +138,11 @@ class JobClient(ABC):
 
     # --- the AM's API, with the disk as fallback ------------------------------------------
 
-    def call_am(self, method: str, path: str, timeout: float = 10, **kw: Any) -> Any:
-        """``/api/v1/<path>`` on the AM: its JSON answer, or None when no AM answers."""
+    def call_am(
+        self, method: str, path: str, timeout: float = 10, none_on_404: bool = False, **kw: Any
+    ) -> Any:
+        """``/api/v1/<path>`` on the AM: its JSON answer, or None when no AM answers (or, with
+        ``none_on_404``, when it answers 404)."""
         url = self.am_url()
         if url is None:
             return None
@@ -153,6 +156,8 @@ class JobClient(ABC):
                 if not tries_left:
                     self._am_unreachable()
                     return None  # the AM just exited; the caller falls back to disk
+        if r.status_code == 404 and none_on_404:
+            return None
         if r.status_code >= 400:
             raise BackendError(f"AM of {self.job_id} answered {r.status_code}: {r.text[:300]}")
         return r.json()
@@ -167,6 +172,12 @@ class JobClient(ABC):
         if saved is not None:
             return JobSnapshot.from_json(saved)
         return self.lost_snapshot(self.record.read_json("spec.json") or {})
+
+    def endpoint(self, name: str) -> dict | None:
+        """``{"name", "url", "key"}``: where the job's endpoint ``name`` is and the key its guard
+        takes (TensorBoard's; null for an endpoint without one). None when the job has no such
+        endpoint, has ended (its ports are free for anyone to listen on) or its AM is gone."""
+        return self.call_am("GET", f"endpoints/{name}", none_on_404=True)
 
     def events(self, since: int, timeout: float = 0) -> tuple[list[dict], int]:
         got = self.call_am(

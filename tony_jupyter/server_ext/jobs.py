@@ -68,8 +68,8 @@ def _summary_of(rec: JobRecord) -> dict:
 class ServerJobs:
     """What the handlers share, made once from the extension's settings (config.py): a thread
     pool for JobClient's blocking HTTP (AMs, YARN's RM), never run on the server's loop, and
-    the endpoints each job registered, kept for a moment (TensorBoard's page loads dozens of
-    files)."""
+    the endpoints each job registered (URL and key, from its AM), kept for a moment
+    (TensorBoard's page loads dozens of files)."""
 
     def __init__(
         self,
@@ -82,7 +82,7 @@ class ServerJobs:
         self.user = user  # a secure cluster's user: the only one whose jobs are shown
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="tony-server")
         self.endpoint_ttl = endpoint_ttl
-        self._endpoints: dict[str, tuple[float, dict[str, str]]] = {}
+        self._endpoints: dict[tuple[str, str], tuple[float, dict]] = {}
 
     async def blocking(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
@@ -95,11 +95,15 @@ class ServerJobs:
         rows = await asyncio.gather(*(self.blocking(_summary_of, r) for r in recs))
         return sorted(rows, key=lambda r: r.get("started") or 0, reverse=True)
 
-    async def endpoint(self, job_id: str, name: str) -> str | None:
-        hit = self._endpoints.get(job_id)
-        if hit is None or time.monotonic() - hit[0] > self.endpoint_ttl or name not in hit[1]:
-            snap = await self.blocking(self.client(job_id).snapshot)
-            # An ended job's ports are free for anyone to listen on: forget its endpoints.
-            endpoints = {} if snap.terminal else dict(snap.endpoints)
-            hit = self._endpoints[job_id] = (time.monotonic(), endpoints)
-        return hit[1].get(name)
+    async def endpoint(self, job_id: str, name: str) -> dict | None:
+        """``{"url", "key"}`` of the job's endpoint (JobClient.endpoint), or None: also once
+        the job has ended, as its ports are free for anyone to listen on."""
+        hit = self._endpoints.get((job_id, name))
+        if hit is None or time.monotonic() - hit[0] > self.endpoint_ttl:
+            client = self.client(job_id)  # 404 for an unknown job
+            got = await self.blocking(client.endpoint, name)
+            if got is None:
+                self._endpoints.pop((job_id, name), None)
+                return None
+            hit = self._endpoints[(job_id, name)] = (time.monotonic(), got)
+        return hit[1]

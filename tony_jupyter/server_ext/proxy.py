@@ -3,7 +3,9 @@
 Built on jupyter-server-proxy's ``ProxyHandler`` (it authenticates in ``prepare()``). The
 upstream host and port come only from the job's registered endpoints (``{"tensorboard":
 "http://host:port/"}``): the URL names a job and an endpoint, never a host, so this is not an
-open proxy. Everything after the endpoint is a path on that one upstream.
+open proxy. Everything after the endpoint is a path on that one upstream. The upstream gets the
+endpoint's key (``Authorization: Bearer``; TensorBoard's guard takes it), which the AM gives
+the job's token only, and none of the user's own credentials.
 """
 
 from __future__ import annotations
@@ -23,14 +25,17 @@ STRIPPED_HEADERS = ("Authorization", "Cookie", "X-XSRFToken")
 
 
 class EndpointProxyHandler(ProxyHandler):
-    """Proxies to ``snapshot["endpoints"][endpoint]`` of the job, and nowhere else."""
+    """Proxies to the endpoint the job registered (its AM says where), and nowhere else."""
+
+    upstream_key: str | None = None  # the endpoint's key: set by upstream(), which runs first
 
     async def upstream(self, job_id: str, endpoint: str) -> tuple[str, int]:
         jobs: ServerJobs = self.settings[SETTINGS_KEY + ".jobs"]
-        url = await jobs.endpoint(job_id, endpoint)  # 404 for an unknown job
-        if not url:
+        found = await jobs.endpoint(job_id, endpoint)  # 404 for an unknown job
+        if not found or not isinstance(found.get("url"), str):
             raise web.HTTPError(404, f"job {job_id} has no endpoint {endpoint!r}")
-        parsed = urlparse(url)
+        self.upstream_key = found.get("key")
+        parsed = urlparse(found["url"])
         if parsed.scheme != "http" or not parsed.hostname or not parsed.port:
             raise web.HTTPError(502, f"job {job_id} registered an unusable {endpoint} URL")
         # The allowlist is exactly the registered host: ProxyHandler checks it again.
@@ -47,6 +52,8 @@ class EndpointProxyHandler(ProxyHandler):
         for name in STRIPPED_HEADERS:
             if name in headers:
                 del headers[name]
+        if self.upstream_key:
+            headers["Authorization"] = f"Bearer {self.upstream_key}"
         return headers
 
     def get_client_uri(self, protocol, host, port, proxied_path):

@@ -135,11 +135,14 @@ class YarnProvider(Provider):
     def set_outcome(self, state: str, reason: str) -> None:
         self.outcome = (state, reason)
 
-    def endpoint_registered(self, name: str, url: str) -> None:
+    def endpoint_registered(self, name: str, url: str, path_key: str | None = None) -> None:
         if name == "tensorboard":
             # TonY's one-click TensorBoard: the application's tracking URL (the RM's
-            # /proxy/<app>/) leads to TensorBoard. Sent by the allocate thread (_run).
-            self.tracking_url = url
+            # /proxy/<app>/) leads to TensorBoard. Sent by the allocate thread (_run). Its guard
+            # admits requests under /<path_key>/ only, and on a secure cluster only those the
+            # RM's proxy marks as the owner's (its proxy-user cookie); path_key is secret: the
+            # RM shows a tracking URL to those with the application's view ACL only.
+            self.tracking_url = url + path_key + "/" if path_key else url
 
     # --- Provider contract ----------------------------------------------------------------
 
@@ -284,7 +287,7 @@ class YarnProvider(Provider):
         if self.staging:
             # checkpoint_dir() is container-local, mirrored here (executor/checkpoints.py).
             env[V("checkpoint_remote")] = urlparse(self.staging).path + "/checkpoints"
-        for name in ("HADOOP_USER_NAME", V("webhdfs_url"), "KRB5_CONFIG"):
+        for name in ("HADOOP_USER_NAME", V("webhdfs_url"), V("secure"), "KRB5_CONFIG"):
             if os.environ.get(name):
                 env[name] = os.environ[name]
         tokens = None
