@@ -26,10 +26,10 @@ SLEEPER = "import time\ntime.sleep(600)\n"
 
 @pytest.fixture
 def alices_job(shell, tony_home, secure):
-    job = shell.run_cell_magic("tony", "--workers 1 --async --no-tensorboard", SLEEPER)
-    deadline = time.monotonic() + 120
-    while secure.app(job.job_id)["state"] != "RUNNING" or not job.snapshot().tasks[0].pid:
-        assert time.monotonic() < deadline, "alice's job never ran"
+    job = shell.run_cell_magic("tony", "--workers 1 --async", SLEEPER)
+    deadline = time.monotonic() + 150
+    while not job.snapshot().endpoints.get("tensorboard"):  # running, TensorBoard up
+        assert time.monotonic() < deadline, "alice's job never ran with its TensorBoard"
         time.sleep(0.5)
     yield job
     job.kill()
@@ -67,6 +67,26 @@ def test_bob_is_shut_out_of_alices_job(alices_job, secure, secure_cluster, monke
         r = requests.get(f"{am_url}/api/v1/job", headers=headers, timeout=10)
         assert r.status_code in (401, 403), r.status_code
     assert alices_job.snapshot().state == "RUNNING"
+
+
+def test_bob_cannot_reach_alices_tensorboard(alices_job, secure):
+    app_id = alices_job.job_id
+    # Straight to the port on the node: the guard wants the job's key.
+    url = alices_job.snapshot().endpoints["tensorboard"]
+    r = requests.get(url, timeout=10)
+    assert r.status_code == 403 and "TensorBoard" not in r.text, r.text[:300]
+    # Through the RM's web proxy (past its "not yours" warning page): the proxy forwards
+    # bob's request with proxy-user=bob, which the guard refuses; alice's gets through.
+    proxy = f"{secure.rm}/proxy/{app_id}/"
+    warned = {f"checked_{app_id}": "true"}
+    deadline = time.monotonic() + 60
+    while (mine := secure.alice.get(proxy, cookies=warned, timeout=10)).status_code != 200:
+        assert time.monotonic() < deadline, (mine.status_code, mine.text[:300])
+        time.sleep(1)  # the tracking URL reaches the RM with the AM's next allocate
+    assert "<tf-tensorboard" in mine.text or "TensorBoard" in mine.text, mine.text[:300]
+    theirs = secure.bob.get(proxy, cookies=warned, timeout=10)
+    assert theirs.status_code == 403, (theirs.status_code, theirs.text[:300])
+    assert "not the owner" in theirs.text
 
 
 def test_server_extension_lists_only_the_users_own_jobs(
