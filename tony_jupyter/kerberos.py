@@ -136,7 +136,10 @@ class Login:
     def _explain(self, e: Exception, host: str | None = None) -> BackendError:
         text = str(e)
         low = text.lower()
-        if self.keytab and ("keytab" in low or "key table" in low or "not found" in low):
+        if self.keytab and any(
+            w in low for w in ("keytab", "key table", "not found", "no credentials")
+        ):
+            # The keytab exists (checked before): it lacks this principal's key.
             return BackendError(
                 f"the keytab {self.keytab} holds no key for {self.principal} ({_first(text)}). "
                 f"Check the principal against `klist -kt {self.keytab}`"

@@ -40,7 +40,7 @@ def refused(shell, secure, line: str, *fragments: str) -> str:
 
 def test_no_ticket_says_run_kinit(shell, tony_home, secure, monkeypatch, tmp_path):
     monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path / 'no-ticket-here'}")
-    refused(shell, secure, "", "no Kerberos ticket", "run kinit", "--keytab")
+    refused(shell, secure, "", "no Kerberos ticket", "kinit", "--keytab")
 
 
 def test_expired_ticket_says_kinit_again(
