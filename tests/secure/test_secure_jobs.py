@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from helpers.cells import CHECKPOINTED, MWMS
+from helpers.cells import CHECKPOINTED, MWMS, PS
 from helpers.jobs import strike_when
 from sklearn.datasets import load_digits
 
@@ -142,3 +142,39 @@ def test_warm_session_outlives_the_tokens_max_lifetime(shell, tony_home, secure_
     assert second[0] is True  # HDFS still answers the task, with a token it did not start with
     assert second[1] != first[1]
     assert TokenKeeper.get().renewals.get(app_id, 0) >= 1
+
+
+def test_parameter_server_training_with_chief_worker_and_ps(digits, tony_home, secure):
+    # Four containers with the AM: what the CPU node's 4 vcores hold (the gpu queue is not
+    # alice's to use on the secure devcluster).
+    last = digits.run_cell_magic(
+        "tony",
+        "--chief --workers 1 --ps 1 --memory 1g --conf tony.ps.memory=768m "
+        "--conf tony.am.memory=768m --no-tensorboard --pull history,ps_devices",
+        PS,
+    )
+    history = digits.user_ns["history"]
+    assert digits.user_ns["ps_devices"] == 1
+    assert last == history["loss"][-1] < history["loss"][0]
+    assert secure.app(list_jobs()[0].id)["finalStatus"] == "SUCCEEDED"
+
+
+PACKED = """
+import os, sys
+from tony_jupyter import tokens
+(os.path.realpath(sys.prefix).startswith(os.path.realpath(os.path.join(os.getcwd(), "env"))),
+ bool(tokens.hdfs_token()))
+"""
+
+
+def test_pack_env_localizes_with_the_users_tokens(shell, tony_home, tmp_path_factory):
+    from bench.staging import build_env
+
+    venv = build_env(
+        tmp_path_factory.mktemp("secure-packenv"),
+        ["requests", "cloudpickle", "tornado", "psutil", "jpype1", "hdfs"],
+    )
+    in_env, has_token = shell.run_cell_magic(
+        "tony", f"--workers 1 --no-tensorboard --no-src-dir --pack-env {venv}", PACKED
+    )
+    assert in_env and has_token
