@@ -24,6 +24,13 @@ class SecureCluster:
         http = self.alice if as_user == "alice" else self.bob
         return http.get(f"{self.rm}/ws/v1/cluster/apps/{app_id}", timeout=10).json()["app"]
 
+    def wait_app_end(self, app_id: str, timeout: float = 60) -> dict:
+        deadline = time.monotonic() + timeout
+        while (app := self.app(app_id))["finalStatus"] == "UNDEFINED":
+            assert time.monotonic() < deadline, f"{app_id} still {app['state']}"
+            time.sleep(0.3)
+        return app
+
     def apps(self) -> list[dict]:
         got = self.alice.get(
             f"{self.rm}/ws/v1/cluster/apps",

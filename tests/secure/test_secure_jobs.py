@@ -37,7 +37,7 @@ def test_mwms_trains_as_alice_with_tokens_only(digits, tony_home, secure):
     last = job.result(timeout=300)
     history = digits.user_ns["history"]
     assert last == history["loss"][-1] < history["loss"][0]
-    app = secure.app(job.job_id)
+    app = secure.wait_app_end(job.job_id)
     assert (app["user"], app["finalStatus"]) == ("alice", "SUCCEEDED")
     (rec,) = list_jobs()
     log, _ = open_client(rec).logs("worker:1")
@@ -156,7 +156,7 @@ def test_parameter_server_training_with_chief_worker_and_ps(digits, tony_home, s
     history = digits.user_ns["history"]
     assert digits.user_ns["ps_devices"] == 1
     assert last == history["loss"][-1] < history["loss"][0]
-    assert secure.app(list_jobs()[0].id)["finalStatus"] == "SUCCEEDED"
+    assert secure.wait_app_end(list_jobs()[0].id)["finalStatus"] == "SUCCEEDED"
 
 
 PACKED = """
