@@ -64,11 +64,17 @@ def _once(dc, user: str | None, workers: int) -> dict:
     record = yarn_backend.submit(spec, bundle)
     job = TonyJob(record)
     deadline = time.monotonic() + 180
-    while len(list(out.iterdir())) < workers:
+    while True:
+        files = list(out.iterdir())
+        try:
+            if len(files) == workers:
+                t_user = max(float(f.read_text()) for f in files)
+                break
+        except ValueError:
+            pass  # a file made but not written yet
         if time.monotonic() > deadline:
             raise TimeoutError("tasks did not start")
         time.sleep(0.005)
-    t_user = max(float(f.read_text()) for f in out.iterdir())
     job.wait(120)
     job.client.release()
     job.client.wait_am_exit(60)

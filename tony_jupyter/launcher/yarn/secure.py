@@ -222,6 +222,9 @@ class TokenKeeper:
             time.sleep(KEEPER_TICK_S)
             for app_id, job in list(self.jobs.items()):
                 now = time.time()
+                if not job.record_dir.is_dir() or (job.record_dir / "status.json").exists():
+                    self.jobs.pop(app_id, None)  # ended (its final status is kept) or removed
+                    continue
                 try:
                     if now >= job.due:
                         self._replace(app_id, job)
