@@ -244,7 +244,18 @@ class RMClient:
         return self._request("POST", "/apps/new-application").json()["application-id"]
 
     def submit(self, context: dict) -> None:
-        self._request("POST", "/apps", ok=(200, 202), json=context)
+        r = self._request("POST", "/apps", ok=(200, 202, 400, 403), json=context)
+        if r.status_code in (400, 403):
+            why = _message(r)
+            if "permission to submit" in why:  # the queue's ACL (acl_submit_applications)
+                raise BackendError(
+                    f"YARN refused the job in queue {context.get('queue')!r}: {why}. Submit to "
+                    f"a queue {self.user} may use (--queue NAME, tony.yarn.queue), or ask the "
+                    "cluster's administrators for access to this one"
+                )
+            raise BackendError(
+                f"the ResourceManager ({self.address.url}) refused the application: {why}"
+            )
 
     def app(self, app_id: str) -> dict | None:
         r = self._request("GET", f"/apps/{app_id}", ok=(200, 404))
