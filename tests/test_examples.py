@@ -74,3 +74,23 @@ def test_parameter_server_training_custom_loop(shell, notebook):
     accuracy = [float(a) for a in re.findall(r"Finished epoch \d, accuracy is ([\d.]+)\.", log)]
     assert len(accuracy) == 4 and accuracy[-1] > accuracy[0], log[-2000:]
     assert re.search(r"Final loss is [\d.]+", log) and log.count("Evaluation accuracy:") == 2
+
+
+def test_tony_mnist_distributed_tf1(shell, notebook, tmp_path):
+    """TonY's TF1 example on tf.compat.v1, with its README's tony-test.xml (2 workers, 1 ps,
+    tony.worker.memory, tony.application.security.enabled) and its README's task params, fewer
+    steps."""
+    place("tony/mnist-tensorflow", notebook)
+    model = tmp_path / "model"
+    shell.run_line_magic(
+        "tony",
+        "run mnist_distributed.py --conf-file tony-test.xml --no-tensorboard -- "
+        f"--steps 200 --data_dir {tmp_path / 'data'} --working_dir {model}",
+    )
+    for i in (0, 1):
+        log = task_log(f"worker:{i}")
+        assert "Done training!" in log, log[-2000:]
+    log = task_log("worker:0")
+    accuracy = [float(a) for a in re.findall(r"Step \d+, training accuracy: ([\d.]+)", log)]
+    assert len(accuracy) >= 2 and accuracy[-1] > accuracy[0], log[-2000:]
+    assert list(model.glob("model.ckpt-*.index"))  # the chief worker's checkpoints
