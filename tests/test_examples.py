@@ -6,13 +6,16 @@ nothing is left behind: no process, no multiprocessing temporary directory."""
 import re
 
 import pytest
-from helpers.examples import place, pymp_dirs
+from helpers.examples import fixed_output_dir, place, pymp_dirs
 from helpers.jobs import wait_no_processes
 
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
 
 pytestmark = pytest.mark.slow
+
+PS_WORKING_DIR = "/tmp/my_working_dir"  # the parameter server tutorial's, as written
+PS_TASKS = "--chief --workers 2 --ps 2"
 
 
 @pytest.fixture
@@ -43,3 +46,51 @@ def test_multi_worker_with_ctl(shell, notebook):
         float(m) for m in re.findall(r"Epoch: \d+, accuracy: [\d.]+, train_loss: (\d+\.\d+)", log)
     ]
     assert len(losses) == 3 and losses[-1] < losses[0], log[-2000:]
+
+
+def task_log(task: str = "chief:0") -> str:
+    (rec,) = list_jobs()
+    log, _ = open_client(rec).logs(task)
+    return log
+
+
+def test_parameter_server_training_model_fit(shell, notebook):
+    """The tutorial's Model.fit path (tf-keras, as the tasks get by default), with a chief,
+    2 workers and 2 parameter servers."""
+    place("tensorflow/parameter_server_training", notebook)
+    with fixed_output_dir("tensorflow/parameter_server_training", PS_WORKING_DIR) as wd:
+        history = shell.run_line_magic("tony", f"run model_fit.py {PS_TASKS} --no-tensorboard")
+        assert (wd / "ckpt").is_dir()  # the tutorial's ModelCheckpoint, on the chief
+    loss = history.history["loss"]
+    assert len(loss) == 5 and loss[-1] < loss[0]
+
+
+def test_parameter_server_training_custom_loop(shell, notebook):
+    """The tutorial's custom training loop path, then both of its evaluations; 2 parameter
+    servers, which its variable-sharding assertions need."""
+    place("tensorflow/parameter_server_training", notebook)
+    shell.run_line_magic("tony", f"run custom_training_loop.py {PS_TASKS} --no-tensorboard")
+    log = task_log("chief:0")
+    accuracy = [float(a) for a in re.findall(r"Finished epoch \d, accuracy is ([\d.]+)\.", log)]
+    assert len(accuracy) == 4 and accuracy[-1] > accuracy[0], log[-2000:]
+    assert re.search(r"Final loss is [\d.]+", log) and log.count("Evaluation accuracy:") == 2
+
+
+def test_tony_mnist_distributed_tf1(shell, notebook, tmp_path):
+    """TonY's TF1 example on tf.compat.v1, with its README's tony-test.xml (2 workers, 1 ps,
+    tony.worker.memory, tony.application.security.enabled) and its README's task params, fewer
+    steps."""
+    place("tony/mnist-tensorflow", notebook)
+    model = tmp_path / "model"
+    shell.run_line_magic(
+        "tony",
+        "run mnist_distributed.py --conf-file tony-test.xml --no-tensorboard -- "
+        f"--steps 200 --data_dir {tmp_path / 'data'} --working_dir {model}",
+    )
+    for i in (0, 1):
+        log = task_log(f"worker:{i}")
+        assert "Done training!" in log, log[-2000:]
+    log = task_log("worker:0")
+    accuracy = [float(a) for a in re.findall(r"Step \d+, training accuracy: ([\d.]+)", log)]
+    assert len(accuracy) >= 2 and accuracy[-1] > accuracy[0], log[-2000:]
+    assert list(model.glob("model.ckpt-*.index"))  # the chief worker's checkpoints

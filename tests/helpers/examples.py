@@ -4,9 +4,12 @@ check that nothing is left behind (multiprocessing's /tmp/pymp-* directories).""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import glob
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -41,3 +44,21 @@ def place(example: str, notebook: Path) -> Path:
 
 def pymp_dirs(tmp: str | None = None) -> set[str]:
     return set(glob.glob(os.path.join(tmp or "/tmp", "pymp-*")))
+
+
+@contextlib.contextmanager
+def fixed_output_dir(example: str, path: str) -> Iterator[Path]:
+    """For a script that writes to a fixed path (the parameter server tutorial's
+    /tmp/my_working_dir): one test at a time (the local and the YARN partitions run side by
+    side; a lock on the example's own directory), starting from no such directory, and none
+    left afterwards. A stale BackupAndRestore backup there would resume training instead."""
+    fd = os.open(EXAMPLES / example, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        shutil.rmtree(path, ignore_errors=True)
+        try:
+            yield Path(path)
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+    finally:
+        os.close(fd)  # releases the lock

@@ -4,15 +4,22 @@ unchanged (tests/examples/). Nothing of the notebook host's directory is read by
 
 import json
 import os
+import re
 
 import pytest
-from helpers.examples import place, pymp_dirs
+from helpers.examples import fixed_output_dir, place, pymp_dirs
 
-from tony_jupyter.launcher.client import jobs_dir
+from tony_jupyter.launcher.client import jobs_dir, list_jobs
+from tony_jupyter.launcher.clients import open_client
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 
 RUN = "--workers 1 --no-tensorboard"
+# a chief, 2 workers and 2 ps (the tutorial's sharding needs 2) in the devcluster's 6 GB node
+PS_RUN = (
+    "--chief --workers 2 --ps 2 --memory 1g --conf tony.ps.memory=768m "
+    "--conf tony.am.memory=768m --no-tensorboard"
+)
 
 
 def src_info(job_id: str) -> dict:
@@ -48,3 +55,28 @@ def test_multi_worker_with_keras_on_yarn(shell, tony_home, cluster):
     assert len(loss) == 3 and loss[-1] < loss[0]
     assert pymp_dirs() - before == set()
     assert notebook.exists()
+
+
+def test_parameter_server_training_model_fit_on_yarn(shell, tony_home, cluster):
+    notebook = place("tensorflow/parameter_server_training", tony_home.parent / "notebook")
+    before = pymp_dirs()
+    # the tutorial's fixed /tmp/my_working_dir: the chief's container is on this host
+    with fixed_output_dir("tensorflow/parameter_server_training", "/tmp/my_working_dir") as wd:
+        history = shell.run_line_magic("tony", f"run model_fit.py {PS_RUN}")
+        assert (wd / "ckpt").is_dir()
+    loss = history.history["loss"]
+    assert len(loss) == 5 and loss[-1] < loss[0]
+    assert pymp_dirs() - before == set()
+    assert notebook.exists()
+
+
+def test_parameter_server_training_custom_loop_on_yarn(shell, tony_home, cluster):
+    place("tensorflow/parameter_server_training", tony_home.parent / "notebook")
+    before = pymp_dirs()
+    shell.run_line_magic("tony", f"run custom_training_loop.py {PS_RUN}")
+    (rec,) = list_jobs()
+    log, _ = open_client(rec).logs("chief:0")
+    accuracy = [float(a) for a in re.findall(r"Finished epoch \d, accuracy is ([\d.]+)\.", log)]
+    assert len(accuracy) == 4 and accuracy[-1] > accuracy[0], log[-2000:]
+    assert log.count("Evaluation accuracy:") == 2
+    assert pymp_dirs() - before == set()
