@@ -41,3 +41,19 @@ def place(example: str, notebook: Path) -> Path:
 
 def pymp_dirs(tmp: str | None = None) -> set[str]:
     return set(glob.glob(os.path.join(tmp or "/tmp", "pymp-*")))
+
+
+def mnist_idx(root: Path) -> Path:
+    """MNIST's four raw files in its own IDX format under ``root/MNIST/raw/``, where
+    ``torchvision.datasets.MNIST(root, download=True)`` looks before downloading: 60000 train
+    and 10000 test images (28x28 uint8) and their uint8 labels, from :func:`mnist_arrays`."""
+    raw = root / "MNIST" / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    x, y = mnist_arrays(70000)
+    for prefix, sl in (("train", slice(0, 60000)), ("t10k", slice(60000, 70000))):
+        images, labels = x[sl], y[sl]
+        header = np.array([2051, len(images), 28, 28], ">i4").tobytes()
+        (raw / f"{prefix}-images-idx3-ubyte").write_bytes(header + images.tobytes())
+        header = np.array([2049, len(labels)], ">i4").tobytes()
+        (raw / f"{prefix}-labels-idx1-ubyte").write_bytes(header + labels.tobytes())
+    return root
