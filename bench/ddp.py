@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -72,6 +73,7 @@ def torchrun(conf: dict) -> dict:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    shutil.rmtree(out)  # kept only when the side failed: its log is there
     return summarize(t0, ranks)
 
 
@@ -97,6 +99,7 @@ def tony(conf: dict) -> dict:
             job.kill()
         job.client.release()
         job.client.wait_am_exit(60)
+    shutil.rmtree(conf["out"])
     return summarize(t0, ranks)
 
 
