@@ -44,6 +44,7 @@ PARTS = (
     "faults",
     "data",
     "session",
+    "ddp",
     "yarn_startup",
     "secure_startup",
 )

@@ -1,12 +1,14 @@
-"""Acceptance: other people's TensorFlow code runs unchanged on the local backend, apart from
-a dataset download swapped for local data of the same shape (tests/examples/: each file says
-its source, license and the lines changed). Each test checks that training progressed and that
-nothing is left behind: no process, no multiprocessing temporary directory."""
+"""Acceptance: other people's TensorFlow and PyTorch code runs unchanged on the local backend,
+apart from a dataset download swapped for local data of the same shape. The scripts are their
+authors': they come from outside this repository (tests/examples/README.md says from where,
+and what differs). Each test checks
+that training progressed and that nothing is left behind: no process, no multiprocessing
+temporary directory."""
 
 import re
 
 import pytest
-from helpers.examples import fixed_output_dir, place, pymp_dirs
+from helpers.examples import fixed_output_dir, mnist_idx, place, pymp_dirs
 from helpers.jobs import wait_no_processes
 
 from tony_jupyter.launcher.client import list_jobs
@@ -94,3 +96,24 @@ def test_tony_mnist_distributed_tf1(shell, notebook, tmp_path):
     accuracy = [float(a) for a in re.findall(r"Step \d+, training accuracy: ([\d.]+)", log)]
     assert len(accuracy) >= 2 and accuracy[-1] > accuracy[0], log[-2000:]
     assert list(model.glob("model.ckpt-*.index"))  # the chief worker's checkpoints
+
+
+def test_tony_mnist_pytorch(shell, notebook, tmp_path):
+    """TonY's tony-examples/mnist-pytorch script with TonY's tony.xml for it: TonY's INIT_METHOD,
+    RANK and WORLD, gloo (its own --backend flag), two short epochs on local MNIST-shaped data."""
+    pytest.importorskip("torchvision", reason="pip install torchvision (TonY's example uses it)")
+    place("tony/mnist-pytorch", notebook)
+    root = mnist_idx(tmp_path / "mnist")
+    shell.run_line_magic(
+        "tony",
+        "run mnist_distributed.py --conf-file tony.xml --memory 2g --no-tensorboard -- "
+        f"--backend gloo --epochs 2 --batch-size 500 --root {root}",
+    )
+    (rec,) = list_jobs()
+    assert open_client(rec).snapshot().state == "SUCCEEDED"
+    for task in ("worker:0", "worker:1"):
+        log, _ = open_client(rec).logs(task)
+        epochs = re.findall(r"Epoch: \d+/2, train loss: (\d+\.\d+), train acc: (\d+\.\d+)", log)
+        assert len(epochs) == 2, log[-2000:]
+        (loss1, acc1), (loss2, acc2) = [tuple(map(float, e)) for e in epochs]
+        assert loss2 < loss1 and acc2 > 0.5, log[-2000:]

@@ -158,6 +158,18 @@ def rows() -> list[tuple[str, str, str, str]]:
         out.append(
             ("RSS: TF worker under tony-jupyter / by hand", "", "", _f(fp["tony_worker_vs_hand"]))
         )
+    ddp = _load("ddp")
+    for key, label in (("to_first_step_s", "launch → first step"), ("steps_per_s", "steps/s")):
+        med, unit = ddp.get("median", {}), " s" if key == "to_first_step_s" else ""
+        if "tony" in med and "torchrun" in med:
+            out.append(
+                (
+                    f"PyTorch DDP, 2 ranks (gloo): {label}",
+                    _f(med["tony"][key], unit),
+                    f"torchrun --nproc_per_node 2: {_f(med['torchrun'][key], unit)}",
+                    _f(ddp["ratios"].get(f"tony/torchrun {key}")),
+                )
+            )
     dt = _load("data")
     tp = dt.get("throughput", {})
     med, paired = tp.get("rows_per_s_median", {}), tp.get("ratio_over_pyarrow", {})

@@ -23,8 +23,12 @@ calling task and streamed in record batches.
   tensors of their type, strings ``tf.string``, fixed-size lists (arrays of ``--shard``, or
   embeddings) ``[batch, k]``; anything else is an error naming the column. ``tfdata`` says
   how rows cross into TensorFlow.
+- **Without TensorFlow** (``arrays``): ``batches()`` gives the same rows as NumPy batches, for
+  PyTorch, JAX or NumPy code; ``torch_dataset()`` as a ``torch.utils.data.IterableDataset``;
+  ``torch_rows(df)`` makes a ``--shard`` value a map-style ``torch.utils.data.Dataset``.
 """
 
+from .arrays import Batches, batches, torch_dataset, torch_rows
 from .batches import DEFAULT_BATCH_SIZE, record_batches
 from .plan import (
     INDEX_PREFIX,
@@ -39,6 +43,7 @@ from .sources import DataError, _namenode_http, _webhdfs, filesystem, open_parqu
 from .tfdata import dataset
 
 __all__ = [
+    "Batches",
     "DEFAULT_BATCH_SIZE",
     "INDEX_PREFIX",
     "DataError",
@@ -46,6 +51,7 @@ __all__ = [
     "ShardPlan",
     "_namenode_http",
     "_webhdfs",
+    "batches",
     "dataset",
     "filesystem",
     "open_parquet",
@@ -55,4 +61,6 @@ __all__ = [
     "record_batches",
     "resolve",
     "shard_plan",
+    "torch_dataset",
+    "torch_rows",
 ]
