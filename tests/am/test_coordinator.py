@@ -109,6 +109,18 @@ def test_missed_heartbeats_fail_the_task(tmp_path):
     assert ("worker:0", 1) in p.stopped
 
 
+def test_a_late_beat_with_older_progress_does_not_undo_the_final_one(tmp_path):
+    """The task's own final heartbeat and its sidecar's last beat race; the newest report
+    (runtime.report's ``time``) stays."""
+    c, _, _ = make("--workers 1", tmp_path)
+    register_all(c)
+    c.heartbeat("worker:0", 1, {"step": 60, "time": 200.0})  # the task's final report
+    c.heartbeat("worker:0", 1, {"step": 56, "time": 190.0})  # the sidecar's, arriving late
+    assert c.snapshot().task("worker:0").progress["step"] == 60
+    c.heartbeat("worker:0", 1, {"step": 61, "time": 201.0})
+    assert c.snapshot().task("worker:0").progress["step"] == 61
+
+
 def test_registration_timeout_ends_the_job(tmp_path):
     c, _, clock = make("--workers 2 --conf tony.task.registration-timeout-sec=10", tmp_path)
     c.register("worker:0", 1, "h", 1, 1)

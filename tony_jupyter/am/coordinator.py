@@ -242,7 +242,8 @@ class Coordinator:
     ) -> None:
         task = self.live_task(task_id, attempt)
         task.last_heartbeat = self.clock()
-        if progress:
+        # The newest report wins: the sidecar's last beat may arrive after the task's final one.
+        if progress and _stamp(progress) >= _stamp(task.progress or {}):
             task.progress = progress
         if rss:
             task.rss_bytes = int(rss)
@@ -382,3 +383,11 @@ class Coordinator:
 
     def close(self) -> None:
         self._event_file.close()
+
+
+def _stamp(progress: dict) -> float:
+    """When a progress report was made (runtime.report sets ``time``); 0 if it says not."""
+    try:
+        return float(progress.get("time") or 0)
+    except (TypeError, ValueError):
+        return 0.0
