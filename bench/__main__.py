@@ -45,6 +45,7 @@ PARTS = (
     "data",
     "session",
     "yarn_startup",
+    "history",
 )
 
 

@@ -13,6 +13,7 @@ from tornado import web
 from ..errors import TonyError
 from ..launcher.client import JobClient, JobRecord, jobs_dir, list_jobs
 from ..launcher.clients import open_client
+from ..launcher.history import all_jobs, cluster_configured
 from ..protocol import JobSnapshot, JobSummary
 
 # Local ids (tony_20250101_120000_abcdef) and YARN application ids: no dots, no slashes.
@@ -26,6 +27,11 @@ def record(job_id: str, root: Path | None = None, user: str | None = None) -> Jo
     if not _JOB_ID_RE.match(job_id):
         raise web.HTTPError(404, f"no job {job_id!r}")
     d = jobs_dir(root) / job_id
+    if not (d / "spec.json").is_file() and cluster_configured():
+        try:  # a job of this user's submitted elsewhere: its record made here (history.py)
+            adopt(job_id, root)
+        except TonyError:
+            pass
     if not (d / "spec.json").is_file() or not _owned(JobRecord(job_id, d), user):
         raise web.HTTPError(404, f"no job {job_id!r}")
     return JobRecord(job_id, d)
@@ -58,11 +64,10 @@ def summary(snap: JobSnapshot) -> dict:
     return JobSummary.of(snap).to_json()
 
 
-def _summary_of(rec: JobRecord) -> dict:
-    try:
-        return summary(open_client(rec).snapshot())
-    except (TonyError, OSError, ValueError) as e:
-        return JobSummary(job_id=rec.id, reason=str(e)).to_json()  # state UNKNOWN
+def adopt(job_id: str, root: Path | None) -> None:
+    from ..launcher.yarn.history import adopt as adopt_yarn
+
+    adopt_yarn(job_id, root)
 
 
 class ServerJobs:
@@ -91,9 +96,13 @@ class ServerJobs:
         return open_client(record(job_id, self.root, self.user))
 
     async def summaries(self) -> list[dict]:
-        recs = [r for r in await self.blocking(list_jobs, self.root) if _owned(r, self.user)]
-        rows = await asyncio.gather(*(self.blocking(_summary_of, r) for r in recs))
-        return sorted(rows, key=lambda r: r.get("started") or 0, reverse=True)
+        """This host's records, the HDFS history's and the RM's jobs (launcher/history.py);
+        on a secure cluster only the server's user's (the cluster lists only theirs)."""
+        listing = await self.blocking(all_jobs, self.root)
+        theirs = {
+            r.id for r in await self.blocking(list_jobs, self.root) if not _owned(r, self.user)
+        }
+        return [r for r in listing.rows if r["job_id"] not in theirs]
 
     async def endpoint(self, job_id: str, name: str) -> dict | None:
         """``{"url", "key"}`` of the job's endpoint (JobClient.endpoint), or None: also once
