@@ -9,6 +9,7 @@ from helpers.jobs import FAST
 
 from tony_jupyter import commands
 from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.clients import open_client
 
 CELL = """
 import time, tony_jupyter
@@ -22,6 +23,7 @@ print("trained", flush=True)
 def test_a_local_jobs_history_has_its_cell_metrics_and_resource_use(shell, tony_home):
     shell.run_cell_magic("tony", f"--workers 2 --name histjob {FAST}", CELL)
     (rec,) = list_jobs()
+    assert open_client(rec).wait_am_exit()  # it writes the history on its way out
     hist = json.loads((rec.dir / "history.json").read_text())
     assert hist["job_id"] == rec.id and hist["summary"]["state"] == "SUCCEEDED"
     assert hist["cell_sha256"] == hashlib.sha256((rec.dir / "cell.py").read_bytes()).hexdigest()

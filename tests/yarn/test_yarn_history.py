@@ -38,11 +38,12 @@ def hdfs(cluster, op: str, path: str, method: str = "GET", **params):
 
 
 def test_a_job_is_listed_opened_and_read_from_another_home(
-    shell, tony_home, tmp_path, monkeypatch, yarn_cluster
+    shell, tony_home, tmp_path, monkeypatch, yarn_cluster, cluster
 ):
     shell.run_cell_magic("tony", f"--workers 2 --name histyarn {FAST}", CELL)
     (rec,) = list_jobs()
     app_id = rec.id
+    cluster.wait_app_end(app_id)  # its AM writes the history before it unregisters
     entry = f"{history_root(getpass.getuser())}/{app_id}"
     names = {
         s["pathSuffix"]
@@ -71,7 +72,7 @@ def test_a_job_is_listed_opened_and_read_from_another_home(
 
 
 def test_retention_on_hdfs_removes_old_entries_and_nothing_else(
-    shell, tony_home, monkeypatch, yarn_cluster
+    shell, tony_home, monkeypatch, yarn_cluster, cluster
 ):
     user = getpass.getuser()
     root = history_root(user)
@@ -84,6 +85,7 @@ def test_retention_on_hdfs_removes_old_entries_and_nothing_else(
     try:
         shell.run_cell_magic("tony", f"--workers 1 {FAST}", "1")  # its AM applies retention
         (rec,) = list_jobs()
+        cluster.wait_app_end(rec.id)
         here = {
             s["pathSuffix"]
             for s in hdfs(yarn_cluster, "LISTSTATUS", root).json()["FileStatuses"]["FileStatus"]

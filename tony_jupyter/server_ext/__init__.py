@@ -31,6 +31,8 @@ def _load_jupyter_server_extension(serverapp) -> None:
     # and the proxy's base URL there (see urls.py).
     if config.jobs_home:
         os.environ["TONY_JUPYTER_HOME"] = config.jobs_home
+    if config.history_days > 0:
+        os.environ["TONY_JUPYTER_HISTORY_DAYS"] = f"{config.history_days:g}"
     os.environ[BASE_URL_ENV] = base = serverapp.web_app.settings["base_url"]
     handlers = api_handlers() + (proxy_handlers() if config.proxy_enabled else [])
     routes = [(url_path_join(base, p), *rest) for p, *rest in handlers]
