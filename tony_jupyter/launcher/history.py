@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .. import retention
 from ..errors import JobNotFoundError, TonyError
-from ..protocol import JobState, JobSummary
+from ..protocol import JobSnapshot, JobState, JobSummary
 from .client import JobRecord, find_job, jobs_dir, list_jobs, pid_alive
 from .clients import open_client
 
@@ -57,6 +57,20 @@ def prune_local(
     return removed
 
 
+def _ended_summary(rec: JobRecord) -> dict | None:
+    """The summary of a job whose AM is gone and left its final status (what the job's client
+    would read too), without a client: most of a long history."""
+    if (rec.dir / "am.json").exists():
+        return None
+    status = rec.read_json("status.json")
+    if not status or status.get("state") not in ENDED:
+        return None
+    try:
+        return JobSummary.of(JobSnapshot.from_json(status)).to_json()
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def local_summary(rec: JobRecord) -> dict:
     try:
         return JobSummary.of(open_client(rec).snapshot()).to_json()
@@ -77,8 +91,15 @@ def all_jobs(root: Path | None = None, remote: bool | None = None) -> Listing:
     prune_local(root)
     out = Listing()
     recs = list_jobs(root)
+    live = []
+    for rec in recs:
+        row = _ended_summary(rec)
+        if row is None:
+            live.append(rec)
+        else:
+            out.rows.append(row)
     with ThreadPoolExecutor(SUMMARY_THREADS) as pool:  # a running job's AM is asked over HTTP
-        out.rows += pool.map(local_summary, recs)
+        out.rows += pool.map(local_summary, live)
     out.where.update((rec.id, "here") for rec in recs)
     if cluster_configured() if remote is None else remote:
         from .yarn.history import remote_jobs
