@@ -28,6 +28,7 @@ def test_a_local_jobs_history_has_its_cell_metrics_and_resource_use(shell, tony_
     assert hist["job_id"] == rec.id and hist["summary"]["state"] == "SUCCEEDED"
     assert hist["cell_sha256"] == hashlib.sha256((rec.dir / "cell.py").read_bytes()).hexdigest()
     assert hist["spec"]["name"] == "histjob" and hist["attempts"] == []
+    assert {t["state"] for t in hist["summary"]["tasks"]} == {"SUCCEEDED"}
     metrics = json.loads((rec.dir / "metrics.json").read_text())["attempts"]["1"]
     assert set(metrics) == {"worker:0", "worker:1"}
     for samples in metrics.values():
