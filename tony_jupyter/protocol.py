@@ -13,7 +13,7 @@ import hashlib
 import hmac
 import time
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, ClassVar
@@ -349,3 +349,35 @@ class ExecutorEnv(Record):
             else:
                 kw[f.name] = raw
         return cls(**kw)
+
+
+# TensorBoard's guard (executor/tensorboard_guard.py): its secrets, handed to its process in
+# these variables by whoever starts it (the chief's executor; the Jupyter server for a
+# finished job's TensorBoard).
+_VARS = {
+    "key": "TONY_TB_GUARD_KEY",
+    "path_key": "TONY_TB_GUARD_PATH_KEY",
+    "owner": "TONY_TB_GUARD_OWNER",
+    "secure": "TONY_TB_GUARD_SECURE",
+}
+
+
+@dataclass(frozen=True)
+class GuardConfig:
+    key: str  # the bearer credential
+    path_key: str  # the path segment the RM's proxy comes in under
+    owner: str  # the job's user: the proxy-user a secure cluster's proxy must name
+    secure: bool = False  # Kerberos: the RM's proxy authenticates its users
+
+    def to_env(self) -> dict[str, str]:
+        """How the chief's executor hands these to the TensorBoard process."""
+        values = {**self.__dict__, "secure": "1" if self.secure else "0"}
+        return {var: str(values[name]) for name, var in _VARS.items()}
+
+    @classmethod
+    def from_env(cls, env: MutableMapping[str, str]) -> GuardConfig | None:
+        """Read and remove them from ``env`` (``os.environ``); None if the key is missing."""
+        got = {name: env.pop(var, "") for name, var in _VARS.items()}
+        if not got["key"] or not got["path_key"]:
+            return None
+        return cls(got["key"], got["path_key"], got["owner"], got["secure"] == "1")

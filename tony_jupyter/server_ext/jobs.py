@@ -15,6 +15,7 @@ from ..launcher.client import JobClient, JobRecord, jobs_dir, list_jobs
 from ..launcher.clients import open_client
 from ..launcher.history import all_jobs, cluster_configured
 from ..protocol import JobSnapshot, JobSummary
+from .boards import FinishedBoards
 
 # Local ids (tony_20250101_120000_abcdef) and YARN application ids: no dots, no slashes.
 JOB_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
@@ -82,12 +83,14 @@ class ServerJobs:
         threads: int = 8,
         endpoint_ttl: float = 2.0,
         user: str | None = None,
+        boards: FinishedBoards | None = None,
     ):
         self.root = Path(jobs_home) if jobs_home else None  # None: where the kernels look
         self.user = user  # a secure cluster's user: the only one whose jobs are shown
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="tony-server")
         self.endpoint_ttl = endpoint_ttl
         self._endpoints: dict[tuple[str, str], tuple[float, dict]] = {}
+        self.boards = boards or FinishedBoards()  # TensorBoard for ended jobs, on demand
 
     async def blocking(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
@@ -104,6 +107,12 @@ class ServerJobs:
         }
         return [r for r in listing.rows if r["job_id"] not in theirs]
 
+    def _finished_board(self, client: JobClient) -> dict | None:
+        """An ended job's TensorBoard from the event files in its history (boards.py)."""
+        if not client.snapshot().terminal:
+            return None  # a running job's TensorBoard is its chief's, registered with its AM
+        return self.boards.endpoint(client.record)
+
     async def endpoint(self, job_id: str, name: str) -> dict | None:
         """``{"url", "key"}`` of the job's endpoint (JobClient.endpoint), or None: also once
         the job has ended, as its ports are free for anyone to listen on."""
@@ -111,6 +120,8 @@ class ServerJobs:
         if hit is None or time.monotonic() - hit[0] > self.endpoint_ttl:
             client = self.client(job_id)  # 404 for an unknown job
             got = await self.blocking(client.endpoint, name)
+            if got is None and name == "tensorboard":
+                got = await self.blocking(self._finished_board, client)
             if got is None:
                 self._endpoints.pop((job_id, name), None)
                 return None
