@@ -71,5 +71,6 @@ def test_every_setting_says_what_it_does():
         "max_events_wait_seconds",
         "threads",
         "history_days",
+        "tensorboard_idle_seconds",
     }
     assert all(len(t.help) > 40 for t in traits.values())

@@ -8,7 +8,7 @@ import time
 
 import pytest
 import requests
-from helpers.jobs import FAST
+from helpers.jobs import FAST, fetch_json, submit
 
 from tony_jupyter import commands
 from tony_jupyter.launcher.client import list_jobs
@@ -16,6 +16,7 @@ from tony_jupyter.launcher.history import all_jobs, open_job
 from tony_jupyter.launcher.yarn import secure
 from tony_jupyter.launcher.yarn.history import history_root
 
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
 pytestmark = pytest.mark.yarn
 
 CELL = """
@@ -113,3 +114,29 @@ def test_a_running_job_from_another_home_is_opened_through_its_staging(
         time.sleep(0.5)
     assert all_jobs().where[rec.id] == "here"  # adopted by status_text: now a record here
     assert commands.kill_text(rec.id).endswith("KILLED")
+
+
+SCALARS = """
+import tony_jupyter
+for step in range(1, 6):
+    tony_jupyter.report(step=step, loss=1.0 / step, total_steps=5)
+"""
+
+
+async def test_tensorboard_of_a_finished_job_from_its_history(
+    jp_fetch, jp_serverapp, tony_home, yarn_cluster, cluster
+):
+    client = submit(f"--workers 1 {FAST}", SCALARS, {})
+    client.release()
+    cluster.wait_app_end(client.job_id)
+    assert client.snapshot().state == "SUCCEEDED"
+    entry = f"{history_root(getpass.getuser())}/{client.job_id}/tensorboard"
+    assert hdfs(yarn_cluster, "GETFILESTATUS", entry).status_code == 200
+    scalars = await fetch_json(
+        jp_fetch,
+        *("tony", "proxy", client.job_id, "tensorboard", "data", "plugin", "scalars"),
+        "scalars",
+        params={"run": "train", "tag": "step_loss"},
+    )
+    assert [round(v, 3) for _, step, v in scalars] == [1.0, 0.5, 0.333, 0.25, 0.2]
+    jp_serverapp.web_app.settings["tony_jupyter.jobs"].boards.close()

@@ -15,7 +15,7 @@ from ..launcher.client import JobClient, JobRecord, jobs_dir, list_jobs
 from ..launcher.clients import open_client
 from ..launcher.history import all_jobs, cluster_configured
 from ..protocol import JobSnapshot, JobSummary
-from .boards import FinishedBoards
+from .boards import FinishedBoards, has_event_files
 
 # Local ids (tony_20250101_120000_abcdef) and YARN application ids: no dots, no slashes.
 JOB_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
@@ -111,7 +111,15 @@ class ServerJobs:
         """An ended job's TensorBoard from the event files in its history (boards.py)."""
         if not client.snapshot().terminal:
             return None  # a running job's TensorBoard is its chief's, registered with its AM
-        return self.boards.endpoint(client.record)
+        rec = client.record
+        if rec.read_json("yarn.json") and not has_event_files(rec.dir / "tensorboard"):
+            from ..launcher.yarn.history import fetch_tensorboard
+
+            try:
+                fetch_tensorboard(rec)  # from the job's history entry on HDFS
+            except (TonyError, OSError):
+                return None
+        return self.boards.endpoint(rec)
 
     async def endpoint(self, job_id: str, name: str) -> dict | None:
         """``{"url", "key"}`` of the job's endpoint (JobClient.endpoint), or None: also once

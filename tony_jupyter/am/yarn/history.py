@@ -45,6 +45,9 @@ def save(fs, J, staging: str, app_id: str, job_dir: Path) -> str:
         fs.delete(dest, True)
     fs.copyFromLocalFile(False, True, J.Path(str(local)), dest)
     shutil.rmtree(local, ignore_errors=True)
+    board = J.Path(staging.rstrip("/") + "/tensorboard")  # the chief's event files
+    if fs.exists(board):
+        fs.rename(board, J.Path(dest, "tensorboard"))
     return str(dest.toString())
 
 

@@ -146,3 +146,22 @@ def adopt(app_id: str, root: Path | None = None) -> JobRecord | None:
         return JobRecord(app_id, d)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def fetch_tensorboard(rec: JobRecord) -> bool:
+    """The chief's event files from the job's history entry into ``<record>/tensorboard``
+    (for a finished job's TensorBoard, server_ext/boards.py); False when the entry has none."""
+    info = rec.read_json("yarn.json") or {}
+    if not info.get("app_id"):
+        return False
+    st = secure.from_record(info)[1]
+    remote = f"{history_root(info['user'])}/{info['app_id']}/tensorboard"
+    if st._call("reading", st.client.status, remote, strict=False) is None:
+        return False
+    tmp = rec.dir / f".tensorboard.{secrets.token_hex(3)}"
+    try:
+        st._call(f"reading {remote}", st.client.download, remote, str(tmp), n_threads=4)
+        tmp.rename(rec.dir / "tensorboard")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return True
