@@ -47,6 +47,7 @@ PARTS = (
     "ddp",
     "yarn_startup",
     "secure_startup",
+    "history",
 )
 
 

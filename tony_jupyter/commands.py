@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from .errors import SpecError
-from .launcher.client import find_job, list_jobs
 from .launcher.clients import open_client
+from .launcher.history import all_jobs, open_job
 from .protocol import JobSnapshot
 
 
@@ -17,29 +17,32 @@ def _elapsed(snap: JobSnapshot) -> str:
     return f"{end - snap.started:.1f}s"
 
 
+def _summary_elapsed(row: dict) -> str:
+    if not row.get("started"):
+        return "-"
+    return f"{(row.get('finished') or time.time()) - row['started']:.1f}s"
+
+
 def list_text() -> str:
-    rows = [("JOB", "NAME", "BACKEND", "STATE", "ATTEMPT", "ELAPSED")]
-    for rec in list_jobs():
-        s = open_client(rec).snapshot()
+    """Every job: this host's records, and with a cluster its HDFS history and RM (WHERE)."""
+    listing = all_jobs()
+    rows = [("JOB", "NAME", "BACKEND", "STATE", "ATTEMPT", "ELAPSED", "WHERE")]
+    for r in sorted(listing.rows, key=lambda r: r["job_id"]):
+        attempt = f"{r.get('attempt')}/{r.get('max_attempts')}" if r.get("attempt") else "-"
+        where = listing.where.get(r["job_id"], "")
         rows.append(
-            (
-                rec.id,
-                s.name,
-                s.backend,
-                str(s.state),
-                f"{s.attempt}/{s.max_attempts}",
-                _elapsed(s),
-            )
+            (r["job_id"], r["name"], r["backend"], r["state"], attempt, _summary_elapsed(r), where)
         )
+    notes = [f"({n})" for n in listing.notes]
     if len(rows) == 1:
-        return "no jobs yet"
+        return "\n".join(["no jobs yet", *notes])
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    lines = ("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
-    return "\n".join(line.rstrip() for line in lines)
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join([*(line.rstrip() for line in lines), *notes])
 
 
 def status_text(job_id: str) -> str:
-    s = open_client(find_job(job_id)).snapshot()
+    s = open_client(open_job(job_id)).snapshot()
     lines = [
         f"job {s.job_id} ({s.name}, {s.backend}): {s.state}"
         f"  attempt {s.attempt}/{s.max_attempts}  {_elapsed(s)}"
@@ -61,7 +64,7 @@ def status_text(job_id: str) -> str:
 
 
 def logs_text(job_id: str, task: str | None = None, attempt: int = 0) -> str:
-    client = open_client(find_job(job_id))
+    client = open_client(open_job(job_id))
     snap = client.snapshot()
     known = [t.id for t in snap.tasks]
     tasks = [task] if task else known
@@ -77,7 +80,7 @@ def logs_text(job_id: str, task: str | None = None, attempt: int = 0) -> str:
 def kill_text(job_id: str) -> str:
     from .job import TonyJob
 
-    job = TonyJob(find_job(job_id))
+    job = TonyJob(open_job(job_id))
     before = job.client.snapshot()
     if before.terminal:
         return f"job {job.job_id} already ended: {before.state}"

@@ -17,8 +17,8 @@ from . import commands, shards
 from .bundle import Bundle, make_bundle
 from .errors import BundleError, JobNotFoundError, SpecError
 from .job import TonyJob, submit
-from .launcher.client import find_job
 from .launcher.clients import open_client
+from .launcher.history import open_job
 from .options import job_parser, parse_job_args, src_dir
 
 HELP = """\
@@ -204,7 +204,7 @@ class TonyMagics(Magics):
     def _attach(self, words: list[str]):
         if not words:
             raise UsageError("%tony attach ID: name the job (see %tony list)")
-        job = TonyJob(find_job(words[0]), namespace=self.shell.user_ns)
+        job = TonyJob(open_job(words[0]), namespace=self.shell.user_ns)
         view = _view(job)
         threading.Thread(target=_follow, args=(job, view), daemon=True).start()
         return None

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import sys
 import time
-import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
+
+from .records import Record
 
 SCHEMA_VERSION = 1
 
@@ -98,67 +98,6 @@ class EventKind(str, Enum):
         return self.value
 
 
-R = TypeVar("R", bound="Record")
-
-
-class Record:
-    """A frozen dataclass with one JSON form: enums as their values, nested records as
-    objects; unknown keys are ignored and missing ones take their defaults when read, so
-    records written by an older version still load."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
-
-    @classmethod
-    def from_json(cls: type[R], data: Mapping[str, Any]) -> R:
-        hints = _hints(cls)
-        kw = {}
-        for f in fields(cls):  # type: ignore[arg-type]
-            if f.name in data:
-                kw[f.name] = _typed(hints[f.name], data[f.name])
-        return cls(**kw)
-
-
-_HINTS: dict[Any, dict[str, Any]] = {}  # a record class's field types: snapshots are read often
-
-
-def _hints(cls: Any) -> dict[str, Any]:
-    if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
-    return _HINTS[cls]
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Record):
-        return value.to_json()
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
-
-
-def _typed(hint: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        inner = [a for a in args if a is not type(None)]
-        return _typed(inner[0], value) if len(inner) == 1 else value
-    if origin is tuple and args:
-        return tuple(_typed(args[0], v) for v in value)
-    if isinstance(hint, type) and issubclass(hint, Record):
-        return hint.from_json(value)
-    if isinstance(hint, type) and issubclass(hint, Enum):
-        try:
-            return hint(value)
-        except ValueError:
-            return value  # a state a newer AM knows: shown as it is
-    return value
-
-
 @dataclass(frozen=True)
 class Event(Record):
     """One entry of the AM's event log (``GET /api/v1/events``, ``events.jsonl``). Its JSON form
@@ -176,6 +115,16 @@ class Event(Record):
     def from_json(cls, data: Mapping[str, Any]) -> Event:
         rest = {k: v for k, v in data.items() if k not in ("seq", "time", "kind")}
         return cls(int(data["seq"]), float(data["time"]), EventKind(data["kind"]), rest)
+
+
+@dataclass(frozen=True)
+class GpuUse(Record):
+    """One GPU a task may use, as ``nvidia-smi --query-gpu`` reported it (TonY's AM too)."""
+
+    index: int
+    utilization: float | None = None  # percent
+    memory_used_mb: float | None = None
+    memory_total_mb: float | None = None
 
 
 @dataclass(frozen=True)
@@ -197,6 +146,8 @@ class TaskView(Record):
     finished_at: float | None = None
     last_heartbeat: float | None = None
     rss_bytes: int | None = None  # the task process's resident memory, from its heartbeats
+    cpu_percent: float | None = None  # its CPU use (and its children's), 100 = one core
+    gpus: tuple[GpuUse, ...] = ()  # its GPUs' use, when nvidia-smi is there
     progress: dict[str, Any] = field(default_factory=dict)
     traceback: str | None = None
     diagnostics: str = ""
@@ -398,3 +349,35 @@ class ExecutorEnv(Record):
             else:
                 kw[f.name] = raw
         return cls(**kw)
+
+
+# TensorBoard's guard (executor/tensorboard_guard.py): its secrets, handed to its process in
+# these variables by whoever starts it (the chief's executor; the Jupyter server for a
+# finished job's TensorBoard).
+_VARS = {
+    "key": "TONY_TB_GUARD_KEY",
+    "path_key": "TONY_TB_GUARD_PATH_KEY",
+    "owner": "TONY_TB_GUARD_OWNER",
+    "secure": "TONY_TB_GUARD_SECURE",
+}
+
+
+@dataclass(frozen=True)
+class GuardConfig:
+    key: str  # the bearer credential
+    path_key: str  # the path segment the RM's proxy comes in under
+    owner: str  # the job's user: the proxy-user a secure cluster's proxy must name
+    secure: bool = False  # Kerberos: the RM's proxy authenticates its users
+
+    def to_env(self) -> dict[str, str]:
+        """How the chief's executor hands these to the TensorBoard process."""
+        values = {**self.__dict__, "secure": "1" if self.secure else "0"}
+        return {var: str(values[name]) for name, var in _VARS.items()}
+
+    @classmethod
+    def from_env(cls, env: MutableMapping[str, str]) -> GuardConfig | None:
+        """Read and remove them from ``env`` (``os.environ``); None if the key is missing."""
+        got = {name: env.pop(var, "") for name, var in _VARS.items()}
+        if not got["key"] or not got["path_key"]:
+            return None
+        return cls(got["key"], got["path_key"], got["owner"], got["secure"] == "1")

@@ -138,9 +138,29 @@ export interface TaskView {
   finished_at: number | null;
   last_heartbeat: number | null;
   rss_bytes: number | null;
+  /**
+   * the task's CPU use with its children's, from its heartbeats (100 = one core)
+   */
+  cpu_percent: number | null;
+  /**
+   * its GPUs' use; empty without nvidia-smi
+   */
+  gpus: GpuUse[];
   progress: Progress;
   traceback: string | null;
   diagnostics: string;
+}
+/**
+ * One GPU a task may use, as nvidia-smi --query-gpu reported it in the task's heartbeat (protocol.GpuUse).
+ */
+export interface GpuUse {
+  index: number;
+  /**
+   * percent
+   */
+  utilization: number | null;
+  memory_used_mb: number | null;
+  memory_total_mb: number | null;
 }
 /**
  * GET /tony/api/jobs/<job id>/logs?task=&offset=&attempt=: a task's log from offset on; offset is where the next read starts.

@@ -83,6 +83,9 @@ def test_header_state_and_task_rows():
         "heartbeat_age": None,
         "step": None,
         "loss": None,
+        "cpu_percent": None,
+        "rss_bytes": None,
+        "gpus": [],
         "exit_code": None,
     }
     assert rows[1]["address"] == "127.0.0.1:40001" and rows[1]["heartbeat_age"] == 1.5
@@ -105,6 +108,37 @@ def test_header_state_and_task_rows():
     assert "ValueError: x" in view.tracebacks.value
     assert "127.0.0.1:40000" in view.tasks_html.value and "FAILED" in view.tasks_html.value
     assert view.tabs.titles == ("worker:0", "worker:1")
+
+
+def test_resource_use_in_the_task_table():
+    view = JobView("job-1", mode="widget")
+    gpu = {"index": 0, "utilization": 87.0, "memory_used_mb": 3072.0, "memory_total_mb": 16e3}
+    view.update(
+        snap(
+            tasks=[
+                task("worker:0", cpu_percent=150.0, rss_bytes=300 << 20, gpus=[gpu]),
+                task("worker:1", cpu_percent=2.0, rss_bytes=100 << 20),
+            ]
+        )
+    )
+    rows = view.task_rows
+    assert (rows[0]["cpu_percent"], rows[0]["rss_bytes"]) == (150.0, 300 << 20)
+    assert rows[0]["gpus"] == [(87.0, 3072.0)] and rows[1]["gpus"] == []
+    table = view.tasks_html.value
+    assert "150%" in table and "300 MiB" in table and "87% 3.0 GiB" in table
+    assert "100 MiB" in table
+
+
+def test_the_loss_chart_live_and_in_the_saved_report():
+    view = JobView("job-1", mode="widget")
+    for step in range(1, 6):
+        progress = {"step": step, "total_steps": 5, "loss": 1.0 / step, "accuracy": step / 5}
+        view.update(snap(tasks=[task("worker:0", progress=progress)]))
+    live = view.chart.value
+    assert live.count("<svg") == 2 and "<polyline" in live
+    assert live.index("loss") < live.index("accuracy") and "loss 0.2" in live
+    view.finish(snap("SUCCEEDED", tasks=[task("worker:0", "SUCCEEDED", exit_code=0)]))
+    assert view.report_html is not None and live in view.report_html
 
 
 def test_attempt_history_and_endpoints_in_header():

@@ -184,8 +184,9 @@ class HeartbeatHandler(ExecutorHandler):
         progress, rss = b.get("progress"), self.field(b, "rss", int, None)
         if progress is not None and not isinstance(progress, dict):
             raise web.HTTPError(400, "'progress' must be a JSON object")
+        resources = self.field(b, "resources", dict, None)
         try:
-            self.coord.heartbeat(task, attempt, progress, rss)
+            self.coord.heartbeat(task, attempt, progress, rss, resources)
         except StaleAttempt as e:
             return self.stale(e)
         answer = (self.am.cells.command_for(task) if self.am.cells else None) or {"command": None}

@@ -24,6 +24,7 @@ from ..protocol import (
 )
 from ..spec import JobSpec
 from . import rules
+from .metrics import MetricLog
 from .provider import Provider
 
 ENDPOINT_SECRETS = ("key", "path_key")  # an endpoint's credentials (TensorBoard's guard)
@@ -49,7 +50,9 @@ class Task:
     registered_at: float | None = None
     finished_at: float | None = None
     last_heartbeat: float | None = None
-    rss_bytes: int | None = None  # the task process's resident memory, from its heartbeats
+    rss_bytes: int | None = None  # resident memory of the task's processes, from heartbeats
+    cpu_percent: float | None = None
+    gpus: list = field(default_factory=list)
     progress: dict = field(default_factory=dict)
     traceback: str | None = None
     diagnostics: str = ""
@@ -86,6 +89,7 @@ class Coordinator:
         self.attempt_started = 0.0
         self.chief_done_at: float | None = None
         self._listeners: list = []  # callables notified on every change (the AM's long-polls)
+        self.metrics = MetricLog()  # each task's progress and resource use over time
         (job_dir / "logs").mkdir(parents=True, exist_ok=True)
         self._event_file = open(job_dir / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
 
@@ -238,7 +242,12 @@ class Coordinator:
         return spec
 
     def heartbeat(
-        self, task_id: str, attempt: int, progress: dict | None, rss: int | None = None
+        self,
+        task_id: str,
+        attempt: int,
+        progress: dict | None,
+        rss: int | None = None,
+        resources: dict | None = None,
     ) -> None:
         task = self.live_task(task_id, attempt)
         task.last_heartbeat = self.clock()
@@ -247,6 +256,12 @@ class Coordinator:
             task.progress = progress
         if rss:
             task.rss_bytes = int(rss)
+        if resources:
+            cpu = resources.get("cpu_percent")
+            task.cpu_percent = float(cpu) if isinstance(cpu, (int, float)) else None
+            gpus = resources.get("gpus")
+            task.gpus = [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
+        self.metrics.add(attempt, task_id, task.last_heartbeat, task.progress, resources)
         self.changed()
 
     def log_path(self, task_id: str, attempt: int | None = None) -> Path:

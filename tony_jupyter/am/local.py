@@ -96,6 +96,9 @@ class LocalProvider(Provider):
             _signal_group(proc, signal.SIGTERM)
             self._kill_at[(task_id, attempt)] = time.monotonic() + STOP_GRACE_S
 
+    def drain(self) -> None:
+        self.shutdown()  # every task stopped before the history is written; again is a no-op
+
     def shutdown(self) -> None:
         deadline = time.monotonic() + STOP_GRACE_S
         for proc in self.procs.values():

@@ -21,6 +21,7 @@ from tornado.ioloop import IOLoop, PeriodicCallback
 
 from ..protocol import TERMINAL_JOB_STATES, ExecutorEnv, JobState
 from ..spec import JobSpec
+from . import history
 from .api import AMState, make_app
 from .coordinator import Coordinator
 from .local import LocalProvider
@@ -97,6 +98,18 @@ class AM:
         if self.state.cells is not None:
             self.state.cells.tick()
 
+    async def _keep_history(self, loop) -> None:
+        """Once the tasks are gone: the history files, then the provider keeps them (YARN:
+        on HDFS, while the AM still holds its tokens and before staging goes)."""
+        try:
+            await loop.run_in_executor(None, self.provider.drain)
+            await asyncio.sleep(0.05)  # the exits the drain caused
+            self.coordinator.write_status()
+            history.write(self.job_dir, self.coordinator)
+            await loop.run_in_executor(None, self.provider.keep_history, self.job_dir)
+        except Exception as e:  # noqa: BLE001 - the job's end never fails over its history
+            print(f"tony-jupyter AM: history not kept: {e!r}", flush=True)
+
     async def run(self) -> int:
         loop = IOLoop.current()
         self.provider.bind(lambda *a: loop.add_callback(self.coordinator.on_exit, *a))
@@ -131,6 +144,7 @@ class AM:
         finally:
             ticker.stop()
             self.provider.set_outcome(self.coordinator.state, self.coordinator.reason)
+            await self._keep_history(loop)
             await loop.run_in_executor(None, self.provider.shutdown)
             await asyncio.sleep(0.05)  # let the exits the shutdown caused be recorded
             self._tick()  # a session's unfinished cells end with the job

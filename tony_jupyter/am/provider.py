@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
+from pathlib import Path
 
 from ..spec import TaskSpec
 
@@ -60,6 +61,14 @@ class Provider(abc.ABC):
 
     def poll(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Called periodically on the AM's loop; providers that must look for exits do it here."""
+
+    def drain(self) -> None:  # noqa: B027 - optional hook
+        """Stop every task and wait (bounded) until they are gone, before the history is
+        written; :meth:`shutdown` does it anyway."""
+
+    def keep_history(self, job_dir: Path) -> None:  # noqa: B027 - optional hook
+        """The job's history files are in ``job_dir`` (``am/history.py``): keep them where
+        they outlive the AM (YARN: HDFS). Locally the job's directory is the history."""
 
     @abc.abstractmethod
     def shutdown(self) -> None:

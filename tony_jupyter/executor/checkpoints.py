@@ -203,3 +203,27 @@ def from_env(is_chief: bool) -> CheckpointMirror | None:
     if is_chief:
         mirror.start()
     return mirror
+
+
+def keep_tensorboard() -> None:
+    """YARN, the chief: its TensorBoard log dir (report()'s and Keras's event files) uploaded
+    once, at the end, to ``<staging>/tensorboard``, which the AM moves into the job's history
+    entry (am/yarn/history.py): a finished job's TensorBoard reads it there. Never fails the
+    task: a problem is one log line."""
+    remote = os.environ.get("TONY_CHECKPOINT_REMOTE")
+    logdir = os.environ.get("TONY_TENSORBOARD_DIR")
+    if not remote or not logdir or not os.path.isdir(logdir):
+        return
+    from .. import runtime
+
+    try:
+        if runtime._scalars.writer is not None:
+            runtime._scalars.writer.flush()
+        user = os.environ.get("HADOOP_USER_NAME") or os.environ.get("USER", "")
+        dest = posixpath.join(posixpath.dirname(remote.rstrip("/")), "tensorboard")
+        mirror = CheckpointMirror(Path(logdir), dest, os.environ["TONY_WEBHDFS_URL"], user)
+        for rel, st in sorted(mirror._local_files().items()):
+            _, data = mirror._read(rel)
+            mirror._write(rel, data, st)
+    except Exception as e:  # noqa: BLE001 - the history just has no TensorBoard then
+        print(f"[tony] TensorBoard event files not kept in the history: {e}", flush=True)

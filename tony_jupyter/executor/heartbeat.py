@@ -21,6 +21,7 @@ import requests
 
 from .. import tokens
 from .link import Stale
+from .resources import Sampler
 
 STOPPED = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
 
@@ -77,6 +78,10 @@ def _beat(
     # A secure cluster's tokens: the version this task has; newer ones go to its file.
     creds_file = os.environ.get(tokens.ENV_FILE)
     have = int(os.environ.get(tokens.ENV_VERSION, "0")) if creds_file else None
+    try:
+        sampler = Sampler(parent)
+    except psutil.NoSuchProcess:
+        return
 
     while True:
         if os.getppid() != parent:
@@ -84,7 +89,7 @@ def _beat(
         try:
             task = psutil.Process(parent)
             status = task.status()
-            rss = task.memory_info().rss
+            used = sampler.sample()
         except psutil.NoSuchProcess:
             return
         if status == psutil.STATUS_ZOMBIE:
@@ -103,7 +108,11 @@ def _beat(
             try:
                 extra = {"credentials": have} if have is not None else {}
                 answer = link.post(
-                    "executor/heartbeat", progress=state["progress"], rss=rss, **extra
+                    "executor/heartbeat",
+                    progress=state["progress"],
+                    rss=used["rss_bytes"],
+                    resources=used,
+                    **extra,
                 )
                 last_ok = time.monotonic()
                 newer = answer.get("credentials")

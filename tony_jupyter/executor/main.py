@@ -119,6 +119,8 @@ def main() -> int:
             raise RuntimeError(failed)
         if mirror is not None:
             mirror.close()
+            if is_chief:
+                checkpoints.keep_tensorboard()
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)

@@ -23,42 +23,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable, Iterable, MutableMapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from urllib.parse import parse_qsl, quote, unquote_plus, urlencode
+
+from ..protocol import GuardConfig
+
+__all__ = ["Guard", "GuardConfig"]
 
 TOKEN_PARAM = "tony_token"  # ?tony_token=<key>: a browser's first visit
 PROXY_USER_COOKIE = "proxy-user"  # set by YARN's WebAppProxyServlet
-_VARS = {
-    "key": "TONY_TB_GUARD_KEY",
-    "path_key": "TONY_TB_GUARD_PATH_KEY",
-    "owner": "TONY_TB_GUARD_OWNER",
-    "secure": "TONY_TB_GUARD_SECURE",
-}
-
 StartResponse = Callable[..., object]
 WSGIApp = Callable[[dict, StartResponse], Iterable[bytes]]
-
-
-@dataclass(frozen=True)
-class GuardConfig:
-    key: str  # the bearer credential
-    path_key: str  # the path segment the RM's proxy comes in under
-    owner: str  # the job's user: the proxy-user a secure cluster's proxy must name
-    secure: bool = False  # Kerberos: the RM's proxy authenticates its users
-
-    def to_env(self) -> dict[str, str]:
-        """How the chief's executor hands these to the TensorBoard process."""
-        values = {**self.__dict__, "secure": "1" if self.secure else "0"}
-        return {var: str(values[name]) for name, var in _VARS.items()}
-
-    @classmethod
-    def from_env(cls, env: MutableMapping[str, str]) -> GuardConfig | None:
-        """Read and remove them from ``env`` (``os.environ``); None if the key is missing."""
-        got = {name: env.pop(var, "") for name, var in _VARS.items()}
-        if not got["key"] or not got["path_key"]:
-            return None
-        return cls(got["key"], got["path_key"], got["owner"], got["secure"] == "1")
 
 
 def _cookies(environ: dict) -> dict[str, str]:

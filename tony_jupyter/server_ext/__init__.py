@@ -8,6 +8,7 @@ kernel this server starts inherits (see :mod:`tony_jupyter.server_ext.urls`).
 
 from __future__ import annotations
 
+import atexit
 import os
 
 from .urls import BASE_URL_ENV
@@ -16,21 +17,33 @@ from .urls import BASE_URL_ENV
 def _load_jupyter_server_extension(serverapp) -> None:
     # Imported here: kernels import this package (for urls) and need none of the server side.
     from jupyter_server.utils import url_path_join
+    from tornado.ioloop import PeriodicCallback
 
     from .api import SETTINGS_KEY, api_handlers
+    from .boards import FinishedBoards
     from .config import TonyJupyter
     from .jobs import ServerJobs, kerberos_user
     from .proxy import proxy_handlers
 
     config = TonyJupyter(parent=serverapp)
     serverapp.web_app.settings[SETTINGS_KEY] = config
-    serverapp.web_app.settings[SETTINGS_KEY + ".jobs"] = ServerJobs(
-        config.jobs_home, config.threads, config.endpoint_cache_seconds, kerberos_user()
+    boards = FinishedBoards(config.tensorboard_idle_seconds)
+    jobs = ServerJobs(
+        config.jobs_home, config.threads, config.endpoint_cache_seconds, kerberos_user(), boards
     )
+    serverapp.web_app.settings[SETTINGS_KEY + ".jobs"] = jobs
+
+    def reap() -> None:  # finished jobs' TensorBoards: stopped when idle (off the loop)
+        jobs.pool.submit(boards.reap)
+
+    PeriodicCallback(reap, 1000 * min(60.0, config.tensorboard_idle_seconds)).start()
+    atexit.register(boards.close)  # and with the server
     # The kernels this server starts inherit its environment: they find the same job records
     # and the proxy's base URL there (see urls.py).
     if config.jobs_home:
         os.environ["TONY_JUPYTER_HOME"] = config.jobs_home
+    if config.history_days > 0:
+        os.environ["TONY_JUPYTER_HISTORY_DAYS"] = f"{config.history_days:g}"
     os.environ[BASE_URL_ENV] = base = serverapp.web_app.settings["base_url"]
     handlers = api_handlers() + (proxy_handlers() if config.proxy_enabled else [])
     routes = [(url_path_join(base, p), *rest) for p, *rest in handlers]

@@ -40,3 +40,16 @@ class TonyJupyter(Configurable):
         help="""Threads for the blocking calls behind the REST API (to AMs, to YARN's
         ResourceManager), so that they never run on the server's event loop.""",
     ).tag(config=True)
+
+    history_days = Float(
+        0.0,
+        help="""How many days a finished job's history is kept (its record here, its entry
+        on HDFS). 0 (the default): $TONY_JUPYTER_HISTORY_DAYS, else 30, as TonY's portal.
+        Set here, it is also handed to the kernels this server starts (and their YARN AMs).""",
+    ).tag(config=True)
+
+    tensorboard_idle_seconds = Float(
+        600.0,
+        help="""A finished job's TensorBoard (started on demand by the proxy from the event
+        files in the job's history) is stopped after this many seconds without a request.""",
+    ).tag(config=True)

@@ -13,7 +13,9 @@ from tornado import web
 from ..errors import TonyError
 from ..launcher.client import JobClient, JobRecord, jobs_dir, list_jobs
 from ..launcher.clients import open_client
+from ..launcher.history import all_jobs, cluster_configured
 from ..protocol import JobSnapshot, JobSummary
+from .boards import FinishedBoards, has_event_files
 
 # Local ids (tony_20250101_120000_abcdef) and YARN application ids: no dots, no slashes.
 JOB_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
@@ -26,6 +28,11 @@ def record(job_id: str, root: Path | None = None, user: str | None = None) -> Jo
     if not _JOB_ID_RE.match(job_id):
         raise web.HTTPError(404, f"no job {job_id!r}")
     d = jobs_dir(root) / job_id
+    if not (d / "spec.json").is_file() and cluster_configured():
+        try:  # a job of this user's submitted elsewhere: its record made here (history.py)
+            adopt(job_id, root)
+        except TonyError:
+            pass
     if not (d / "spec.json").is_file() or not _owned(JobRecord(job_id, d), user):
         raise web.HTTPError(404, f"no job {job_id!r}")
     return JobRecord(job_id, d)
@@ -58,11 +65,10 @@ def summary(snap: JobSnapshot) -> dict:
     return JobSummary.of(snap).to_json()
 
 
-def _summary_of(rec: JobRecord) -> dict:
-    try:
-        return summary(open_client(rec).snapshot())
-    except (TonyError, OSError, ValueError) as e:
-        return JobSummary(job_id=rec.id, reason=str(e)).to_json()  # state UNKNOWN
+def adopt(job_id: str, root: Path | None) -> None:
+    from ..launcher.yarn.history import adopt as adopt_yarn
+
+    adopt_yarn(job_id, root)
 
 
 class ServerJobs:
@@ -77,12 +83,14 @@ class ServerJobs:
         threads: int = 8,
         endpoint_ttl: float = 2.0,
         user: str | None = None,
+        boards: FinishedBoards | None = None,
     ):
         self.root = Path(jobs_home) if jobs_home else None  # None: where the kernels look
         self.user = user  # a secure cluster's user: the only one whose jobs are shown
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="tony-server")
         self.endpoint_ttl = endpoint_ttl
         self._endpoints: dict[tuple[str, str], tuple[float, dict]] = {}
+        self.boards = boards or FinishedBoards()  # TensorBoard for ended jobs, on demand
 
     async def blocking(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
@@ -91,9 +99,27 @@ class ServerJobs:
         return open_client(record(job_id, self.root, self.user))
 
     async def summaries(self) -> list[dict]:
-        recs = [r for r in await self.blocking(list_jobs, self.root) if _owned(r, self.user)]
-        rows = await asyncio.gather(*(self.blocking(_summary_of, r) for r in recs))
-        return sorted(rows, key=lambda r: r.get("started") or 0, reverse=True)
+        """This host's records, the HDFS history's and the RM's jobs (launcher/history.py);
+        on a secure cluster only the server's user's (the cluster lists only theirs)."""
+        listing = await self.blocking(all_jobs, self.root)
+        theirs = {
+            r.id for r in await self.blocking(list_jobs, self.root) if not _owned(r, self.user)
+        }
+        return [r for r in listing.rows if r["job_id"] not in theirs]
+
+    def _finished_board(self, client: JobClient) -> dict | None:
+        """An ended job's TensorBoard from the event files in its history (boards.py)."""
+        if not client.snapshot().terminal:
+            return None  # a running job's TensorBoard is its chief's, registered with its AM
+        rec = client.record
+        if rec.read_json("yarn.json") and not has_event_files(rec.dir / "tensorboard"):
+            from ..launcher.yarn.history import fetch_tensorboard
+
+            try:
+                fetch_tensorboard(rec)  # from the job's history entry on HDFS
+            except (TonyError, OSError):
+                return None
+        return self.boards.endpoint(rec)
 
     async def endpoint(self, job_id: str, name: str) -> dict | None:
         """``{"url", "key"}`` of the job's endpoint (JobClient.endpoint), or None: also once
@@ -102,6 +128,8 @@ class ServerJobs:
         if hit is None or time.monotonic() - hit[0] > self.endpoint_ttl:
             client = self.client(job_id)  # 404 for an unknown job
             got = await self.blocking(client.endpoint, name)
+            if got is None and name == "tensorboard":
+                got = await self.blocking(self._finished_board, client)
             if got is None:
                 self._endpoints.pop((job_id, name), None)
                 return None

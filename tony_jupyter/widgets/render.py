@@ -114,6 +114,9 @@ def task_rows(snap: JobSnapshot) -> list[dict]:
                 "heartbeat_age": age,
                 "step": p.get("step"),
                 "loss": _num(p.get("loss")),
+                "cpu_percent": _num(t.cpu_percent),
+                "rss_bytes": t.rss_bytes,
+                "gpus": [(g.utilization, g.memory_used_mb) for g in t.gpus],
                 "exit_code": t.exit_code,
             }
         )
@@ -187,7 +190,8 @@ def tasks_table_html(rows: list[dict]) -> str:
         return "<i>no tasks yet</i>"
     e = html.escape
     cell = "padding:1px 10px 1px 0;text-align:left"
-    head = ["task", "host:port", "state", "heartbeat", "step", "loss", "exit"]
+    head = ["task", "host:port", "state", "heartbeat", "step", "loss", "CPU", "memory", "GPU"]
+    head.append("exit")
     out = [
         "<table style='border-collapse:collapse;font-size:90%'><tr>"
         + "".join(f"<th style='{cell}'>{h}</th>" for h in head)
@@ -203,10 +207,21 @@ def tasks_table_html(rows: list[dict]) -> str:
             age,
             "" if r["step"] is None else e(str(r["step"])),
             loss,
+            "" if r["cpu_percent"] is None else f"{r['cpu_percent']:.0f}%",
+            "" if not r["rss_bytes"] else f"{r['rss_bytes'] / 2**20:.0f} MiB",
+            gpu_text(r["gpus"]),
             "" if r["exit_code"] is None else str(r["exit_code"]),
         ]
         out.append("<tr>" + "".join(f"<td style='{cell}'>{v}</td>" for v in vals) + "</tr>")
     return "".join(out) + "</table>"
+
+
+def gpu_text(gpus: list) -> str:
+    """``"87% 3.1 GiB"`` per GPU; "" for a task without GPUs (or without nvidia-smi)."""
+    return " · ".join(
+        ("" if u is None else f"{u:.0f}%") + ("" if m is None else f" {m / 1024:.1f} GiB")
+        for u, m in gpus
+    )
 
 
 def tracebacks_html(snap: JobSnapshot) -> str:
@@ -235,6 +250,7 @@ def report_html(
     logs: dict[str, list[str]],
     tail: int = 50,
     totals: dict[str, int] | None = None,
+    chart: str = "",
 ) -> str:
     """The saved-notebook view: self-contained HTML that nbconvert and any viewer render."""
     rows = task_rows(snap)
@@ -244,7 +260,7 @@ def report_html(
         frac = progress_fraction(p)
         pct = f" ({frac:.0%})" if frac is not None else ""
         parts.append(f"<div>{html.escape(progress_label(p))}{pct}</div>")
-    parts += [tasks_table_html(rows), tracebacks_html(snap)]
+    parts += [tasks_table_html(rows), chart, tracebacks_html(snap)]
     states = {r["task"]: r["state"] for r in rows}
     for task_id, lines in logs.items():
         shown = lines[-tail:]

@@ -16,6 +16,7 @@ import ipywidgets as w
 
 from ..protocol import JobSnapshot, JobState
 from . import render, tensorboard
+from .chart import MetricHistory, chart_html
 from .logbuffer import LogBuffer
 
 BAR_MAX = 1000
@@ -76,6 +77,8 @@ class JobView:
         )
         self.progress_right = w.HTML()
         self.tasks_html = w.HTML()
+        self.chart = w.HTML()
+        self.metric_history = MetricHistory()
         self.tracebacks = w.HTML()
         self.panes: dict[str, w.HTML] = {}
         self.tabs = w.Tab()
@@ -84,6 +87,7 @@ class JobView:
                 w.HBox([self.header, self.kill_button]),
                 w.HBox([self.progress_label, self.progress_bar, self.progress_right]),
                 self.tasks_html,
+                self.chart,
                 self.tracebacks,
                 self.tabs,
             ]
@@ -112,6 +116,8 @@ class JobView:
         self.progress_right.value = f"{frac:.0%}" if frac is not None else ""
         self.progress_bar.bar_style = "success" if succeeded else "danger" if snap.terminal else ""
         self.tasks_html.value = render.tasks_table_html(self.task_rows)
+        self.metric_history.add(p)
+        self.chart.value = chart_html(self.metric_history)
         self.tracebacks.value = render.tracebacks_html(snap)
         for row in self.task_rows:
             self._pane(row["task"])
@@ -194,7 +200,9 @@ class JobView:
             self._render_logs(force=True)
             logs = {tid: list(buf.view()) for tid, buf in self.logs.items()}
             totals = {tid: buf.total for tid, buf in self.logs.items()}
-            self.report_html = render.report_html(snapshot, logs, self.report_tail, totals)
+            self.report_html = render.report_html(
+                snapshot, logs, self.report_tail, totals, chart_html(self.metric_history)
+            )
             if self.mode == "text":
                 self._say(render.report_text(snapshot))
             elif self._handle is not None:

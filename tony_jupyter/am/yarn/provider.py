@@ -27,7 +27,7 @@ from ...protocol import ExecutorEnv
 from ...spec import JobSpec, TaskSpec
 from ...tokens import tokens_env
 from ..provider import Provider
-from . import eventlog, jvm
+from . import eventlog, history, jvm
 from .credentials import Credentials
 
 log = logging.getLogger("tony_jupyter.am.yarn")
@@ -187,13 +187,22 @@ class YarnProvider(Provider):
     def poll(self) -> None:
         pass  # completions arrive on the allocate thread
 
-    def shutdown(self) -> None:
+    def drain(self) -> None:
         with self.lock:
             for launch in list(self.by_task.values()):
                 self.stop_task(launch.task_id, launch.attempt)
         deadline = time.monotonic() + SHUTDOWN_WAIT_S
         while self.running and time.monotonic() < deadline:
             time.sleep(0.05)
+
+    def keep_history(self, job_dir: Path) -> None:
+        if self.staging:
+            fs = self.J.Path(self.staging).getFileSystem(self.conf)
+            app_id = os.environ.get(V("job_id")) or job_dir.name
+            history.keep(fs, self.J, self.staging, app_id, job_dir)
+
+    def shutdown(self) -> None:
+        self.drain()
         self._wrap_up_staging()
         state, reason = self.outcome
         try:

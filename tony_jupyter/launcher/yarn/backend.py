@@ -18,7 +18,7 @@ import time
 
 import requests
 
-from ... import shards
+from ... import retention, shards
 from ...bundle import Bundle
 from ...errors import BackendError
 from ...protocol import ExecutorEnv
@@ -83,6 +83,7 @@ def am_context(
         # Passed on to the executors: tony_jupyter.data reads hdfs:// and checkpoints sync here.
         "TONY_WEBHDFS_URL": conf.webhdfs.url,
         "PYTHONUNBUFFERED": "1",
+        retention.DAYS_ENV: f"{retention.days():g}",  # the AM prunes the history on HDFS
     }
     if conf.secure:
         # The AM's JVM and the tasks act as the user through the credentials' tokens;

@@ -1,0 +1,76 @@
+"""The job's history entry on HDFS: ``/user/<user>/.tony-jupyter/history/<application id>/``,
+beside the staging directories (so mode 700 like them), written by the AM through the Hadoop
+FileSystem it already holds (its delegation tokens on a secure cluster) before it deletes
+staging, so any host the user works from can list and open the job after the AM is gone.
+
+Retention: entries older than ``TONY_JUPYTER_HISTORY_DAYS`` (default 30, as TonY's portal)
+are removed by each AM after it writes its own; nothing else under the root is touched.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from pathlib import Path
+
+from ... import retention
+from .. import history
+
+log = logging.getLogger("tony_jupyter.am.yarn")
+
+HISTORY = "history"
+
+
+def gather(job_dir: Path) -> Path:
+    """The entry's files, copied (localized files are symlinks) into one local directory."""
+    out = job_dir / ".history"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    for name in history.FILES:
+        if (job_dir / name).exists():
+            shutil.copyfile(job_dir / name, out / name)
+    if (job_dir / "logs").is_dir():
+        shutil.copytree(job_dir / "logs", out / "logs")
+    return out
+
+
+def save(fs, J, staging: str, app_id: str, job_dir: Path) -> str:
+    """Copy the entry to HDFS (replacing one an earlier AM attempt wrote); its path."""
+    root = J.Path(J.Path(staging).getParent(), HISTORY)
+    dest = J.Path(root, app_id)
+    local = gather(job_dir)
+    fs.mkdirs(root)
+    if fs.exists(dest):
+        fs.delete(dest, True)
+    fs.copyFromLocalFile(False, True, J.Path(str(local)), dest)
+    shutil.rmtree(local, ignore_errors=True)
+    board = J.Path(staging.rstrip("/") + "/tensorboard")  # the chief's event files
+    if fs.exists(board):
+        fs.rename(board, J.Path(dest, "tensorboard"))
+    return str(dest.toString())
+
+
+def prune(fs, J, staging: str, keep_days: float, now: float | None = None) -> list[str]:
+    """Remove history entries last written more than ``keep_days`` ago; their names."""
+    root = J.Path(J.Path(staging).getParent(), HISTORY)
+    cutoff_ms = ((now or time.time()) - keep_days * 86400) * 1000
+    removed: list[str] = []
+    if not fs.exists(root):
+        return removed
+    for st in fs.listStatus(root):
+        if st.isDirectory() and int(st.getModificationTime()) < cutoff_ms:
+            fs.delete(st.getPath(), True)
+            removed.append(str(st.getPath().getName()))
+    return removed
+
+
+def keep(fs, J, staging: str, app_id: str, job_dir: Path) -> None:
+    """Save the job's entry, then apply the retention to everyone's (this user's) entries."""
+    log.info("history: %s", save(fs, J, staging, app_id, job_dir))
+    try:
+        gone = prune(fs, J, staging, retention.days())
+        if gone:
+            log.info("history: removed %d entries past retention", len(gone))
+    except Exception as e:  # noqa: BLE001 - retention is retried by the next job
+        log.warning("history retention: %s", e)

@@ -1,0 +1,167 @@
+"""The user's YARN jobs as any host sees them: the history the AMs keep on HDFS
+(``/user/<user>/.tony-jupyter/history/<application id>/``, am/yarn/history.py) and the RM's
+applications of type TONY-JUPYTER, through :func:`secure.connect` (SPNEGO on a secure cluster).
+
+An entry's ``history.json`` never changes once written, so its summary is cached here
+(``$TONY_JUPYTER_HOME/history/<application id>.json``): listing 1,000 entries is one WebHDFS
+LISTSTATUS plus a read for each entry not seen before. :func:`adopt` makes a job record here
+for a job submitted elsewhere, from its entry (a finished job) or its staging directory (a
+running one: its spec and token, readable only by its user).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import secrets
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ...errors import BackendError
+from ...protocol import JobState, JobSummary
+from ..client import JobRecord, home, jobs_dir
+from . import secure
+from .client import lost_snapshot
+from .rm import APP_TYPE
+from .staging import STAGING
+
+HISTORY = "history"
+READ_THREADS = 8
+RM_STATES = {"RUNNING": JobState.RUNNING, "FINISHING": JobState.RUNNING}
+
+
+def history_root(user: str) -> str:
+    return f"/user/{user}/{STAGING}/{HISTORY}"
+
+
+def _cache_dir(root: Path | None) -> Path:
+    d = (root or home()) / HISTORY
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def entries(cluster: secure.Cluster) -> list[str]:
+    """The application ids with a history entry on HDFS."""
+    st = cluster.staging
+    path = history_root(cluster.conf.user)
+    if st._call("listing", st.client.status, path, strict=False) is None:
+        return []
+    return sorted(st._call("listing", st.client.list, path))
+
+
+def entry_record(cluster: secure.Cluster, app_id: str, root: Path | None = None) -> dict | None:
+    """The entry's history.json (cached here once read), or None when it cannot be read."""
+    cached = _cache_dir(root) / f"{app_id}.json"
+    try:
+        return json.loads(cached.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        pass
+    st = cluster.staging
+    path = f"{history_root(cluster.conf.user)}/{app_id}/history.json"
+    try:
+        with st._call(f"reading {path}", st.client.read, path) as reader:
+            got = json.loads(reader.read())
+    except (BackendError, ValueError):
+        return None
+    tmp = cached.with_suffix(f".{secrets.token_hex(3)}.tmp")
+    tmp.write_text(json.dumps(got))
+    tmp.replace(cached)
+    return got
+
+
+def remote_jobs(root: Path | None, known: set[str]) -> list[tuple[str, dict]]:
+    """``("history" | "yarn", JobSummary JSON)`` for the user's jobs not in ``known``."""
+    cluster = secure.connect()
+    ids = [a for a in entries(cluster) if a not in known]
+    with ThreadPoolExecutor(READ_THREADS) as pool:
+        records = list(pool.map(lambda a: entry_record(cluster, a, root), ids))
+    out = []
+    for rec in records:
+        if rec and isinstance(rec.get("summary"), dict):
+            out.append(("history", JobSummary.from_json(rec["summary"]).to_json()))
+    _forget_pruned(root, set(ids) | known)
+    seen = known | {row["job_id"] for _, row in out}
+    for app in cluster.rm.apps(app_type=APP_TYPE):
+        if app.get("id") in seen or app.get("user") != cluster.conf.user:
+            continue
+        info = {"app_id": app["id"]}
+        snap = lost_snapshot(info, {"name": app.get("name", "")}, app)
+        if app.get("state") in RM_STATES:
+            snap = type(snap).from_json({**snap.to_json(), "state": "RUNNING", "reason": ""})
+        out.append(("yarn", JobSummary.of(snap).to_json()))
+    return out
+
+
+def _forget_pruned(root: Path | None, listed: set[str]) -> None:
+    """Cached summaries of entries no longer on HDFS (retention removed them) go too."""
+    for f in _cache_dir(root).glob("*.json"):
+        if f.stem not in listed:
+            f.unlink(missing_ok=True)
+
+
+def adopt(app_id: str, root: Path | None = None) -> JobRecord | None:
+    """A record here for the user's job ``app_id``: from its history entry, else from its
+    staging directory while the RM still runs it; None when neither has it."""
+    if not app_id.startswith("application_") or "/" in app_id:
+        return None
+    cluster = secure.connect()
+    st, user = cluster.staging, cluster.conf.user
+    d = jobs_dir(root) / app_id
+    tmp = d.with_name(f".{app_id}.{secrets.token_hex(3)}")
+    entry = f"{history_root(user)}/{app_id}"
+    try:
+        if st._call("reading", st.client.status, entry, strict=False) is not None:
+            st._call(f"reading {entry}", st.client.download, entry, str(tmp), n_threads=4)
+        else:
+            app = cluster.rm.app(app_id)
+            if not app or app.get("applicationType") != APP_TYPE or app.get("user") != user:
+                return None
+            tmp.mkdir(mode=0o700)
+            for name in ("spec.json", "token"):
+                path = posixpath.join(st.job_dir(app_id), name)
+                st._call(f"reading {path}", st.client.download, path, str(tmp / name))
+        if not (tmp / "spec.json").exists():
+            return None
+        tmp.chmod(0o700)
+        token = tmp / "token"
+        if not token.exists():
+            token.touch(mode=0o600)  # a finished job: no AM to authenticate to
+        info = {
+            "app_id": app_id,
+            "rm_url": cluster.conf.rm.url,
+            "webhdfs_url": cluster.conf.webhdfs.url,
+            "default_fs": cluster.conf.default_fs,
+            "user": user,
+            **cluster.record(),
+            "staging": st.job_dir(app_id),
+            "adopted": True,  # made here from the cluster, not submitted from here
+        }
+        (tmp / "yarn.json").write_text(json.dumps(info))
+        try:
+            tmp.rename(d)
+        except OSError:
+            if not (d / "spec.json").exists():  # else another process adopted it first
+                raise
+        return JobRecord(app_id, d)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def fetch_tensorboard(rec: JobRecord) -> bool:
+    """The chief's event files from the job's history entry into ``<record>/tensorboard``
+    (for a finished job's TensorBoard, server_ext/boards.py); False when the entry has none."""
+    info = rec.read_json("yarn.json") or {}
+    if not info.get("app_id"):
+        return False
+    st = secure.from_record(info)[1]
+    remote = f"{history_root(info['user'])}/{info['app_id']}/tensorboard"
+    if st._call("reading", st.client.status, remote, strict=False) is None:
+        return False
+    tmp = rec.dir / f".tensorboard.{secrets.token_hex(3)}"
+    try:
+        st._call(f"reading {remote}", st.client.download, remote, str(tmp), n_threads=4)
+        tmp.rename(rec.dir / "tensorboard")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return True
