@@ -381,3 +381,9 @@ class GuardConfig:
         if not got["key"] or not got["path_key"]:
             return None
         return cls(got["key"], got["path_key"], got["owner"], got["secure"] == "1")
+
+
+def progress_time(progress: Mapping[str, Any]) -> float:
+    """When a task's progress report was made (runtime.report stamps ``time``): the newest one
+    wins, as the heartbeat sidecar's last beat may arrive after the task's own final one."""
+    return float(progress.get("time") or 0)

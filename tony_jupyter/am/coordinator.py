@@ -20,6 +20,7 @@ from ..protocol import (
     JobState,
     TaskState,
     TaskView,
+    progress_time,
     task_token,
 )
 from ..spec import JobSpec
@@ -251,8 +252,7 @@ class Coordinator:
     ) -> None:
         task = self.live_task(task_id, attempt)
         task.last_heartbeat = self.clock()
-        # The newest report wins: the sidecar's last beat may arrive after the task's final one.
-        if progress and _stamp(progress) >= _stamp(task.progress or {}):
+        if progress and progress_time(progress) >= progress_time(task.progress or {}):
             task.progress = progress
         if rss:
             task.rss_bytes = int(rss)
@@ -398,11 +398,3 @@ class Coordinator:
 
     def close(self) -> None:
         self._event_file.close()
-
-
-def _stamp(progress: dict) -> float:
-    """When a progress report was made (runtime.report sets ``time``); 0 if it says not."""
-    try:
-        return float(progress.get("time") or 0)
-    except (TypeError, ValueError):
-        return 0.0
