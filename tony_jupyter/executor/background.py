@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import threading
 
-import requests
-
 from .. import runtime
 from .capture import LogCapture
 from .heartbeat import Heartbeater
@@ -40,7 +38,7 @@ class Background(threading.Thread):
         self.logs.close()
         try:
             self.ship_logs()
-        except (Stale, requests.RequestException):
+        except (Stale, OSError):
             pass
 
     def run(self) -> None:
@@ -50,5 +48,5 @@ class Background(threading.Thread):
                 self.ship_logs()
             except Stale:
                 os._exit(143)
-            except requests.RequestException:
+            except OSError:
                 pass  # the sidecar decides when the AM is gone; these lines are lost

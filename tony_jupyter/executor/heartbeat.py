@@ -16,13 +16,8 @@ import signal
 import time
 from typing import Any
 
-import psutil
-import requests
-
 from .. import tokens
 from .link import Stale
-
-STOPPED = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
 
 
 class Heartbeater:
@@ -70,6 +65,9 @@ class Heartbeater:
 def _beat(
     link, parent: int, progress_fd: int, command_fd: int, interval: float, max_missed: int
 ) -> None:
+    import psutil  # here, in the forked sidecar: the task's start does not wait for it
+
+    stopped = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
     os.set_blocking(progress_fd, False)
     state: dict[str, Any] = {"progress": {}, "cell": None}
     pending = b""
@@ -99,7 +97,7 @@ def _beat(
                 state = json.loads(lines[-1])
         except BlockingIOError:
             pass
-        if status not in STOPPED:
+        if status not in stopped:
             try:
                 extra = {"credentials": have} if have is not None else {}
                 answer = link.post(
@@ -117,7 +115,7 @@ def _beat(
             except Stale:
                 os.kill(parent, signal.SIGTERM)  # the attempt is over
                 return
-            except requests.RequestException:
+            except OSError:
                 if time.monotonic() - last_ok > interval * max_missed * 2:
                     # The AM is gone (killed, or its host lost): take the task down with us
                     # rather than leave it running as an orphan.

@@ -9,7 +9,6 @@ import signal
 import traceback
 
 import cloudpickle
-import requests
 
 from ..protocol import CellOutcome
 from .background import Background
@@ -48,7 +47,7 @@ def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
             am.post("executor/cell-result", cell=got["id"], **outcome)
     except Stale:
         code = 0  # the session ended
-    except requests.RequestException as e:
+    except OSError as e:
         print(f"[tony] lost the AM: {e}", flush=True)
         code = 1
     os._exit(code)  # ships the rest of the logs first (executor/reaper.py)
