@@ -113,10 +113,11 @@ class AM:
         self.launched = True
 
     def _serve(self) -> None:
-        """The HTTP API, on the running loop."""
+        """The HTTP API and the heartbeat streams, on the running loop."""
         from tornado import httpserver
 
         from .api import AMState, make_app
+        from .beats import BeatServer
 
         self.state = AMState(self.coordinator, self.token)
         if self.spec.session:
@@ -125,6 +126,8 @@ class AM:
             self.state.cells = CellQueue(self.coordinator)
         self.server = httpserver.HTTPServer(make_app(self.state))
         self.server.add_sockets([self.socket])
+        self.beats = BeatServer(self.state, self.host)
+        self.state.beat_port = self.beats.port
 
     def _tick(self) -> None:
         self.coordinator.tick()
@@ -178,6 +181,7 @@ class AM:
         while not self.state.released and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         self.server.stop()
+        self.beats.stop()
         self.coordinator.close()
         (self.job_dir / "am.json").unlink(missing_ok=True)
         return 0 if self.coordinator.state == JobState.SUCCEEDED else 1

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from .. import tokens
-from .link import Stale
+from .link import BeatStream, Stale
 
 
 class Heartbeater:
@@ -72,6 +72,7 @@ def _beat(
     state: dict[str, Any] = {"progress": {}, "cell": None}
     pending = b""
     last_ok = time.monotonic()
+    stream: BeatStream | None = None
     # A secure cluster's tokens: the version this task has; newer ones go to its file.
     creds_file = os.environ.get(tokens.ENV_FILE)
     have = int(os.environ.get(tokens.ENV_VERSION, "0")) if creds_file else None
@@ -100,8 +101,8 @@ def _beat(
         if status not in stopped:
             try:
                 extra = {"credentials": have} if have is not None else {}
-                answer = link.post(
-                    "executor/heartbeat", progress=state["progress"], rss=rss, **extra
+                answer, stream = _send(
+                    link, stream, interval, progress=state["progress"], rss=rss, **extra
                 )
                 last_ok = time.monotonic()
                 newer = answer.get("credentials")
@@ -121,3 +122,23 @@ def _beat(
                     # rather than leave it running as an orphan.
                     os.killpg(os.getpgid(0), signal.SIGKILL)
         time.sleep(interval)
+
+
+def _send(
+    link, stream: BeatStream | None, interval: float, **body
+) -> tuple[dict, BeatStream | None]:
+    """One heartbeat: on the AM's heartbeat stream once its first HTTP answer named the port
+    (am/beats.py), by ``POST executor/heartbeat`` before that or when the stream fails."""
+    if stream is not None:
+        try:
+            return stream.beat(**body), stream
+        except OSError:
+            stream.close()
+    answer = link.post("executor/heartbeat", **body)
+    port = answer.get("beats")
+    if isinstance(port, int):
+        try:
+            stream = BeatStream(link, port, link.token, timeout=max(10.0, interval * 2))
+        except OSError:
+            stream = None
+    return answer, stream

@@ -103,3 +103,42 @@ class AMLink:
             conn.file.close()
             conn.sock.close()
         conn.sock = conn.file = None
+
+
+class BeatStream:
+    """Heartbeats on one kept-open connection to the AM (the AM's am/beats.py has the wire):
+    a line out, a line back. Any trouble raises OSError; the caller goes back to HTTP."""
+
+    def __init__(self, link: AMLink, port: int, token: str, timeout: float):
+        host = urlsplit(link.url).hostname or "127.0.0.1"
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.reader = self.sock.makefile("rb")
+        hello = {"task": link.task, "attempt": link.attempt, "token": token}
+        if "ok" not in self._exchange(hello):
+            self.close()
+            raise ConnectionRefusedError("the AM refused the heartbeat stream")
+
+    def _exchange(self, body: dict) -> dict:
+        self.sock.sendall(json.dumps(body, separators=(",", ":")).encode() + b"\n")
+        line = self.reader.readline(1 << 20)
+        if not line.endswith(b"\n"):
+            raise ConnectionResetError("the AM closed the heartbeat stream")
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise ConnectionAbortedError("the AM's heartbeat answer is not JSON") from None
+
+    def beat(self, **body) -> dict:
+        answer = self._exchange(body)
+        if answer.get("status") == 410:
+            self.close()
+            raise Stale(answer.get("error", "attempt over"))
+        if "error" in answer:
+            self.close()
+            raise ConnectionAbortedError(answer["error"])
+        return answer
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
