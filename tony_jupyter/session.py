@@ -180,7 +180,8 @@ class CellFollower:
         self.last: dict = {}
 
     def poll(self, timeout: float = 0.0) -> dict:
-        cell = self.job.client.cell(self.cell_id, timeout)
+        feed = self.offsets if self.view is not None else None
+        cell = self.job.client.cell(self.cell_id, timeout, feed=feed)
         if cell is None:  # the AM is gone: the session died under the cell
             snap = self.job.client.snapshot()
             cell = dict(
@@ -194,6 +195,14 @@ class CellFollower:
         return cell
 
     def _feed(self, cell: dict) -> JobSnapshot:
+        if "job" in cell:  # the AM sent the snapshot and the logs with the cell
+            snap = JobSnapshot.from_json(cell["job"])
+            for task, got in cell["logs"].items():
+                self.offsets[task] = got["offset"]
+                if got["text"]:
+                    self.view.append_log(task, got["text"])
+            self.view.update(self._as_job(snap, cell))
+            return snap
         snap = self.job.client.snapshot()
         for task, start in cell.get("log_start", {}).items():
             offset = self.offsets.get(task, start)
