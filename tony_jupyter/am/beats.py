@@ -11,24 +11,22 @@ The wire: the sidecar's first line ``{"task": T, "attempt": N, "token": <T's own
 answered ``{"ok": true}`` (or ``{"error": ..., "status": 403}`` and closed); then per heartbeat
 ``{"progress": {...}, "rss": N, "credentials": V}`` (each optional), answered as
 ``POST executor/heartbeat`` would be, ``{"command": "stop", "status": 410}`` when the attempt is
-over (then closed). The sidecar learns the port from its first HTTP heartbeat's answer
+over (then closed). Each line read is answered, in order; lines that arrived together are
+answered with one write. The sidecar learns the port from its first HTTP heartbeat's answer
 (``"beats"``); any trouble on the stream and it goes back to HTTP for that beat.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
-import logging
-
-from tornado import iostream, netutil, tcpserver
 
 from .coordinator import StaleAttempt
 from .http import AMState
 
 MAX_LINE = 1 << 16  # a heartbeat is small; its progress dict is the user's, within reason
 NOTHING = b'{"command":null}\n'
-log = logging.getLogger("tony_jupyter.am")
 
 
 class BadBeat(ValueError):
@@ -52,44 +50,52 @@ def answer_heartbeat(am: AMState, task: str, attempt: int, b: dict) -> dict | No
     return answer
 
 
-class BeatServer(tcpserver.TCPServer):
-    """The heartbeat streams of a job's executors, on the AM's event loop."""
+class BeatProtocol(asyncio.Protocol):
+    """One sidecar's stream: every complete line in a read is handled, and the answers go back
+    in one write (a burst of heartbeats costs one system call each way)."""
 
-    def __init__(self, am: AMState, host: str):
-        super().__init__(max_buffer_size=4 * MAX_LINE)
+    def __init__(self, am: AMState):
         self.am = am
-        sockets = netutil.bind_sockets(0, address=host)
-        self.port = sockets[0].getsockname()[1]
-        self.add_sockets(sockets)
+        self.task: str | None = None
+        self.attempt = 0
+        self.pending = b""
+        self.transport: asyncio.Transport | None = None
 
-    async def handle_stream(self, stream: iostream.IOStream, address) -> None:
-        try:
-            task, attempt = self._hello(await stream.read_until(b"\n", MAX_LINE))
-            if task is None:
-                await stream.write(b'{"error":"wrong job token","status":403}\n')
-                return
-            await stream.write(b'{"ok":true}\n')
-            while True:
-                line = await stream.read_until(b"\n", MAX_LINE)
-                try:
-                    body = json.loads(line)
-                    if not isinstance(body, dict):
-                        raise BadBeat("a heartbeat is a JSON object")
-                    answer = answer_heartbeat(self.am, task, attempt, body)
-                except StaleAttempt as e:
-                    out = {"command": "stop", "error": str(e), "status": 410}
-                    await stream.write(json.dumps(out).encode() + b"\n")
-                    return
-                except (BadBeat, ValueError) as e:
-                    await stream.write(
-                        json.dumps({"error": str(e), "status": 400}).encode() + b"\n"
-                    )
-                    return
-                stream.write(NOTHING if answer is None else json.dumps(answer).encode() + b"\n")
-        except iostream.StreamClosedError:
-            pass
-        finally:
-            stream.close()
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        assert self.transport is not None
+        *lines, self.pending = (self.pending + data).split(b"\n")
+        if len(self.pending) > MAX_LINE:
+            return self._end(b'{"error":"line too long","status":400}\n')
+        out = []
+        for line in lines:
+            if self.task is None:
+                self.task, self.attempt = self._hello(line)
+                if self.task is None:
+                    return self._end(b'{"error":"wrong job token","status":403}\n')
+                out.append(b'{"ok":true}\n')
+                continue
+            try:
+                body = json.loads(line)
+                if not isinstance(body, dict):
+                    raise BadBeat("a heartbeat is a JSON object")
+                answer = answer_heartbeat(self.am, self.task, self.attempt, body)
+            except StaleAttempt as e:
+                stop = {"command": "stop", "error": str(e), "status": 410}
+                return self._end(b"".join(out) + json.dumps(stop).encode() + b"\n")
+            except ValueError as e:  # BadBeat, or not JSON
+                bad = {"error": str(e), "status": 400}
+                return self._end(b"".join(out) + json.dumps(bad).encode() + b"\n")
+            out.append(NOTHING if answer is None else json.dumps(answer).encode() + b"\n")
+        if out:
+            self.transport.write(b"".join(out))
+
+    def _end(self, last: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(last)
+        self.transport.close()
 
     def _hello(self, line: bytes) -> tuple[str | None, int]:
         try:
@@ -106,3 +112,11 @@ class BeatServer(tcpserver.TCPServer):
         if owner is None or not hmac.compare_digest(owner, str(task)):
             return None, 0
         return owner, attempt
+
+
+async def serve_beats(am: AMState, host: str) -> asyncio.AbstractServer:
+    """The heartbeat streams of a job's executors, on the AM's loop; ``am.beat_port`` set."""
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: BeatProtocol(am), host, 0)
+    am.beat_port = server.sockets[0].getsockname()[1]
+    return server

@@ -117,7 +117,6 @@ class AM:
         from tornado import httpserver
 
         from .api import AMState, make_app
-        from .beats import BeatServer
 
         self.state = AMState(self.coordinator, self.token)
         if self.spec.session:
@@ -126,8 +125,6 @@ class AM:
             self.state.cells = CellQueue(self.coordinator)
         self.server = httpserver.HTTPServer(make_app(self.state))
         self.server.add_sockets([self.socket])
-        self.beats = BeatServer(self.state, self.host)
-        self.state.beat_port = self.beats.port
 
     def _tick(self) -> None:
         self.coordinator.tick()
@@ -152,6 +149,9 @@ class AM:
                 ),
             )
         self._serve()
+        from .beats import serve_beats
+
+        beats = await serve_beats(self.state, self.host)
         from tornado.ioloop import PeriodicCallback
 
         write_json_atomic(
@@ -181,7 +181,7 @@ class AM:
         while not self.state.released and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         self.server.stop()
-        self.beats.stop()
+        beats.close()
         self.coordinator.close()
         (self.job_dir / "am.json").unlink(missing_ok=True)
         return 0 if self.coordinator.state == JobState.SUCCEEDED else 1
