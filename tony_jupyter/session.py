@@ -197,7 +197,8 @@ class CellFollower:
     def _feed(self, cell: dict) -> JobSnapshot:
         if "job" in cell:  # the AM sent the snapshot and the logs with the cell
             snap = JobSnapshot.from_json(cell["job"])
-            for task, got in cell["logs"].items():
+            # Popped: finish() feeds the last cell again, for its snapshot only.
+            for task, got in cell.pop("logs", {}).items():
                 self.offsets[task] = got["offset"]
                 if got["text"]:
                     self.view.append_log(task, got["text"])
