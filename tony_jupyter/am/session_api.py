@@ -150,8 +150,11 @@ class CellResultHandler(SessionHandler):
             self.coord.live_task(task, attempt)
         except StaleAttempt as e:
             return self.stale(e)
-        outcome = {k: v for k, v in b.items() if k not in ("task", "attempt", "cell")}
+        logs = self.field(b, "logs", str, None)
+        outcome = {k: v for k, v in b.items() if k not in ("task", "attempt", "cell", "logs")}
         try:
+            if logs:  # the cell's last output, logged before its result (session_loop.py)
+                self.coord.add_logs(task, attempt, logs)
             self.cells.report(task, cell_id, outcome)
         except KeyError:
             raise web.HTTPError(404, f"no cell {cell_id}") from None

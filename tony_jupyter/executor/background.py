@@ -30,6 +30,12 @@ class Background(threading.Thread):
             if text:
                 self.am.post("executor/logs", text=text)
 
+    def post_with_logs(self, path: str, **body) -> dict:
+        """``path`` with what is left of the log as ``logs``, under the shipping lock: a session
+        cell's output and its result in one request, the output first on the AM's side."""
+        with self._ship_lock:
+            return self.am.post(path, logs=self.logs.take(), **body)
+
     def flush(self) -> None:
         """At the end (or a hard exit): stop shipping in the background, ship the rest."""
         self.stop.set()

@@ -43,8 +43,8 @@ def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
             after = got["id"]
             outcome = run_cell(got, namespace, is_chief, running, bg)
             bg.logs.drain()
-            bg.ship_logs()  # this cell's output is logged before its result
-            am.post("executor/cell-result", cell=got["id"], **outcome)
+            # this cell's output is logged before its result, in the same request
+            bg.post_with_logs("executor/cell-result", cell=got["id"], **outcome)
     except Stale:
         code = 0  # the session ended
     except OSError as e:
