@@ -1,8 +1,10 @@
 """Time from running a cell to every task running user code: tony-jupyter's local backend vs
-the same processes started by hand with TF_CONFIG (A B A B ..., medians). Also the resident
-memory of the AM and of an idle executor (``footprint()``, which the footprint part uses too).
+the same processes started by hand with TF_CONFIG (A B A B ..., medians); with ``--before REV``
+also tony-jupyter as it was at that git revision (bench/lib/before.py), in the same rounds.
+Also the resident memory of the AM and of an idle executor (``footprint()``, which the
+footprint part uses too).
 
-    .venv/bin/python -m bench startup [--runs 5] [--workers 2] [--quick]
+    .venv/bin/python -m bench startup [--runs 5] [--workers 2] [--before REV] [--quick]
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import psutil
 
+from bench.lib import before as before_lib
 from bench.lib.common import Context
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import TonyJob
@@ -104,25 +107,41 @@ def footprint() -> dict:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--before", default=None, help="also tony-jupyter at this git revision")
 
 
 def run(ctx: Context) -> dict:
     runs = ctx.runs or (2 if ctx.quick else 5)  # --quick: 2 runs, a smoke test of the bench
     workers = ctx.args.workers
-    tony, hand = [], []
+    rev = None if ctx.quick else ctx.args.before
+    before_lib.compile_tree()
+    old = before_lib.tree(rev) if rev else None
+    tony, hand, prior = [], [], []
     run_tony(workers)  # warm the page cache for both sides
+    if old is not None:
+        before_lib.call(old, "bench.startup:run_tony", workers)
     for _ in range(runs):
         tony.append(run_tony(workers))
         hand.append(run_by_hand(workers))
+        if old is not None:
+            prior.append(before_lib.call(old, "bench.startup:run_tony", workers))
+    figures = {
+        "tony_jupyter_local_median": round(statistics.median(tony), 4),
+        "by_hand_median": round(statistics.median(hand), 4),
+        "ratio": round(statistics.median(tony) / statistics.median(hand), 2),
+        "tony_jupyter_local_all": [round(x, 4) for x in tony],
+        "by_hand_all": [round(x, 4) for x in hand],
+    }
+    if prior:
+        figures.update(
+            before_rev=rev,
+            before_median=round(statistics.median(prior), 4),
+            before_all=[round(x, 4) for x in prior],
+            now_vs_before=round(statistics.median(tony) / statistics.median(prior), 2),
+        )
     return {
         "workers": workers,
         "runs": runs,
-        "cell_to_all_tasks_in_user_code_s": {
-            "tony_jupyter_local_median": round(statistics.median(tony), 4),
-            "by_hand_median": round(statistics.median(hand), 4),
-            "ratio": round(statistics.median(tony) / statistics.median(hand), 2),
-            "tony_jupyter_local_all": [round(x, 4) for x in tony],
-            "by_hand_all": [round(x, 4) for x in hand],
-        },
+        "cell_to_all_tasks_in_user_code_s": figures,
         "footprint": footprint(),
     }

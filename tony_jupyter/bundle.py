@@ -9,8 +9,6 @@ import symtable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import cloudpickle
-
 from .errors import BundleError
 
 if TYPE_CHECKING:
@@ -85,6 +83,8 @@ def make_bundle(
             f"{'it' if len(missing) == 1 else 'them'} in an earlier cell or inside this cell "
             "(nothing was submitted)"
         )
+    import cloudpickle  # the notebook side: an executor imports this module, never packs
+
     payload = {}
     for name in wanted:
         try:

@@ -9,7 +9,7 @@ import threading
 import time
 
 from .bundle import bound_names, make_bundle
-from .errors import JobFailedError, SpecError, TonyError
+from .errors import BackendError, JobFailedError, SpecError, TonyError
 from .job import TonyJob, failure, submit
 from .launcher.client import decode_result
 from .protocol import DONE_CELL_STATES, CellState, JobSnapshot, JobState
@@ -109,14 +109,22 @@ class Session:
         )
 
     def run(self, source: str, namespace: dict, pull: tuple[str, ...] = (), view=None):
-        job = self._require_running()
+        if self.job is None:
+            raise SessionError("no session is running; %tony session start --workers N")
+        job = self.job
         bundle = make_bundle(source, namespace, exclude=tuple(self.remote_names))
-        self.remote_names |= bound_names(source)
-        cell = job.client.submit_cell(
-            source, bundle.names, list(pull), filename=f"<tony-cell-{self.cells_run + 1}>"
-        )
+        # The AM refuses a cell unless the session runs: only then is the job asked why
+        # (one round trip less for every cell).
+        try:
+            cell = job.client.submit_cell(
+                source, bundle.names, list(pull), filename=f"<tony-cell-{self.cells_run + 1}>"
+            )
+        except BackendError:
+            cell = None
         if cell is None:
+            self._require_running()
             raise SessionError("the session's AM is gone; %tony session restart")
+        self.remote_names |= bound_names(source)
         self.cells_run += 1
         follower = CellFollower(job, cell["id"], view)
         try:
@@ -126,7 +134,7 @@ class Session:
         follower.finish(done)
         if done["state"] != CellState.SUCCEEDED:
             raise _cell_failure(job.job_id, done)
-        got = decode_result(done["results"].get(job.client.snapshot().chief))
+        got = decode_result(done["results"].get(self.spec.chief_id))
         if got is None:
             return None
         namespace.update(got["pulled"])
@@ -172,7 +180,8 @@ class CellFollower:
         self.last: dict = {}
 
     def poll(self, timeout: float = 0.0) -> dict:
-        cell = self.job.client.cell(self.cell_id, timeout)
+        feed = self.offsets if self.view is not None else None
+        cell = self.job.client.cell(self.cell_id, timeout, feed=feed)
         if cell is None:  # the AM is gone: the session died under the cell
             snap = self.job.client.snapshot()
             cell = dict(
@@ -185,7 +194,16 @@ class CellFollower:
             self._feed(cell)
         return cell
 
-    def _feed(self, cell: dict) -> None:
+    def _feed(self, cell: dict) -> JobSnapshot:
+        if "job" in cell:  # the AM sent the snapshot and the logs with the cell
+            snap = JobSnapshot.from_json(cell["job"])
+            # Popped: finish() feeds the last cell again, for its snapshot only.
+            for task, got in cell.pop("logs", {}).items():
+                self.offsets[task] = got["offset"]
+                if got["text"]:
+                    self.view.append_log(task, got["text"])
+            self.view.update(self._as_job(snap, cell))
+            return snap
         snap = self.job.client.snapshot()
         for task, start in cell.get("log_start", {}).items():
             offset = self.offsets.get(task, start)
@@ -196,6 +214,7 @@ class CellFollower:
             if text:
                 self.view.append_log(task, text)
         self.view.update(self._as_job(snap, cell))
+        return snap
 
     def _as_job(self, snap: JobSnapshot, cell: dict) -> JobSnapshot:
         failed = [t for t, r in cell.get("results", {}).items() if r.get("status") != "ok"]
@@ -216,8 +235,7 @@ class CellFollower:
 
     def finish(self, cell: dict) -> None:
         if self.view is not None:
-            self._feed(cell)
-            self.view.finish(self._as_job(self.job.client.snapshot(), cell))
+            self.view.finish(self._as_job(self._feed(cell), cell))
 
 
 _current: dict[str, Session | None] = {"session": None}

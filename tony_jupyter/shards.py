@@ -31,10 +31,12 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import BundleError, SpecError
-from .spec import JobSpec
+
+if TYPE_CHECKING:
+    from .spec import JobSpec
 
 ROW_GROUP_ROWS = 65536
 SHARDS_DIR = "shards"

@@ -59,17 +59,26 @@ def draw(name: str, data: dict) -> None:
             label = "log line" if what == "log" else "heartbeat"
             _bars(ax, rates, series, "seconds", f"{label}: worker -> widget model")
     elif name == "am_scale":
-        rows = data["levels"]
         fig, ax = plt.subplots(figsize=(7, 4))
-        xs = [r["executors"] for r in rows]
-        ax.plot(xs, [r["heartbeat_p99_s"] for r in rows], "o-", label="heartbeat p99 (s)")
-        ax.plot(xs, [r["heartbeat_p50_s"] for r in rows], "o-", label="heartbeat p50 (s)")
+        ax2 = ax.twinx()
+
+        def side(r: dict) -> str:
+            period = r.get("beat_period_ms", 1000)
+            return r.get("heartbeats_by", "http") + (f" {period} ms" if period != 1000 else "")
+
+        for by in sorted({side(r) for r in data["levels"]}):
+            rows = sorted(
+                (r for r in data["levels"] if side(r) == by), key=lambda r: r["executors"]
+            )
+            xs = [r["executors"] for r in rows]
+            ax.plot(xs, [r["heartbeat_p99_s"] for r in rows], "o-", label=f"{by}: p99 (s)")
+            ax.plot(xs, [r["heartbeat_p50_s"] for r in rows], "o-", label=f"{by}: p50 (s)")
+            cpu = [r["am_cpu_ms_per_heartbeat"] for r in rows]
+            ax2.plot(xs, cpu, "s--", label=f"{by}: AM CPU ms/heartbeat")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("simulated executors")
-        ax2 = ax.twinx()
-        ax2.plot(xs, [r["am_cpu_percent"] for r in rows], "s--", color="gray", label="AM CPU %")
-        ax2.set_ylabel("AM CPU %")
+        ax2.set_ylabel("AM CPU ms per heartbeat")
         ax.legend(loc="upper left", fontsize=8)
         ax2.legend(loc="lower right", fontsize=8)
         ax.set_title("AM under simulated executors")

@@ -139,13 +139,47 @@ def rows() -> list[tuple[str, str, str, str]]:
         )
     am = _load("am_scale")
     for lv in am.get("levels", []):
+        by = lv.get("heartbeats_by", "http")
+        if lv.get("beat_period_ms", 1000) != 1000:
+            by += f" every {lv['beat_period_ms']} ms"
         out.append(
             (
-                f"AM, {lv['executors']} simulated executors: heartbeat p50 / p99",
-                f"{_f(lv['heartbeat_p50_s'], ' s')} / {_f(lv['heartbeat_p99_s'], ' s')}",
-                f"AM CPU {_f(lv['am_cpu_percent'], ' %')}, RSS {_f(lv['am_rss_mib'], ' MiB')}, "
-                f"errors {lv['errors']}, job {lv['job_state_after']}",
+                f"AM, {lv['executors']} simulated executors, heartbeats by {by}: "
+                "heartbeat p50 / p99; AM CPU per heartbeat (goal ≤ 0.1 ms)",
+                f"{_f(lv['heartbeat_p50_s'], ' s')} / {_f(lv['heartbeat_p99_s'], ' s')}; "
+                f"{_f(lv['am_cpu_ms_per_heartbeat'], ' ms')}",
+                f"AM CPU {_f(lv['am_cpu_percent'], ' %')}, RSS {_f(lv['am_rss_mib'], ' MiB')}"
+                + (
+                    f" ({_f(lv['am_rss_kib_per_task'], ' KiB')}/task)"
+                    if "am_rss_kib_per_task" in lv
+                    else ""
+                )
+                + f", errors {lv['errors']}, job {lv['job_state_after']}",
                 "",
+            )
+        )
+    su = _load("startup").get("cell_to_all_tasks_in_user_code_s", {})
+    if su:
+        beside = f"by hand: {_f(su['by_hand_median'], ' s')}"
+        if "before_median" in su:
+            beside += f"; at {su['before_rev']}: {_f(su['before_median'], ' s')}"
+        out.append(
+            (
+                "local cell → every task in user code, 2 workers (goal ≤ 0.15 s)",
+                _f(su["tony_jupyter_local_median"], " s"),
+                beside,
+                _f(su.get("now_vs_before")) + " vs before" if "before_median" in su else "",
+            )
+        )
+    wv = _load("session").get("local_2_workers_warm_vs_before", {})
+    if wv:
+        out.append(
+            (
+                "warm-session trivial cell, local, 2 workers: p50 / p90 (goal p50 ≤ 0.02 s)",
+                f"{_f(wv['now_p50_s'], ' s')} / {_f(wv['now_p90_s'], ' s')}",
+                f"at {wv['before_rev']}: {_f(wv['before_p50_s'], ' s')} / "
+                f"{_f(wv['before_p90_s'], ' s')}",
+                _f(wv["now_vs_before_p50"]) + " vs before",
             )
         )
     fp = _load("footprint")

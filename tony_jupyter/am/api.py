@@ -10,6 +10,7 @@ from urllib.parse import urlparse
 from tornado import web
 
 from ..protocol import TERMINAL_JOB_STATES
+from .beats import BadBeat, answer_heartbeat
 from .coordinator import ENDPOINT_SECRETS, StaleAttempt
 from .http import API, MAX_RESULT_BODY, AMState, BaseHandler
 from .session_api import ROUTES as SESSION_ROUTES
@@ -181,19 +182,14 @@ class HeartbeatHandler(ExecutorHandler):
     def post(self) -> None:
         b = self.body()
         task, attempt = self.task_and_attempt(b)
-        progress, rss = b.get("progress"), self.field(b, "rss", int, None)
-        if progress is not None and not isinstance(progress, dict):
-            raise web.HTTPError(400, "'progress' must be a JSON object")
-        resources = self.field(b, "resources", dict, None)
         try:
-            self.coord.heartbeat(task, attempt, progress, rss, resources)
+            answer = answer_heartbeat(self.am, task, attempt, b) or {"command": None}
         except StaleAttempt as e:
             return self.stale(e)
-        answer = (self.am.cells.command_for(task) if self.am.cells else None) or {"command": None}
-        have = self.field(b, "credentials", int, None)
-        creds = self.coord.provider.credentials()
-        if creds is not None and have is not None and creds["version"] > have:
-            answer = {**answer, "credentials": creds}  # newer tokens (secure clusters)
+        except BadBeat as e:
+            raise web.HTTPError(400, str(e)) from None
+        if self.am.beat_port is not None:
+            answer = {**answer, "beats": self.am.beat_port}  # where to go on beating (beats.py)
         self.finish(answer)
 
 

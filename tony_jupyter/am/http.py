@@ -45,6 +45,7 @@ class AMState:
         self.released = False
         coordinator.subscribe(self.changed.notify_all)
         self.cells: CellQueue | None = None  # a session's cells
+        self.beat_port: int | None = None  # the heartbeat streams' port (beats.py)
 
         spec = coordinator.spec
         self.task_ids = frozenset(f"{t.type}:{i}" for t in spec.tasks for i in range(t.instances))

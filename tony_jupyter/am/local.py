@@ -9,8 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
-
 from ..protocol import ExecutorEnv
 from ..spec import TaskSpec
 from .provider import Provider
@@ -30,6 +28,8 @@ def _kill_strays(markers: dict[str, str]) -> None:
     its executor's reaping (a task killed outright): they carry the task's ``TONY_*`` env."""
     if not markers:
         return
+    import psutil  # at a task's end: the AM's start does not wait for it
+
     for p in psutil.process_iter(["environ"]):
         env = p.info.get("environ") or {}
         if all(env.get(k) == v for k, v in markers.items()):

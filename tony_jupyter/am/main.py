@@ -8,21 +8,18 @@ released it (or ``tony.am.linger-sec`` passes), so results and logs can still be
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import signal
 import socket
+import threading
 import time
 from pathlib import Path
-
-from tornado import httpserver, netutil
-from tornado.ioloop import IOLoop, PeriodicCallback
+from typing import Any
 
 from ..protocol import TERMINAL_JOB_STATES, ExecutorEnv, JobState
 from ..spec import JobSpec
 from . import history
-from .api import AMState, make_app
 from .coordinator import Coordinator
 from .local import LocalProvider
 from .provider import Provider
@@ -79,19 +76,56 @@ class AM:
         self.spec = JobSpec.from_json((job_dir / "spec.json").read_text())
         self.token = os.environ.get("TONY_TOKEN") or (job_dir / "token").read_text().strip()
         self.job_id = os.environ.get("TONY_JOB_ID") or job_dir.name
-        self.provider = provider
-        sockets = netutil.bind_sockets(0, address=host, family=socket.AF_INET)
-        self.port = sockets[0].getsockname()[1]
+        self.provider, self.host = provider, host
+        # Listening before tornado is even imported: executors started meanwhile (run()) wait
+        # in the socket's backlog, not in a failed connect.
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.socket.bind((host, 0))
+        self.socket.listen(1024)
+        self.socket.setblocking(False)
+        self.port = self.socket.getsockname()[1]
         self.url = f"http://{advertise or host}:{self.port}"
         env = executor_env(self.job_id, self.spec, self.url, self.token, job_dir)
         self.coordinator = Coordinator(self.job_id, self.spec, job_dir, provider, env)
+        self.launched = False
+        self._loop: Any = None  # the running loop, once run() started
+        self._early_exits: list[tuple] = []  # exits reported before the event loop ran
+        self._exits_lock = threading.Lock()
+
+    def launch(self) -> None:
+        """Start the tasks, before the event loop and the server are even imported: the
+        executors' interpreters start while this one imports tornado (``run`` serves them;
+        meanwhile they wait in the listening socket's backlog)."""
+
+        def on_exit(*a) -> None:  # from any thread (YARN's callbacks)
+            with self._exits_lock:
+                if self._loop is None:
+                    self._early_exits.append(a)
+                    return
+            self._loop.call_soon_threadsafe(self.coordinator.on_exit, *a)
+
+        self.provider.bind(on_exit)
+        self.provider.start(self.url)
+        recovered = self.provider.recovered_events()
+        if recovered:
+            self.coordinator.recover(recovered)
+        self.coordinator.start()
+        self.launched = True
+
+    def _serve(self) -> None:
+        """The HTTP API and the heartbeat streams, on the running loop."""
+        from tornado import httpserver
+
+        from .api import AMState, make_app
+
         self.state = AMState(self.coordinator, self.token)
         if self.spec.session:
             from .cells import CellQueue
 
             self.state.cells = CellQueue(self.coordinator)
         self.server = httpserver.HTTPServer(make_app(self.state))
-        self.server.add_sockets(sockets)
+        self.server.add_sockets([self.socket])
 
     def _tick(self) -> None:
         self.coordinator.tick()
@@ -101,6 +135,8 @@ class AM:
     async def _keep_history(self, loop) -> None:
         """Once the tasks are gone: the history files, then the provider keeps them (YARN:
         on HDFS, while the AM still holds its tokens and before staging goes)."""
+        import asyncio
+
         try:
             await loop.run_in_executor(None, self.provider.drain)
             await asyncio.sleep(0.05)  # the exits the drain caused
@@ -111,15 +147,28 @@ class AM:
             print(f"tony-jupyter AM: history not kept: {e!r}", flush=True)
 
     async def run(self) -> int:
-        loop = IOLoop.current()
-        self.provider.bind(lambda *a: loop.add_callback(self.coordinator.on_exit, *a))
+        import asyncio
+
+        if not self.launched:
+            self.launch()
+        loop = asyncio.get_running_loop()
+        with self._exits_lock:
+            self._loop = loop
+            for a in self._early_exits:
+                loop.call_soon(self.coordinator.on_exit, *a)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(
                 sig,
-                lambda *_: loop.add_callback_from_signal(
+                lambda *_: loop.call_soon_threadsafe(
                     self.coordinator.kill, "the AM was sent a signal"
                 ),
             )
+        self._serve()
+        from .beats import serve_beats
+
+        beats = await serve_beats(self.state, self.host)
+        from tornado.ioloop import PeriodicCallback
+
         write_json_atomic(
             self.job_dir / "am.json",
             {
@@ -131,11 +180,6 @@ class AM:
                 "backend": self.spec.backend,
             },
         )
-        self.provider.start(self.url)
-        recovered = await loop.run_in_executor(None, self.provider.recovered_events)
-        if recovered:
-            self.coordinator.recover(recovered)
-        self.coordinator.start()
         ticker = PeriodicCallback(self._tick, TICK_MS)
         ticker.start()
         try:
@@ -153,6 +197,7 @@ class AM:
         while not self.state.released and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         self.server.stop()
+        beats.close()
         self.coordinator.close()
         (self.job_dir / "am.json").unlink(missing_ok=True)
         return 0 if self.coordinator.state == JobState.SUCCEEDED else 1
@@ -174,9 +219,9 @@ def main(argv: list[str] | None = None) -> int:
             return YarnProvider(job_dir)
         return LocalProvider(job_dir)
 
-    async def amain() -> int:
-        # Built inside the running loop: tornado's server and conditions bind to it.
-        am = AM(job_dir, make_provider(), host=args.host, advertise=args.advertise)
-        return await am.run()
+    am = AM(job_dir, make_provider(), host=args.host, advertise=args.advertise)
+    am.launch()
+    import asyncio  # after the launch: the tasks' interpreters start meanwhile
 
-    return asyncio.run(amain())
+    # The server is built inside the running loop (run): tornado's conditions bind to it.
+    return asyncio.run(am.run())

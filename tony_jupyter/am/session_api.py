@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 from tornado import web
 
 from ..protocol import CellState
 from .cells import CellQueue
 from .coordinator import StaleAttempt
-from .http import MAX_RESULT_BODY, BaseHandler
+from .http import MAX_OFFSET, MAX_RESULT_BODY, BaseHandler
+
+MAX_CELL_LOG_READ = 8 << 20  # as GET logs: a bigger log comes in the next polls
 
 
 class SessionHandler(BaseHandler):
@@ -41,12 +45,49 @@ class CellsHandler(SessionHandler):
 
 class CellHandler(SessionHandler):
     async def get(self, cell_id: str) -> None:
-        """The cell; with ``timeout``, waits (long-poll) until it is done or anything changes."""
+        """The cell; with ``timeout``, waits (long-poll) until it is done or anything changes.
+        With ``feed`` (a JSON object: task -> log offset already read), also the job's snapshot
+        and each task's log of this cell from there on: what a widget needs, in one request."""
         cell = self._cell(cell_id)
         timeout = self.seconds_arg("timeout", 0)
+        read = self._feed_offsets()
         if timeout > 0 and cell.state in (CellState.PENDING, CellState.RUNNING):
             await self.wait_change(timeout)
-        self.finish(cell.view(with_value=True))
+        answer = cell.view(with_value=True)
+        if read is not None:
+            answer["job"] = self.coord.snapshot().to_json()
+            answer["logs"] = {
+                task: self._cell_log(task, read.get(task, start), cell.log_end.get(task))
+                for task, start in cell.log_start.items()
+            }
+        self.finish(answer)
+
+    def _feed_offsets(self) -> dict[str, int] | None:
+        raw = self.get_argument("feed", None)
+        if raw is None:
+            return None
+        try:
+            read = json.loads(raw)
+        except ValueError:
+            read = None
+        if not isinstance(read, dict) or not all(
+            t in self.am.task_ids and isinstance(o, int) and 0 <= o <= MAX_OFFSET
+            for t, o in read.items()
+        ):
+            raise web.HTTPError(400, "feed must be a JSON object of task id: log offset")
+        return read
+
+    def _cell_log(self, task: str, offset: int, end: int | None) -> dict:
+        """The task's log from ``offset``, up to the cell's end if it has one."""
+        data = b""
+        path = self.coord.log_path(task)
+        if path.exists() and (end is None or offset < end):
+            with open(path, "rb") as f:
+                f.seek(offset)
+                data = f.read(
+                    MAX_CELL_LOG_READ if end is None else min(end - offset, MAX_CELL_LOG_READ)
+                )
+        return {"text": data.decode("utf-8", errors="replace"), "offset": offset + len(data)}
 
     def _cell(self, cell_id: str):
         try:
@@ -109,8 +150,11 @@ class CellResultHandler(SessionHandler):
             self.coord.live_task(task, attempt)
         except StaleAttempt as e:
             return self.stale(e)
-        outcome = {k: v for k, v in b.items() if k not in ("task", "attempt", "cell")}
+        logs = self.field(b, "logs", str, None)
+        outcome = {k: v for k, v in b.items() if k not in ("task", "attempt", "cell", "logs")}
         try:
+            if logs:  # the cell's last output, logged before its result (session_loop.py)
+                self.coord.add_logs(task, attempt, logs)
             self.cells.report(task, cell_id, outcome)
         except KeyError:
             raise web.HTTPError(404, f"no cell {cell_id}") from None

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import threading
 
-import requests
-
 from .. import runtime
 from .capture import LogCapture
 from .heartbeat import Heartbeater
@@ -32,6 +30,12 @@ class Background(threading.Thread):
             if text:
                 self.am.post("executor/logs", text=text)
 
+    def post_with_logs(self, path: str, **body) -> dict:
+        """``path`` with what is left of the log as ``logs``, under the shipping lock: a session
+        cell's output and its result in one request, the output first on the AM's side."""
+        with self._ship_lock:
+            return self.am.post(path, logs=self.logs.take(), **body)
+
     def flush(self) -> None:
         """At the end (or a hard exit): stop shipping in the background, ship the rest."""
         self.stop.set()
@@ -40,7 +44,7 @@ class Background(threading.Thread):
         self.logs.close()
         try:
             self.ship_logs()
-        except (Stale, requests.RequestException):
+        except (Stale, OSError):
             pass
 
     def run(self) -> None:
@@ -50,5 +54,5 @@ class Background(threading.Thread):
                 self.ship_logs()
             except Stale:
                 os._exit(143)
-            except requests.RequestException:
+            except OSError:
                 pass  # the sidecar decides when the AM is gone; these lines are lost

@@ -6,10 +6,10 @@ from __future__ import annotations
 import array
 import fcntl
 import os
+import select
 import sys
 import termios
 import threading
-import time
 
 
 class LogCapture:
@@ -26,13 +26,34 @@ class LogCapture:
         self.read_fd = r
         self.buf: list[str] = []
         self.lock = threading.Lock()
+        # Set (under the lock) while the reader waits with the pipe empty and everything it read
+        # in the buffer: what drain() waits for, rather than sleeping a fixed time.
+        self.idle = threading.Condition(self.lock)
+        self._waiting = False
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
         sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
 
+    def _pending(self) -> int:
+        n = array.array("i", [0])
+        fcntl.ioctl(self.read_fd, termios.FIONREAD, n, True)
+        return n[0]
+
     def _read(self) -> None:
-        while chunk := os.read(self.read_fd, 65536):
+        readable = select.poll()
+        readable.register(self.read_fd, select.POLLIN)
+        while True:
+            with self.lock:
+                if not self._pending():
+                    self._waiting = True
+                    self.idle.notify_all()
+            readable.poll()
+            with self.lock:
+                self._waiting = False
+            chunk = os.read(self.read_fd, 65536)
+            if not chunk:
+                return
             os.write(self.orig, chunk)
             with self.lock:
                 self.buf.append(chunk.decode("utf-8", errors="replace"))
@@ -42,16 +63,8 @@ class LogCapture:
         cell's output before its result, so the output belongs to that cell)."""
         sys.stdout.flush()
         sys.stderr.flush()
-        pending = array.array("i", [0])
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            fcntl.ioctl(self.read_fd, termios.FIONREAD, pending, True)
-            if not pending[0]:
-                break
-            time.sleep(0.002)
-        time.sleep(0.005)  # a chunk the reader has just read is appended within moments
         with self.lock:
-            pass
+            self.idle.wait_for(lambda: self._waiting and not self._pending(), timeout)
 
     def take(self) -> str:
         with self.lock:

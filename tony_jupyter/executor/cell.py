@@ -7,11 +7,10 @@ import base64
 import json
 import linecache
 import os
+import pickle
 import sys
 import types
 from pathlib import Path
-
-import cloudpickle
 
 from .. import runtime, shards, tables
 from ..bundle import split_last_expression
@@ -56,7 +55,9 @@ def run_user_code(bundle_dir: Path, is_chief: bool, src: str | None = None) -> d
     main = types.ModuleType("__main__")
     namespace = main.__dict__
     namespace["__builtins__"] = __builtins__
-    namespace.update(cloudpickle.loads((bundle_dir / "names.pkl").read_bytes()))
+    # pickle imports cloudpickle's reconstructors itself when the names need them (a function
+    # or class defined in the notebook): a cell that pushes none starts without it.
+    namespace.update(pickle.loads((bundle_dir / "names.pkl").read_bytes()))
     namespace.update(shards.bind(bundle_dir, meta.get("shards")))
     if meta.get("argv"):  # %tony run SCRIPT: what `python SCRIPT args` would show it
         sys.argv = list(meta["argv"])
@@ -79,6 +80,8 @@ def execute(source: str, filename: str, namespace: dict, pull: list[str], is_chi
     pulled = {n: runtime.detach_history(namespace[n]) for n in pull if n in namespace}
     missing = [n for n in pull if n not in namespace]
     arrow, pulled = tables.split_tabular(pulled)  # tables and arrays travel as Arrow, not pickle
+    import cloudpickle  # the chief's value only
+
     payload = cloudpickle.dumps({"value": value, "pulled": pulled, "missing": missing})
     size = len(payload) + sum(len(b) for b in arrow.values())
     if size > MAX_RESULT_BYTES:

@@ -16,14 +16,8 @@ import signal
 import time
 from typing import Any
 
-import psutil
-import requests
-
 from .. import tokens
-from .link import Stale
-from .resources import Sampler
-
-STOPPED = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+from .link import BeatStream, Stale
 
 
 class Heartbeater:
@@ -71,10 +65,16 @@ class Heartbeater:
 def _beat(
     link, parent: int, progress_fd: int, command_fd: int, interval: float, max_missed: int
 ) -> None:
+    import psutil  # here, in the forked sidecar: the task's start does not wait for it
+
+    from .resources import Sampler
+
+    stopped = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
     os.set_blocking(progress_fd, False)
     state: dict[str, Any] = {"progress": {}, "cell": None}
     pending = b""
     last_ok = time.monotonic()
+    stream: BeatStream | None = None
     # A secure cluster's tokens: the version this task has; newer ones go to its file.
     creds_file = os.environ.get(tokens.ENV_FILE)
     have = int(os.environ.get(tokens.ENV_VERSION, "0")) if creds_file else None
@@ -104,11 +104,13 @@ def _beat(
                 state = json.loads(lines[-1])
         except BlockingIOError:
             pass
-        if status not in STOPPED:
+        if status not in stopped:
             try:
                 extra = {"credentials": have} if have is not None else {}
-                answer = link.post(
-                    "executor/heartbeat",
+                answer, stream = _send(
+                    link,
+                    stream,
+                    interval,
                     progress=state["progress"],
                     rss=used["rss_bytes"],
                     resources=used,
@@ -126,9 +128,29 @@ def _beat(
             except Stale:
                 os.kill(parent, signal.SIGTERM)  # the attempt is over
                 return
-            except requests.RequestException:
+            except OSError:
                 if time.monotonic() - last_ok > interval * max_missed * 2:
                     # The AM is gone (killed, or its host lost): take the task down with us
                     # rather than leave it running as an orphan.
                     os.killpg(os.getpgid(0), signal.SIGKILL)
         time.sleep(interval)
+
+
+def _send(
+    link, stream: BeatStream | None, interval: float, **body
+) -> tuple[dict, BeatStream | None]:
+    """One heartbeat: on the AM's heartbeat stream once its first HTTP answer named the port
+    (am/beats.py), by ``POST executor/heartbeat`` before that or when the stream fails."""
+    if stream is not None:
+        try:
+            return stream.beat(**body), stream
+        except OSError:
+            stream.close()
+    answer = link.post("executor/heartbeat", **body)
+    port = answer.get("beats")
+    if isinstance(port, int):
+        try:
+            stream = BeatStream(link, port, link.token, timeout=max(10.0, interval * 2))
+        except OSError:
+            stream = None
+    return answer, stream

@@ -1,27 +1,144 @@
 """The executor's link to its AM: every call carries the job token and this task's attempt;
-the AM answers 410 when the attempt is over, which surfaces here as :class:`Stale`."""
+the AM answers 410 when the attempt is over, which surfaces here as :class:`Stale`.
+
+HTTP/1.1 on one kept-alive socket, by hand: the AM (tornado) answers every call with a JSON body
+and a Content-Length, and ``requests`` (with urllib3, charset detection, certifi) costs an
+executor ~0.15 s of CPU to import, before the task's user code can start, and ~1 ms per call.
+Any failure to reach the AM raises :class:`LinkError` (an ``OSError``)."""
 
 from __future__ import annotations
 
-import requests
+import json
+import socket
+import threading
+from urllib.parse import urlencode, urlsplit
+
+MAX_ANSWER = 200 << 20  # the AM's largest answer: a session cell with its pushed names
 
 
 class Stale(Exception):
     """The AM says this attempt is over."""
 
 
+class LinkError(OSError):
+    """The AM could not be reached, or answered with an error."""
+
+
 class AMLink:
     def __init__(self, url: str, token: str, task: str, attempt: int):
         self.url, self.task, self.attempt = url.rstrip("/"), task, attempt
-        self.session = requests.Session()
-        self.session.headers["Authorization"] = f"Bearer {token}"
+        self.token = token
+        parts = urlsplit(self.url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or 80
+        self.prefix = parts.path.rstrip("/") + "/api/v1/"
+        self._head = f"Host: {parts.netloc}\r\nAuthorization: Bearer {token}\r\n"
+        # A socket per thread: the main thread's long-polls must not hold up the log shipper.
+        self._local = threading.local()
 
     def call(self, method: str, path: str, timeout: float = 10, **kw) -> dict:
-        r = self.session.request(method, f"{self.url}/api/v1/{path}", timeout=timeout, **kw)
-        if r.status_code == 410:
-            raise Stale(r.json().get("error", "attempt over"))
-        r.raise_for_status()
-        return r.json()
+        """``method /api/v1/path`` with ``params=`` (the query) or ``json=`` (the body)."""
+        target = self.prefix + path
+        if kw.get("params"):
+            target += "?" + urlencode(kw["params"])
+        body = b"" if kw.get("json") is None else json.dumps(kw["json"]).encode()
+        request = (
+            f"{method} {target} HTTP/1.1\r\n{self._head}"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
+        # A kept-alive socket the AM closed meanwhile fails at once: one retry, new socket
+        # (a GET only: a POST may have been acted on).
+        for retry in (method == "GET", False):
+            try:
+                status, data = self._exchange(request, timeout)
+                break
+            except (OSError, ValueError, IndexError) as e:  # also a garbled status line
+                self._close()
+                if not retry:
+                    raise LinkError(f"{method} {path}: {e}") from e
+        try:
+            answer = json.loads(data) if data else {}
+        except ValueError:
+            raise LinkError(f"{method} {path}: {status}, not JSON: {data[:200]!r}") from None
+        if status == 410:
+            raise Stale(answer.get("error", "attempt over"))
+        if status >= 400:
+            raise LinkError(f"{method} {path}: {status} {answer.get('error', '')}")
+        return answer
 
     def post(self, path: str, **body) -> dict:
         return self.call("POST", path, json={"task": self.task, "attempt": self.attempt, **body})
+
+    def _exchange(self, request: bytes, timeout: float) -> tuple[int, bytes]:
+        conn = self._local
+        if getattr(conn, "sock", None) is None:
+            conn.sock = socket.create_connection((self.host, self.port), timeout=timeout)
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.file = conn.sock.makefile("rb")
+        conn.sock.settimeout(timeout)
+        conn.sock.sendall(request)
+        status_line = conn.file.readline(65537)
+        if not status_line:
+            raise ConnectionResetError("the AM closed the connection")
+        status = int(status_line.split()[1])
+        length, close = 0, False
+        while (line := conn.file.readline(65537)) not in (b"\r\n", b"\n", b""):
+            name, _, value = line.decode("latin-1").partition(":")
+            name = name.strip().lower()
+            if name == "content-length":
+                length = int(value)
+            elif name == "connection" and value.strip().lower() == "close":
+                close = True
+        if length > MAX_ANSWER:
+            raise LinkError(f"an answer of {length} bytes")
+        data = conn.file.read(length)
+        if len(data) < length:
+            raise ConnectionResetError("the AM closed the connection mid-answer")
+        if close:
+            self._close()
+        return status, data
+
+    def _close(self) -> None:
+        conn = self._local
+        if getattr(conn, "sock", None) is not None:
+            conn.file.close()
+            conn.sock.close()
+        conn.sock = conn.file = None
+
+
+class BeatStream:
+    """Heartbeats on one kept-open connection to the AM (the AM's am/beats.py has the wire):
+    a line out, a line back. Any trouble raises OSError; the caller goes back to HTTP."""
+
+    def __init__(self, link: AMLink, port: int, token: str, timeout: float):
+        host = urlsplit(link.url).hostname or "127.0.0.1"
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.reader = self.sock.makefile("rb")
+        hello = {"task": link.task, "attempt": link.attempt, "token": token}
+        if "ok" not in self._exchange(hello):
+            self.close()
+            raise ConnectionRefusedError("the AM refused the heartbeat stream")
+
+    def _exchange(self, body: dict) -> dict:
+        self.sock.sendall(json.dumps(body, separators=(",", ":")).encode() + b"\n")
+        line = self.reader.readline(1 << 20)
+        if not line.endswith(b"\n"):
+            raise ConnectionResetError("the AM closed the heartbeat stream")
+        try:
+            return json.loads(line)
+        except ValueError:
+            raise ConnectionAbortedError("the AM's heartbeat answer is not JSON") from None
+
+    def beat(self, **body) -> dict:
+        answer = self._exchange(body)
+        if answer.get("status") == 410:
+            self.close()
+            raise Stale(answer.get("error", "attempt over"))
+        if "error" in answer:
+            self.close()
+            raise ConnectionAbortedError(answer["error"])
+        return answer
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()

@@ -13,8 +13,6 @@ import ctypes
 import os
 from typing import NoReturn
 
-import psutil
-
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -28,6 +26,8 @@ def become_subreaper() -> bool:
 
 def kill_descendants(timeout: float = 2.0) -> None:
     """SIGKILL every process under this one (the task's daemons, the heartbeat sidecar)."""
+    import psutil  # at the task's end only: its start does not wait for it
+
     try:
         procs = psutil.Process().children(recursive=True)
     except psutil.Error:

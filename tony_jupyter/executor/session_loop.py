@@ -9,7 +9,6 @@ import signal
 import traceback
 
 import cloudpickle
-import requests
 
 from ..protocol import CellOutcome
 from .background import Background
@@ -44,11 +43,11 @@ def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
             after = got["id"]
             outcome = run_cell(got, namespace, is_chief, running, bg)
             bg.logs.drain()
-            bg.ship_logs()  # this cell's output is logged before its result
-            am.post("executor/cell-result", cell=got["id"], **outcome)
+            # this cell's output is logged before its result, in the same request
+            bg.post_with_logs("executor/cell-result", cell=got["id"], **outcome)
     except Stale:
         code = 0  # the session ended
-    except requests.RequestException as e:
+    except OSError as e:
         print(f"[tony] lost the AM: {e}", flush=True)
         code = 1
     os._exit(code)  # ships the rest of the logs first (executor/reaper.py)

@@ -27,8 +27,6 @@ import threading
 import time
 from pathlib import Path
 
-import requests
-
 from ..protocol import ExecutorEnv
 from .tensorboard_guard import Guard, GuardConfig
 
@@ -84,6 +82,8 @@ def wait_ready(
     proc: subprocess.Popen, url: str, key: str, timeout: float = READY_TIMEOUT_S
 ) -> bool:
     deadline = time.monotonic() + timeout
+    import requests  # in TensorBoard's thread: the task's start does not wait for it
+
     auth = {"Authorization": f"Bearer {key}"}
     while time.monotonic() < deadline:
         if proc.poll() is not None:

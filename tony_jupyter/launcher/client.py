@@ -237,11 +237,16 @@ class JobClient(ABC):
         }
         return self.call_am("POST", "cells", json=body)
 
-    def cell(self, cell_id: int, timeout: float = 0.0) -> dict | None:
-        """The cell, once it changed or after ``timeout`` s; None when the AM is gone."""
-        return self.call_am(
-            "GET", f"cells/{cell_id}", timeout=timeout + 10, params={"timeout": timeout}
-        )
+    def cell(
+        self, cell_id: int, timeout: float = 0.0, feed: dict[str, int] | None = None
+    ) -> dict | None:
+        """The cell, once it changed or after ``timeout`` s; None when the AM is gone. With
+        ``feed`` (task -> log offset read so far), also ``job`` (the snapshot) and ``logs``
+        (task -> {text, offset}: the cell's output from there on)."""
+        params: dict[str, Any] = {"timeout": timeout}
+        if feed is not None:
+            params["feed"] = json.dumps(feed)
+        return self.call_am("GET", f"cells/{cell_id}", timeout=timeout + 10, params=params)
 
     def cells(self) -> list[dict]:
         return (self.call_am("GET", "cells") or {}).get("cells", [])

@@ -1,0 +1,125 @@
+"""Heartbeats on a kept-open connection: one TCP stream per executor's sidecar, a JSON line per
+heartbeat and a JSON line back, beside the HTTP API (``POST executor/heartbeat``, which stays).
+
+An HTTP request costs the AM ~0.5 ms of CPU in tornado's parsing, routing and handler set-up,
+whatever it carries; a heartbeat is a few dozen bytes. On the stream the AM checks the task's
+token once, when the sidecar connects, and then spends per heartbeat only a line's parse, the
+Coordinator's update and a write. Lines a sidecar sent while the AM was busy are read from one
+buffer: the stream coalesces what HTTP would have queued as requests.
+
+The wire: the sidecar's first line ``{"task": T, "attempt": N, "token": <T's own token>}``,
+answered ``{"ok": true}`` (or ``{"error": ..., "status": 403}`` and closed); then per heartbeat
+``{"progress": {...}, "rss": N, "credentials": V}`` (each optional), answered as
+``POST executor/heartbeat`` would be, ``{"command": "stop", "status": 410}`` when the attempt is
+over (then closed). Each line read is answered, in order; lines that arrived together are
+answered with one write. The sidecar learns the port from its first HTTP heartbeat's answer
+(``"beats"``); any trouble on the stream and it goes back to HTTP for that beat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+
+from .coordinator import StaleAttempt
+from .http import AMState
+
+MAX_LINE = 1 << 16  # a heartbeat is small; its progress dict is the user's, within reason
+NOTHING = b'{"command":null}\n'
+
+
+class BadBeat(ValueError):
+    """A heartbeat whose fields have the wrong types (HTTP answers it 400)."""
+
+
+def answer_heartbeat(am: AMState, task: str, attempt: int, b: dict) -> dict | None:
+    """Record one heartbeat; the answer for the executor, None for "nothing to do".
+    :class:`StaleAttempt` when the attempt is over, :class:`BadBeat` on bad fields."""
+    progress, rss, have = b.get("progress"), b.get("rss"), b.get("credentials")
+    if progress is not None and not isinstance(progress, dict):
+        raise BadBeat("'progress' must be a JSON object")
+    for name, value in (("rss", rss), ("credentials", have)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise BadBeat(f"{name!r} must be a whole number")
+    resources = b.get("resources")  # CPU, memory, GPUs (executor/resources.py)
+    if resources is not None and not isinstance(resources, dict):
+        raise BadBeat("'resources' must be a JSON object")
+    am.coordinator.heartbeat(task, attempt, progress, rss, resources)
+    answer = am.cells.command_for(task) if am.cells else None
+    creds = am.coordinator.provider.credentials()
+    if creds is not None and have is not None and creds["version"] > have:
+        answer = {**(answer or {"command": None}), "credentials": creds}  # secure clusters
+    return answer
+
+
+class BeatProtocol(asyncio.Protocol):
+    """One sidecar's stream: every complete line in a read is handled, and the answers go back
+    in one write (a burst of heartbeats costs one system call each way)."""
+
+    def __init__(self, am: AMState):
+        self.am = am
+        self.task: str | None = None
+        self.attempt = 0
+        self.pending = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        assert self.transport is not None
+        *lines, self.pending = (self.pending + data).split(b"\n")
+        if len(self.pending) > MAX_LINE:
+            return self._end(b'{"error":"line too long","status":400}\n')
+        out = []
+        for line in lines:
+            if self.task is None:
+                self.task, self.attempt = self._hello(line)
+                if self.task is None:
+                    return self._end(b'{"error":"wrong job token","status":403}\n')
+                out.append(b'{"ok":true}\n')
+                continue
+            try:
+                body = json.loads(line)
+                if not isinstance(body, dict):
+                    raise BadBeat("a heartbeat is a JSON object")
+                answer = answer_heartbeat(self.am, self.task, self.attempt, body)
+            except StaleAttempt as e:
+                stop = {"command": "stop", "error": str(e), "status": 410}
+                return self._end(b"".join(out) + json.dumps(stop).encode() + b"\n")
+            except ValueError as e:  # BadBeat, or not JSON
+                bad = {"error": str(e), "status": 400}
+                return self._end(b"".join(out) + json.dumps(bad).encode() + b"\n")
+            out.append(NOTHING if answer is None else json.dumps(answer).encode() + b"\n")
+        if out:
+            self.transport.write(b"".join(out))
+
+    def _end(self, last: bytes) -> None:
+        assert self.transport is not None
+        self.transport.write(last)
+        self.transport.close()
+
+    def _hello(self, line: bytes) -> tuple[str | None, int]:
+        try:
+            hello = json.loads(line)
+            token, task, attempt = hello["token"], hello["task"], hello["attempt"]
+        except (ValueError, KeyError, TypeError):
+            return None, 0
+        if not isinstance(token, str) or not isinstance(attempt, int):
+            return None, 0
+        try:
+            owner = self.am.task_for(token.encode("ascii"))
+        except UnicodeEncodeError:
+            return None, 0
+        if owner is None or not hmac.compare_digest(owner, str(task)):
+            return None, 0
+        return owner, attempt
+
+
+async def serve_beats(am: AMState, host: str) -> asyncio.AbstractServer:
+    """The heartbeat streams of a job's executors, on the AM's loop; ``am.beat_port`` set."""
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(lambda: BeatProtocol(am), host, 0)
+    am.beat_port = server.sockets[0].getsockname()[1]
+    return server
