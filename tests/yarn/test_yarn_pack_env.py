@@ -28,7 +28,8 @@ def small_venv(tmp_path_factory):
 CELL = """
 import os, sys
 import tony_jupyter
-prefix, cwd = sys.prefix, os.getcwd()
+# The container's directory (the task itself runs in its shipped copy of the notebook's).
+prefix, cwd = sys.prefix, os.environ["TONY_BUNDLE_DIR"]
 pkg = tony_jupyter.__file__
 """
 
