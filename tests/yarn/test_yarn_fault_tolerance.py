@@ -22,11 +22,12 @@ from sklearn.datasets import load_digits
 from tony_jupyter.devcluster import process as daemons
 from tony_jupyter.devcluster.config import NODEMANAGERS
 from tony_jupyter.devcluster.testing import started_by_fixture
-from tony_jupyter.executor.heartbeat import STOPPED
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
+# What the heartbeat sidecar takes for a task that cannot beat (SIGSTOP, a debugger).
+STOPPED = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
 
 # When attempt 2's first epoch begins, and the epoch each attempt reached, for the figures.
 TIMED_CELL = CHECKPOINTED.replace("global first_epoch\n", "global first_epoch, resumed_at\n")
