@@ -111,7 +111,9 @@ def test_server_extension_lists_only_the_users_own_jobs(
         assert kerberos_user() == user
         jobs = ServerJobs(user=kerberos_user())
         shown = asyncio.run(jobs.summaries())
-        assert [ids[row["job_id"]] for row in shown] == [user]
+        # The list also has the user's jobs from the RM and the history (other tests'): of
+        # this test's two, only the user's own.
+        assert [ids[row["job_id"]] for row in shown if row["job_id"] in ids] == [user]
         other = next(i for i, u in ids.items() if u != user)
         with pytest.raises(Exception, match="404"):
             jobs.client(other)
