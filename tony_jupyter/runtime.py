@@ -17,6 +17,8 @@ from typing import Any
 
 _lock = threading.Lock()
 _progress: dict = {}
+# The chief's MLflow run (executor/mlflow_run.py), when the job has one: report() logs to it.
+mlflow_run: Any = None
 
 
 def current_progress() -> dict:
@@ -37,8 +39,11 @@ def report(step: int | None = None, **values) -> None:
     clean = _clean(values)
     with _lock:
         _progress.update(clean, time=time.time())
+        at = _progress.get("step")
     if step is not None and _scalars.wanted():
         _scalars.write(clean, int(step))
+    if mlflow_run is not None:  # epoch-end metrics go at the step the loop has reached
+        mlflow_run.log({k: v for k, v in clean.items() if k not in _StepScalars.META}, at)
 
 
 def _clean(values: dict) -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
@@ -17,6 +18,21 @@ from pathlib import Path
 from .errors import SpecError
 from .frameworks import check_tasks, parse_framework
 from .tonyconf import HARMLESS, NOT_APPLICABLE
+
+# Set in the notebook's environment, these reach every task as they are (the chief's MLflow run,
+# executor/mlflow_run.py). Credentials (MLFLOW_TRACKING_TOKEN...) go only where asked: --env.
+FORWARDED_ENV = (
+    "MLFLOW_TRACKING_URI",
+    "MLFLOW_EXPERIMENT_NAME",
+    "MLFLOW_EXPERIMENT_ID",
+    "MLFLOW_ALLOW_FILE_STORE",
+)
+
+
+def forwarded_env(environ=None) -> dict[str, str]:
+    environ = os.environ if environ is None else environ
+    return {k: environ[k] for k in FORWARDED_ENV if environ.get(k)}
+
 
 SCHEMA_VERSION = 1
 
@@ -362,7 +378,7 @@ class SpecBuilder:
             tasks=tuple(tasks),
             backend=self.backend,
             untracked=untracked,
-            env=tuple(sorted(self.env.items())),
+            env=tuple(sorted({**forwarded_env(), **self.env}.items())),
             pull=self.pull,
             **job,  # type: ignore[arg-type]
         )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .. import runtime
 from ..protocol import CellOutcome, ExecutorEnv
-from . import checkpoints, localranks, reaper
+from . import checkpoints, localranks, mlflow_run, reaper
 from .background import Background
 from .capture import LogCapture
 from .cell import enter_src, run_user_code
@@ -113,6 +113,8 @@ def main() -> int:
         # YARN: checkpoint_dir() restored from HDFS before the user code runs (checkpoints.py).
         mirror = checkpoints.from_env(is_chief=is_chief)
         ranks = localranks.start(env.procs_per_task, env_for) if env.procs_per_task > 1 else []
+        if is_chief and mlflow_run.wanted():
+            runtime.mlflow_run = mlflow_run.Run.start(bundle_dir, env.job_id, attempt)
         outcome = run_user_code(bundle_dir, is_chief=is_chief, src=src)
         failed = localranks.wait(ranks)
         if failed:
@@ -130,6 +132,8 @@ def main() -> int:
     except BaseException:  # noqa: BLE001 - any failure of user code is reported, then we exit 1
         traceback.print_exc()
         outcome, code = CellOutcome("error", traceback.format_exc()).to_json(), 1
+    if runtime.mlflow_run is not None:
+        runtime.mlflow_run.end(outcome.get("status") == "ok")
     try:
         am.post("executor/heartbeat", progress=runtime.current_progress())  # the final progress
         am.post("executor/result", **outcome)

@@ -30,8 +30,9 @@ from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
 from .staging import local_resource_json
 
 AM_START_TIMEOUT_S = 180.0
-# Files every executor localizes too; the rest (spec, token, resources) only the AM needs.
-EXECUTOR_FILES = ("cell.py", "names.pkl", "bundle.json")
+# Files every executor localizes too (spec.json: the chief's MLflow run logs it); the token
+# and resources only the AM needs.
+EXECUTOR_FILES = ("cell.py", "names.pkl", "bundle.json", "spec.json")
 SRC_NAME = "src"  # the shipped directory, an ARCHIVE each executor localizes (executor/cell.py)
 
 

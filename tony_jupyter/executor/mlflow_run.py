@@ -1,0 +1,97 @@
+"""The job as one MLflow run, logged by the chief: when ``mlflow`` is importable in the task and
+a tracking URI is set (``MLFLOW_TRACKING_URI``, forwarded from the notebook's environment by
+spec.py), the chief starts a run named after the job, logs the job's spec as parameters,
+every ``report()`` / ``progress()`` metric as it arrives, and ends the run with the cell's
+outcome. Nothing is imported, and nothing happens, when either is missing.
+
+MLflow is a convenience here: a tracking server that fails is reported in the task's log once
+and training goes on."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+# What may be long in a spec: MLflow keeps parameter values up to 6,000 characters.
+MAX_PARAM = 6000
+# The spec's fields that are not the job's parameters (or could hold secrets: only the names of
+# --env variables are logged, not their values).
+NOT_PARAMS = ("schema_version", "principal", "keytab")
+
+
+def wanted(env=os.environ) -> bool:
+    return bool(env.get("MLFLOW_TRACKING_URI")) and importlib.util.find_spec("mlflow") is not None
+
+
+def spec_params(spec: dict) -> dict[str, str]:
+    """The job's spec, flattened to MLflow parameters: ``worker.instances``, ``framework``..."""
+    params: dict[str, str] = {}
+    for key, value in spec.items():
+        if key in NOT_PARAMS:
+            continue
+        if key == "tasks":
+            for task in value:
+                for field, v in task.items():
+                    if field != "type":
+                        params[f"{task['type']}.{field}"] = str(v)
+        elif key == "env":
+            params["env"] = ",".join(sorted(name for name, _ in value))
+        elif isinstance(value, (list, tuple, dict)):
+            params[key] = json.dumps(value)
+        else:
+            params[key] = str(value)
+    return {k: v[:MAX_PARAM] for k, v in params.items()}
+
+
+class Run:
+    """The chief's MLflow run; ``log`` is what runtime.report calls."""
+
+    def __init__(self, mlflow: Any, run_id: str) -> None:
+        self.mlflow, self.run_id = mlflow, run_id
+        self.broken = False
+
+    @classmethod
+    def start(cls, bundle_dir: Path, job_id: str, attempt: int) -> Run | None:
+        try:
+            import mlflow
+
+            spec = json.loads((bundle_dir / "spec.json").read_text())
+            run = mlflow.start_run(
+                run_name=spec.get("name") or job_id,
+                tags={
+                    "tony.job_id": job_id,
+                    "tony.attempt": str(attempt),
+                    "tony.backend": str(spec.get("backend", "")),
+                    "tony.framework": str(spec.get("framework", "tensorflow")),
+                },
+            )
+            mlflow.log_params(spec_params(spec))
+            print(f"[tony] MLflow run {run.info.run_id} at {mlflow.get_tracking_uri()}", flush=True)
+            return cls(mlflow, run.info.run_id)
+        except Exception as e:  # noqa: BLE001 - tracking is a convenience, training goes on
+            print(f"[tony] no MLflow run: {type(e).__name__}: {e}", flush=True)
+            return None
+
+    def log(self, values: dict, step: int | None) -> None:
+        metrics = {
+            k: float(v)
+            for k, v in values.items()
+            if k not in ("step", "time") and isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
+        if not metrics or self.broken:
+            return
+        try:  # queued, not waited for: a remote server does not slow the training loop
+            at = int(step) if isinstance(step, (int, float)) else None
+            self.mlflow.log_metrics(metrics, step=at, synchronous=False)
+        except Exception as e:  # noqa: BLE001
+            print(f"[tony] MLflow metrics not logged: {e}", flush=True)
+            self.broken = True
+
+    def end(self, succeeded: bool) -> None:
+        try:
+            self.mlflow.end_run(status="FINISHED" if succeeded else "FAILED")
+        except Exception as e:  # noqa: BLE001
+            print(f"[tony] MLflow run not ended: {e}", flush=True)
