@@ -1,6 +1,6 @@
 """The job as one MLflow run: with mlflow in the tasks and MLFLOW_TRACKING_URI set in the
 notebook, the chief logs the spec as parameters, progress()/report() metrics by step, and the
-final state, into a local file store."""
+final state, into a local file store (the devcluster's containers share this host's disk)."""
 
 import json
 
@@ -41,6 +41,7 @@ def runs(client):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("backend")  # on YARN the settings travel in the spec's env
 def test_the_chief_logs_the_job_as_one_mlflow_run(shell, tony_home, store):
     final_loss = shell.run_cell_magic(
         "tony", "--workers 2 --name linreg --no-tensorboard", KERAS_FIT
