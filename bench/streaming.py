@@ -1,11 +1,14 @@
 """Part 3: delay from a worker to the widget's model (a JobView fed by follow(), as the magic
 does) for stamped log lines and for heartbeats (a stamped progress value), p50/p99, at 1 and
-1,000 lines/s per worker; and steps/s at those rates vs silent training (does it slow it?)."""
+1,000 lines/s per worker; and steps/s at those rates vs silent training (does it slow it?).
+With ``--before REV``: the 1,000 lines/s side also at that git revision, A B in the same run."""
 
 from __future__ import annotations
 
+import argparse
 import time
 
+from bench.lib import before as before_lib
 from bench.lib import runners
 from bench.lib.common import Context, column, interleave, log, median, pct, ratio
 from tony_jupyter.protocol import JobSnapshot
@@ -58,6 +61,15 @@ def _followed(workers: int, conf: dict) -> dict:
     return runners.tony("local", workers, conf, on_job=watch)
 
 
+def followed(workers: int, conf: dict) -> dict:
+    """One side as JSON (before_lib.call runs it in another tree's package too)."""
+    return _followed(workers, conf)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--before", default=None, help="also the 1,000 lines/s side at this revision")
+
+
 def run(ctx: Context) -> dict:
     quick, runs = ctx.quick, ctx.runs
     workers = 1 if quick else 2
@@ -71,10 +83,26 @@ def run(ctx: Context) -> dict:
         for rate in rates
     }
     log(f"streaming: {workers} worker(s), rates {rates}, {runs} round(s)")
+    before = ctx.args.before if not quick and getattr(ctx.args, "before", None) else None
+    if before:
+        before_lib.compile_tree()
+        old, conf = before_lib.tree(before), {"steps": steps, "lines_per_s": 1000, "probe": 1}
+        sides[f"1000_lines_per_s_at_{before}"] = lambda: before_lib.call(
+            old, "bench.streaming:followed", workers, conf
+        )
+        sides["1000_lines_per_s_now"] = lambda: before_lib.call(
+            before_lib.REPO, "bench.streaming:followed", workers, conf
+        )
     rows = interleave(runs, sides, log)
     keys = ("log_p50_s", "log_p99_s", "beat_p50_s", "beat_p99_s", "steps_per_s")
     med = {side: {k: median(column(got, k)) for k in keys} for side, got in rows.items()}
     silent = med.get("0_lines_per_s", {}).get("steps_per_s")
     for side in med:
         med[side]["steps_per_s_vs_silent"] = ratio(med[side]["steps_per_s"], silent)
-    return {"workers": workers, "steps": steps, "runs": runs, "median": med, "all": rows}
+    out = {"workers": workers, "steps": steps, "runs": runs, "median": med, "all": rows}
+    if before:
+        now, then = med["1000_lines_per_s_now"], med[f"1000_lines_per_s_at_{before}"]
+        out["before_rev"] = before
+        out["log_p99_now_vs_before"] = ratio(now["log_p99_s"], then["log_p99_s"])
+        out["log_p50_now_vs_before"] = ratio(now["log_p50_s"], then["log_p50_s"])
+    return out

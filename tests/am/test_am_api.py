@@ -1,4 +1,4 @@
-"""The AM's HTTP API on a real AM process: token auth, job/events/logs/kill."""
+"""The AM's HTTP API on a real AM process: token auth, job/events/feed/logs/kill."""
 
 import time
 
@@ -31,7 +31,7 @@ def running_job(tony_home):
     assert wait_no_processes(tony_home) == []
 
 
-@pytest.mark.parametrize("path", ["job", "events", "logs?task=worker:0", "result"])
+@pytest.mark.parametrize("path", ["job", "events", "feed", "logs?task=worker:0", "result"])
 def test_requests_without_or_with_a_wrong_token_are_refused(running_job, path):
     url = f"{running_job.am_url()}/api/v1/{path}"
     assert url.startswith("http://127.0.0.1:")
@@ -64,6 +64,39 @@ def test_events_long_poll_and_logs_from_an_offset(running_job):
         time.sleep(0.1)
     assert "ready" in text
     assert running_job.logs("worker:1", offset) == ("", offset)
+
+
+def test_the_feed_answers_on_a_change_with_the_snapshot_and_new_log_text(running_job):
+    first = running_job.feed(0, 0, 0, {})  # version 0: answers at once
+    assert first["snapshot"]["state"] == "RUNNING" and first["logs"] == {}
+    assert first["next"] == len(first["events"]) > 0
+    version, offsets, text = first["version"], {"worker:0": 0, "worker:1": 0}, ""
+    deadline = time.monotonic() + 20
+    while "ready" not in text and time.monotonic() < deadline:
+        got = running_job.feed(first["next"], version, 1, offsets, timeout=5)
+        assert got["version"] > version  # it answered a change (a heartbeat, a log batch)
+        version = got["version"]
+        for task, log in got["logs"].items():
+            assert log["offset"] == offsets[task] + len(log["text"].encode())
+            offsets[task] = log["offset"]
+            text += log["text"] if task == "worker:1" else ""
+    assert "ready" in text
+    assert running_job.logs("worker:1", offsets["worker:1"]) == ("", offsets["worker:1"])
+
+
+@pytest.mark.parametrize(
+    ("offsets", "status", "message"),
+    [
+        ("worker:9=0", 404, "no task 'worker:9' in this job"),
+        ("../../etc/passwd=0", 404, "no task"),
+        ("worker:0=x", 400, "'x' is not a whole number"),
+        ("worker:0=-5", 400, "negative"),
+    ],
+)
+def test_the_feed_refuses_offsets_of_no_task_or_no_number(running_job, offsets, status, message):
+    url = f"{running_job.am_url()}/api/v1/feed"
+    r = running_job.session.get(url, params={"offsets": offsets}, timeout=5)
+    assert r.status_code == status and message in r.text
 
 
 def test_stale_attempt_is_told_to_stop(running_job):

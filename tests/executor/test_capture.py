@@ -29,3 +29,34 @@ def test_drain_leaves_nothing_behind():
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "all drained" in out.stdout
+
+
+def test_lines_the_am_did_not_take_go_first_with_the_next_batch():
+    import threading
+
+    from tony_jupyter.executor.background import Background
+    from tony_jupyter.executor.capture import LogCapture
+    from tony_jupyter.executor.link import LinkError
+
+    class AM:  # the AM's answers: the first log post fails (it was restarting), then it takes
+        def __init__(self):
+            self.got, self.fail = [], True
+
+        def post(self, path, **body):
+            if self.fail:
+                self.fail = False
+                raise LinkError("POST executor/logs: connection refused")
+            self.got.append(body["text"])
+            return {}
+
+    logs = LogCapture.__new__(LogCapture)  # its buffer only: no file descriptors redirected
+    logs.buf, logs.lock = ["line 1\n", "line 2\n"], threading.Lock()
+    am = AM()
+    bg = Background(am, logs, beat=None)
+    try:
+        bg.ship_logs()
+    except LinkError:
+        pass
+    logs.buf.append("line 3\n")  # written while the AM was away
+    bg.ship_logs()
+    assert am.got == ["line 1\nline 2\nline 3\n"]  # nothing lost, nothing twice, in order

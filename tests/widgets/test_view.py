@@ -315,8 +315,35 @@ class FakeClient:
         data = self.files.get((task, attempt), "")
         return data[offset:], len(data)
 
+    def feed(self, since, version, attempt, offsets, timeout=0):
+        return None  # no AM to ask: follow() reads what the job left (snapshot, events, logs)
 
-def test_follow_marks_attempt_boundary_and_drains_the_old_attempt():
+
+class FakeFeedClient(FakeClient):
+    """The same scripted job through the AM's feed: one answer per look, with the snapshot and
+    each task's log past the follower's offsets (for the attempt it asks about)."""
+
+    def feed(self, since, version, attempt, offsets, timeout=0):
+        if version:  # the first look answers at once; each later one waits for a change
+            self.poll += 1
+        s = self.snapshot()
+        attempt = attempt or s.attempt or 1
+        logs = {}
+        for t, offset in offsets.items():
+            data = self.files.get((t, attempt), "")
+            logs[t] = {"text": data[offset:], "offset": len(data), "more": False}
+        return {
+            "version": version + 1,
+            "snapshot": s.to_json(),
+            "attempt": attempt,
+            "events": [],
+            "next": since,
+            "logs": logs,
+        }
+
+
+@pytest.mark.parametrize("fake", [FakeClient, FakeFeedClient], ids=["from-disk", "feed"])
+def test_follow_marks_attempt_boundary_and_drains_the_old_attempt(fake):
     a1 = snap(tasks=[task("worker:0")])
     a2 = snap(
         "RUNNING",
@@ -326,7 +353,7 @@ def test_follow_marks_attempt_boundary_and_drains_the_old_attempt():
         attempts=[{"attempt": 1, "reason": "worker:0 exited with code 1", "task": "worker:0"}],
     )
     done = dataclasses.replace(a2, state=JobState.SUCCEEDED, finished=T0 + 40)
-    client = FakeClient(
+    client = fake(
         [a1, a2, done],
         {
             # "late" reaches attempt 1's file only after the job moved on to attempt 2
@@ -336,7 +363,7 @@ def test_follow_marks_attempt_boundary_and_drains_the_old_attempt():
     )
     view = JobView("job-1")
     final = follow(client, view, poll_s=0)
-    assert final is done and view.finished and view.state_text == "SUCCEEDED"
+    assert final == done and view.finished and view.state_text == "SUCCEEDED"
     lines = view.log_text("worker:0").splitlines()
     assert lines[:2] == ["a1 start", "a1 late"]
     assert lines[2].startswith("──── attempt 2/2 (attempt 1 ended: worker:0 exited")

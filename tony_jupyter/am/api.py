@@ -12,6 +12,7 @@ from tornado import web
 from ..protocol import TERMINAL_JOB_STATES
 from .beats import BadBeat, answer_heartbeat
 from .coordinator import ENDPOINT_SECRETS, StaleAttempt
+from .feed import FeedHandler
 from .http import API, MAX_RESULT_BODY, AMState, BaseHandler
 from .session_api import ROUTES as SESSION_ROUTES
 
@@ -225,6 +226,7 @@ def make_app(am: AMState) -> web.Application:
     routes = [
         ("job", JobHandler),
         ("events", EventsHandler),
+        ("feed", FeedHandler),
         ("logs", LogsHandler),
         ("result", ResultHandler),
         ("kill", KillHandler),

@@ -43,6 +43,8 @@ class AMState:
         self.coordinator, self.token = coordinator, token
         self.changed = locks.Condition()
         self.released = False
+        self.version = 0  # counts the job's changes: a follower's feed waits for the next one
+        coordinator.subscribe(self._count_change)
         coordinator.subscribe(self.changed.notify_all)
         self.cells: CellQueue | None = None  # a session's cells
         self.beat_port: int | None = None  # the heartbeat streams' port (beats.py)
@@ -51,6 +53,9 @@ class AMState:
         self.task_ids = frozenset(f"{t.type}:{i}" for t in spec.tasks for i in range(t.instances))
         # 256-bit HMACs: a dict lookup on them tells a guesser nothing useful.
         self._task_tokens = {task_token(token, t).encode(): t for t in self.task_ids}
+
+    def _count_change(self) -> None:
+        self.version += 1
 
     def task_for(self, token: bytes) -> str | None:
         """The task whose own token this is, or None."""

@@ -12,6 +12,7 @@ from .heartbeat import Heartbeater
 from .link import AMLink, Stale
 
 LOG_FLUSH_S = 0.25
+MAX_SHIP = 4 << 20  # characters per request
 
 
 class Background(threading.Thread):
@@ -27,8 +28,13 @@ class Background(threading.Thread):
     def ship_logs(self) -> None:
         with self._ship_lock:  # the main thread ships too (a session, between cells): keep order
             text = self.logs.take()
-            if text:
-                self.am.post("executor/logs", text=text)
+            # In slices the AM takes (its limit is 16 MiB), after an outage that piled them up.
+            for start in range(0, len(text), MAX_SHIP):
+                try:
+                    self.am.post("executor/logs", text=text[start : start + MAX_SHIP])
+                except OSError:  # the AM did not take them (busy, restarting): the next try does
+                    self.logs.give_back(text[start:])
+                    raise
 
     def post_with_logs(self, path: str, **body) -> dict:
         """``path`` with what is left of the log as ``logs``, under the shipping lock: a session
@@ -55,4 +61,4 @@ class Background(threading.Thread):
             except Stale:
                 os._exit(143)
             except OSError:
-                pass  # the sidecar decides when the AM is gone; these lines are lost
+                pass  # the sidecar decides when the AM is gone; the lines wait in the buffer

@@ -71,6 +71,11 @@ class LogCapture:
             text, self.buf = "".join(self.buf), []
         return text
 
+    def give_back(self, text: str) -> None:
+        """What ``take`` returned and could not be shipped: first in line for the next time."""
+        with self.lock:
+            self.buf.insert(0, text)
+
     def close(self) -> None:
         sys.stdout.flush()
         sys.stderr.flush()

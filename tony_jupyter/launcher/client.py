@@ -193,6 +193,20 @@ class JobClient(ABC):
             return events, since + len(events)
         return got["events"], got["next"]
 
+    def feed(
+        self, since: int, version: int, attempt: int, offsets: dict[str, int], timeout: float = 0
+    ) -> dict | None:
+        """The AM's ``feed`` (am/feed.py): once the job changed after ``version``, its snapshot,
+        events after ``since`` and each task's log past ``offsets``; None with no AM to ask."""
+        params = {
+            "since": since,
+            "version": version,
+            "attempt": attempt,
+            "offsets": ",".join(f"{t}={o}" for t, o in offsets.items()),
+            "timeout": timeout,
+        }
+        return self.call_am("GET", "feed", timeout=timeout + 10, none_on_404=True, params=params)
+
     def logs(self, task: str, offset: int = 0, attempt: int = 0) -> tuple[str, int]:
         got = self.call_am(
             "GET", "logs", params={"task": task, "offset": offset, "attempt": attempt}

@@ -1,0 +1,77 @@
+"""``GET /api/v1/feed``: what a follower (widgets/follow.py) needs per look, in one request.
+
+It waits until the job changes after the version the follower last saw (a heartbeat, a log
+batch, an event, a result) and answers the snapshot, the events after ``since`` and each
+task's log text past the follower's offsets. One request per look instead of a snapshot, an
+events poll and a log read per task; and a log batch wakes it, so a line reaches the widget
+as soon as the executor ships it."""
+
+from __future__ import annotations
+
+import time
+
+from tornado import web
+
+from ..protocol import TERMINAL_JOB_STATES
+from .http import BaseHandler
+
+# Per task and answer: a task that wrote more is read again at once (follow.py's chunks).
+FEED_LOG_READ = 256 << 10
+
+
+class FeedHandler(BaseHandler):
+    async def get(self) -> None:
+        since, seen = self.int_arg("since", 0), self.int_arg("version", 0)
+        attempt = self.int_arg("attempt", 0) or self.coord.attempt
+        if attempt > max(self.coord.attempt, 1):
+            raise web.HTTPError(404, f"no attempt {attempt}; the job is at {self.coord.attempt}")
+        offsets = self.offsets()
+        deadline = time.monotonic() + self.seconds_arg("timeout", 0)
+        while self.am.version <= seen and self.coord.state not in TERMINAL_JOB_STATES:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            await self.wait_change(left)
+        version = self.am.version
+        snapshot = self.coord.snapshot().to_json()  # before the logs: they are never behind it
+        logs = {}
+        for task, offset in offsets.items():
+            path = self.coord.log_path(task, attempt)
+            data = b""
+            if path.exists():
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    data = f.read(FEED_LOG_READ)
+            text = data.decode("utf-8", errors="replace")
+            logs[task] = {
+                "text": text,
+                "offset": offset + len(data),
+                "more": len(data) == FEED_LOG_READ,
+            }
+        events = self.coord.events
+        self.finish(
+            {
+                "version": version,
+                "snapshot": snapshot,
+                "attempt": attempt,
+                "events": events[since:],
+                "next": len(events),
+                "logs": logs,
+            }
+        )
+
+    def offsets(self) -> dict[str, int]:
+        """``offsets=worker:0=120,worker:1=0``: the follower's place in each task's log."""
+        out = {}
+        for pair in filter(None, self.get_argument("offsets", "").split(",")):
+            task, _, raw = pair.rpartition("=")
+            if task not in self.am.task_ids:  # never a path: only the job's own task ids
+                known = ", ".join(sorted(self.am.task_ids))
+                raise web.HTTPError(404, f"no task {task!r} in this job; its tasks: {known}")
+            try:
+                out[task] = int(raw)
+            except ValueError:
+                raise web.HTTPError(400, f"offsets: {raw!r} is not a whole number") from None
+            if out[task] < 0:
+                raise web.HTTPError(400, f"offsets: {raw!r} is negative")
+        return out
