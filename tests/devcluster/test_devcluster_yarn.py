@@ -13,7 +13,7 @@ from devcluster_ds import container_dirs, container_output, submit, wait_end
 
 from tony_jupyter.devcluster import DevCluster
 from tony_jupyter.devcluster.cli import main
-from tony_jupyter.devcluster.config import NM_MEMORY_MB, NM_VCORES
+from tony_jupyter.devcluster.config import NM2_GPUS, NM2_VCORES, NM_MEMORY_MB, NM_VCORES
 from tony_jupyter.devcluster.ready import node_labels, resource_value, rm_nodes
 from tony_jupyter.devcluster.testing import started_by_fixture
 
@@ -33,9 +33,10 @@ def test_two_nodemanagers_with_declared_resources(devcluster: DevCluster) -> Non
     for node in (nm1, nm2):
         assert node["state"] == "RUNNING"
         assert node["totalResource"]["memory"] == NM_MEMORY_MB
-        assert node["totalResource"]["vCores"] == NM_VCORES
+    assert nm1["totalResource"]["vCores"] == NM_VCORES
+    assert nm2["totalResource"]["vCores"] == NM2_VCORES
     assert resource_value(nm1["totalResource"], "yarn.io/gpu") == 0
-    assert resource_value(nm2["totalResource"], "yarn.io/gpu") == 2
+    assert resource_value(nm2["totalResource"], "yarn.io/gpu") == NM2_GPUS == 8
     assert node_labels(nm1) == []
     assert node_labels(nm2) == ["gpu"]
 

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from IPython.core.error import UsageError
 
-from tony_jupyter.devcluster.config import NM_VCORES
+from tony_jupyter.devcluster.config import NM2_GPUS, NM_VCORES
 from tony_jupyter.errors import BackendError
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
@@ -29,9 +29,9 @@ def assert_nothing_left(cluster, name):
     [
         ("--memory 100g", "ask for 102400 MB memory, above the most a container can have"),
         ("--vcores 64", "ask for 64 vcores, above the most"),
-        ("--gpus 8", "ask for 8 GPUs, above the most"),
+        (f"--gpus {NM2_GPUS + 1}", f"ask for {NM2_GPUS + 1} GPUs, above the most"),
         # GPUs only a labelled partition has: the message says where they are.
-        ("--gpus 1", "partition 'gpu' has 2 GPUs: add --node-label gpu --queue gpu"),
+        ("--gpus 1", f"partition 'gpu' has {NM2_GPUS} GPUs: add --node-label gpu --queue gpu"),
         ("--conf tony.am.memory=64g", "the AM (tony.am.memory/vcores) ask for 65536 MB"),
         ("--queue nope", "YARN queue 'nope' does not exist; this cluster's queues: default, gpu"),
         ("--node-label nolabel", "node label 'nolabel' does not exist on this cluster"),

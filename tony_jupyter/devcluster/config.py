@@ -18,7 +18,15 @@ GPU_LABEL = "gpu"
 GPU_RESOURCE = "yarn.io/gpu"
 NM_MEMORY_MB = 6144
 NM_VCORES = 8  # the default partition (nm1) fits an AM and 4 one-vcore workers with room
-NM2_GPUS = 2
+# The gpu partition (nm2) declares 8 counted GPUs and room for 8 one-GPU workers beside their AM
+# (a gpu-queue job's AM lands there too): the mission's `--workers 8 --gpus 1` fits it.
+NM2_GPUS = 8
+NM2_VCORES = 12
+
+
+def nm_resources(nm: str) -> tuple[int, int, int]:
+    """What a NodeManager declares: memory (MB), vcores, counted GPUs."""
+    return (NM_MEMORY_MB, NM2_VCORES, NM2_GPUS) if nm == "nm2" else (NM_MEMORY_MB, NM_VCORES, 0)
 
 
 @dataclass(frozen=True)
@@ -301,8 +309,8 @@ def _yarn_site_nm(layout: Layout, nm: str) -> dict[str, object]:
         "yarn.nodemanager.webapp.address": f"{layout.host}:{ports['http']}",
         "yarn.nodemanager.local-dirs": layout.data / nm / "local",
         "yarn.nodemanager.log-dirs": layout.nm_log_dir(nm),
-        "yarn.nodemanager.resource.memory-mb": NM_MEMORY_MB,
-        "yarn.nodemanager.resource.cpu-vcores": NM_VCORES,
+        "yarn.nodemanager.resource.memory-mb": nm_resources(nm)[0],
+        "yarn.nodemanager.resource.cpu-vcores": nm_resources(nm)[1],
     }
     if nm == "nm2":
         # Counted only: no yarn.nodemanager.resource-plugins, which would run nvidia-smi.

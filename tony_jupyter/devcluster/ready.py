@@ -11,7 +11,7 @@ from typing import Any
 
 import requests
 
-from .config import GPU_LABEL, GPU_RESOURCE, NM2_GPUS, NM_MEMORY_MB, NM_VCORES
+from .config import GPU_LABEL, GPU_RESOURCE, nm_resources
 
 _TIMEOUT = 5.0
 _PROBE_PATH = "/tmp/.tony-devcluster-ready"
@@ -73,7 +73,7 @@ def yarn_pending(rm_url: str, nm_rpc_ports: dict[str, int], http: Any = requests
         return ["ResourceManager REST API"]
     by_port = {int(str(n.get("id", ":0")).rsplit(":", 1)[-1]): n for n in nodes}
     pending = []
-    for nm, gpus, labels in (("nm1", 0, []), ("nm2", NM2_GPUS, [GPU_LABEL])):
+    for nm, labels in (("nm1", []), ("nm2", [GPU_LABEL])):
         node = by_port.get(nm_rpc_ports[nm])
         if node is None or node.get("state") != "RUNNING":
             state = "not registered" if node is None else node.get("state")
@@ -81,7 +81,7 @@ def yarn_pending(rm_url: str, nm_rpc_ports: dict[str, int], http: Any = requests
             continue
         total = node.get("totalResource") or {}
         have = (total.get("memory"), total.get("vCores"), resource_value(total, GPU_RESOURCE))
-        if have != (NM_MEMORY_MB, NM_VCORES, gpus):
+        if have != nm_resources(nm):
             pending.append(f"{nm} resources (memory, vcores, gpus) = {have}")
         if node_labels(node) != labels:
             pending.append(f"{nm} labels {labels} (has {node_labels(node)})")
