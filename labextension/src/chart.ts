@@ -27,6 +27,7 @@ export const COLORS = [
 const W = 420;
 const H = 200;
 const M = { left: 52, right: 10, top: 10, bottom: 26 };
+const DOTS_UP_TO = 40; // a sparse series also gets a dot per point: two points are no trend
 
 /** A number on an axis: short, as 0.0123, 12.3, 4.5k. */
 export function shortNumber(v: number): string {
@@ -91,6 +92,11 @@ export function lineChart(title: string, xLabel: string, series: ISeries[]): HTM
       const line = svg('path', { d, class: 'tony-chart-line', stroke: color });
       line.append(svg('title', {}, s.label));
       root.append(line);
+      if (s.points.length <= DOTS_UP_TO) {
+        for (const [x, y] of s.points) {
+          root.append(svg('circle', { cx: px(x), cy: py(y), r: 2.5, fill: color }));
+        }
+      }
     }
     const key = el('span', { class: 'tony-chart-key' });
     key.append(el('span', { class: 'tony-chart-swatch', style: `background:${color}` }), s.label);

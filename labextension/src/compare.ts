@@ -48,6 +48,8 @@ function label(detail: JobDetail): string {
 export function specTable(details: JobDetail[]): HTMLTableElement {
   const specs = details.map(d => flatSpec(d.spec));
   const keys = [...new Set(specs.flatMap(s => [...s.keys()]))].sort();
+  const differs = (key: string) => new Set(specs.map(s => s.get(key) ?? '')).size > 1;
+  keys.sort((a, b) => Number(differs(b)) - Number(differs(a))); // what differs first
   const table = el('table', { class: 'tony-spec-table' });
   const head = el('tr');
   head.append(el('th', {}, 'spec'), ...details.map(d => el('th', {}, label(d))));

@@ -96,5 +96,5 @@ export function points(
       out.push([steps ? (s.step as number) : s.t - t0, y * scale]);
     }
   }
-  return out;
+  return steps ? out.sort((a, b) => a[0] - b[0]) : out; // a resumed attempt counts again
 }

@@ -58,7 +58,7 @@ export function timeline(attempts: AttemptSpan[], now: number): HTMLElement {
   root.append(svg('text', { x: LEFT, y: axisY }, '0 s'));
   root.append(svg('text', { x: W - 10, y: axisY, 'text-anchor': 'end' }, duration(t1 - t0)));
   box.append(root);
-  for (const a of spans.filter(s => s.reason)) {
+  for (const a of spans.filter(s => s.reason && s.state !== 'SUCCEEDED')) {
     box.append(el('div', { class: 'tony-attempt-reason' }, `attempt ${a.attempt}: ${a.reason}`));
   }
   return box;
