@@ -1,7 +1,9 @@
 """``GET /tony/api/jobs/<id>/detail``: the job page's data from a job's history entry, written
 by the AM's own writers (am/metrics.py's MetricLog, the Coordinator's event form)."""
 
+import asyncio
 import json
+import time
 from pathlib import Path
 
 import jsonschema
@@ -90,3 +92,20 @@ def test_schema_names_the_detail_records_fields():
         assert set(SCHEMA["definitions"][record.__name__]["properties"]) == {
             f.name for f in fields(record)
         }
+
+
+@pytest.mark.usefixtures("backend")
+async def test_detail_of_a_running_job_has_its_series_from_the_am(jp_fetch, running_job):
+    job_id, got = running_job.job_id, {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the series grow with each heartbeat
+        got = await fetch_json(jp_fetch, "tony", "api", "jobs", job_id, "detail")
+        if len(got["metrics"].get("1", {}).get("worker:0", [])) >= 2:
+            break
+        await asyncio.sleep(0.5)
+    assert got["job"]["state"] == "RUNNING"
+    [span] = got["attempts"]
+    assert span["attempt"] == 1 and span["state"] == "RUNNING" and span["finished"] is None
+    samples = got["metrics"]["1"]["worker:0"]
+    assert len(samples) >= 2 and "rss_bytes" in samples[-1]
+    assert got["history"] is False  # written when the job ends

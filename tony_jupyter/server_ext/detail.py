@@ -4,8 +4,8 @@ runs show, from the job's history entry (``history.json``'s siblings: ``spec.jso
 
 Each attempt is a span on a timeline: its start and end come from the ``attempt`` events the
 Coordinator writes (``STARTED``, ``FAILED``); the last one ends when the job did. The metric
-series are ``metrics.json``'s (am/metrics.py), written when the job ends: a running job's page
-shows its task table and timeline, and its series once it has ended.
+series are ``metrics.json``'s (am/metrics.py), written when the job ends; while it runs, the
+same series from its AM (``GET /api/v1/metrics``).
 """
 
 from __future__ import annotations
@@ -79,7 +79,10 @@ def job_detail(client: JobClient) -> JobDetail:
     rec = client.record
     snap = client.snapshot()
     events, _ = client.events(0)
-    metrics = rec.read_json("metrics.json") or {}
+    metrics = rec.read_json("metrics.json")
+    if metrics is None and not snap.terminal:  # an older AM answers 404: no series yet
+        metrics = client.call_am("GET", "metrics", none_on_404=True)
+    metrics = metrics or {}
     return JobDetail(
         job=snap,
         spec=rec.read_json("spec.json") or {},
