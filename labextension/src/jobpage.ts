@@ -2,7 +2,8 @@
  * A job's page, a main-area tab opened from the panel's "Details": its header (name, state,
  * backend, reason), its attempts on a timeline, the task table, a chart per metric (a line
  * per task, the last attempt's) and its logs with a search box. Read from
- * /tony/api/jobs/<id>/detail, again every few seconds while the job runs.
+ * /tony/api/jobs/<id>/detail, again every few seconds while the job runs (the log: what was
+ * added since).
  */
 import { MainAreaWidget } from '@jupyterlab/apputils';
 import { Poll } from '@lumino/polling';
@@ -55,7 +56,7 @@ class JobSections extends Widget {
     if (!names.length) {
       const why = isTerminal(detail.job.state)
         ? 'this job left no metric samples'
-        : 'the series are kept in the history when the job ends';
+        : 'no samples yet';
       box.append(el('div', { class: 'tony-chart-empty' }, why));
     }
     for (const metric of names) {

@@ -1,7 +1,7 @@
 /**
  * The job page's log view: pick a task, type to keep only the lines that contain the text
- * (case-insensitive), matches highlighted. The whole log is read once per task (a finished
- * job's is in its history) and filtered here, so each keystroke costs no request.
+ * (case-insensitive), matches highlighted. The log is read once per task (then, while the job
+ * runs, what it added) and filtered here, so each keystroke costs no request.
  */
 import { Widget } from '@lumino/widgets';
 
@@ -30,13 +30,9 @@ export class LogSearch extends Widget {
     this.node.append(bar, this.pre);
   }
 
-  /** The job's tasks; the log of the selected one (the first) is read again. */
+  /** The job's tasks; then what the selected task's log has added (all of it at first). */
   setTasks(tasks: string[]): void {
-    const same =
-      tasks.join() ===
-      Array.from(this.select.options)
-        .map(o => o.value)
-        .join();
+    const same = tasks.join() === Array.from(this.select.options, o => o.value).join();
     if (!same) {
       const keep = this.select.value;
       this.select.textContent = '';
@@ -50,28 +46,48 @@ export class LogSearch extends Widget {
     void this.load();
   }
 
+  /** One read at a time (the page refreshes while a read may be out); then one more. */
   private async load(): Promise<void> {
+    if (this.loading) {
+      this.again = true;
+      return;
+    }
+    this.loading = true;
+    try {
+      await this.read();
+    } finally {
+      this.loading = false;
+    }
+    if (this.again) {
+      this.again = false;
+      await this.load();
+    }
+  }
+
+  private async read(): Promise<void> {
     const task = this.select.value;
     if (!task) {
       return;
     }
-    let text = '';
-    let offset = 0;
+    if (task !== this.task) {
+      [this.task, this.text, this.offset] = [task, '', 0];
+    }
+    const before = this.text.length;
     try {
       for (;;) {
-        const got = await getLogs(this.jobId, task, offset);
-        if (!got.text || got.offset === offset) {
+        const got = await getLogs(this.jobId, task, this.offset);
+        if (task !== this.task || !got.text || got.offset === this.offset) {
           break;
         }
-        text += got.text;
-        offset = got.offset;
+        this.text += got.text;
+        this.offset = got.offset;
       }
     } catch (e) {
       setText(this.count, String(e));
       return;
     }
-    if (task === this.select.value) {
-      this.lines = text.split('\n');
+    if (task === this.task && (this.text.length !== before || !before)) {
+      this.lines = this.text.split('\n');
       if (this.lines[this.lines.length - 1] === '') {
         this.lines.pop();
       }
@@ -102,6 +118,11 @@ export class LogSearch extends Widget {
   }
 
   readonly jobId: string;
+  private loading = false;
+  private again = false;
+  private task = '';
+  private text = '';
+  private offset = 0;
   private lines: string[] = [];
   private select: HTMLSelectElement;
   private query: HTMLInputElement;
