@@ -48,6 +48,7 @@ PARTS = (
     "yarn_startup",
     "secure_startup",
     "history",
+    "panel",
 )
 
 

@@ -227,6 +227,26 @@ def rows() -> list[tuple[str, str, str, str]]:
                 _f(mem["dataset_growth_4x_over_1x"]),
             )
         )
+    pn = _load("panel")
+    if pn.get("list_s"):
+        jobs, small = pn["jobs"], pn["jobs"]["baseline"]
+        for key, what in (("list_s", "panel's job list"), ("detail_s", "job page's detail")):
+            out.append(
+                (
+                    f"{what} (GET over HTTP), {jobs['long']:,} jobs in the history",
+                    _f(pn[key]["long"], " s"),
+                    f"{small} jobs: {_f(pn[key]['baseline'], ' s')}",
+                    _f(pn[f"{key}_ratio_long_vs_baseline"]),
+                )
+            )
+        out.append(
+            (
+                "history bytes per job (a real local job)",
+                _f(pn["history_bytes_per_job"], " B"),
+                "",
+                "",
+            )
+        )
     return out
 
 

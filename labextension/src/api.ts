@@ -5,7 +5,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import type { JobList, JobSnapshot, KillResult, LogChunk } from './protocol.gen';
+import type { JobDetail, JobList, JobSnapshot, KillResult, LogChunk } from './protocol.gen';
 
 const settings = ServerConnection.makeSettings();
 
@@ -31,6 +31,11 @@ export function listJobs(): Promise<JobList> {
 
 export function getJob(jobId: string): Promise<JobSnapshot> {
   return request<JobSnapshot>(jobPath(jobId));
+}
+
+/** The job page's data: snapshot, spec, attempts, metric series (server_ext/detail.py). */
+export function getDetail(jobId: string): Promise<JobDetail> {
+  return request<JobDetail>(jobPath(jobId, '/detail'));
 }
 
 export function getLogs(jobId: string, task: string, offset: number): Promise<LogChunk> {

@@ -20,3 +20,21 @@ export function setText(node: HTMLElement, text: string): void {
     node.textContent = text;
   }
 }
+
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+/** An SVG element: the job page's timeline and charts are plain SVG, no charting library. */
+export function svg<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attrs: { [key: string]: string | number } = {},
+  text = ''
+): SVGElementTagNameMap[K] {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    node.setAttribute(k, String(v));
+  }
+  if (text) {
+    node.textContent = text;
+  }
+  return node;
+}

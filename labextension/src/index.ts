@@ -13,6 +13,8 @@ import { ICommandPalette, WidgetTracker } from '@jupyterlab/apputils';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { Widget } from '@lumino/widgets';
 
+import { CompareTab } from './compare';
+import { JobPage } from './jobpage';
 import { LogsTab } from './logs';
 import { JobsPanel } from './panel';
 import { TensorBoardTab } from './tensorboard';
@@ -20,7 +22,9 @@ import { TensorBoardTab } from './tensorboard';
 const CommandIDs = {
   showJobs: 'tony-jupyter:show-jobs',
   openLogs: 'tony-jupyter:open-logs',
-  openTensorBoard: 'tony-jupyter:open-tensorboard'
+  openTensorBoard: 'tony-jupyter:open-tensorboard',
+  openJob: 'tony-jupyter:open-job',
+  compare: 'tony-jupyter:compare-jobs'
 } as const;
 
 function str(args: ReadonlyPartialJSONObject, key: string): string | undefined {
@@ -61,6 +65,38 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const { commands } = app;
     const logs = new WidgetTracker<LogsTab>({ namespace: 'tony-logs' });
     const tensorboards = new WidgetTracker<TensorBoardTab>({ namespace: 'tony-tensorboard' });
+    const pages = new WidgetTracker<JobPage>({ namespace: 'tony-job' });
+    const comparisons = new WidgetTracker<CompareTab>({ namespace: 'tony-compare' });
+
+    commands.addCommand(CommandIDs.openJob, {
+      label: args => `TonY job ${str(args, 'name') ?? str(args, 'jobId') ?? ''}`,
+      execute: args => {
+        const jobId = str(args, 'jobId');
+        if (!jobId) {
+          throw new Error(`${CommandIDs.openJob} needs a jobId`);
+        }
+        return (
+          focus(app, pages, jobId) ??
+          addTab(app, pages, new JobPage({ jobId, name: str(args, 'name') }))
+        );
+      }
+    });
+
+    commands.addCommand(CommandIDs.compare, {
+      label: 'Compare TonY jobs',
+      execute: args => {
+        const jobIds = Array.isArray(args.jobIds) ? args.jobIds.map(String) : [];
+        if (jobIds.length < 2) {
+          throw new Error(`${CommandIDs.compare} needs two jobIds or more`);
+        }
+        const open = comparisons.find(w => w.jobIds.join() === jobIds.join());
+        if (open) {
+          app.shell.activateById(open.id);
+          return open;
+        }
+        return addTab(app, comparisons, new CompareTab(jobIds));
+      }
+    });
 
     commands.addCommand(CommandIDs.openLogs, {
       label: args => `Logs of TonY job ${str(args, 'name') ?? str(args, 'jobId') ?? ''}`,
@@ -104,7 +140,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
           tasks: job.tasks.map(t => t.id)
         }),
       openTensorBoard: job =>
-        void commands.execute(CommandIDs.openTensorBoard, { jobId: job.job_id, name: job.name })
+        void commands.execute(CommandIDs.openTensorBoard, { jobId: job.job_id, name: job.name }),
+      openJob: job =>
+        void commands.execute(CommandIDs.openJob, { jobId: job.job_id, name: job.name }),
+      compare: jobs =>
+        void commands.execute(CommandIDs.compare, { jobIds: jobs.map(j => j.job_id) })
     });
     app.shell.add(panel, 'left', { rank: 900 });
 
@@ -127,6 +167,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
         command: CommandIDs.openTensorBoard,
         args: tab => ({ jobId: tab.jobId, name: tab.jobName }),
         name: tab => tab.jobId
+      });
+      void restorer.restore(pages, {
+        command: CommandIDs.openJob,
+        args: tab => ({ jobId: tab.jobId, name: tab.jobName }),
+        name: tab => tab.jobId
+      });
+      void restorer.restore(comparisons, {
+        command: CommandIDs.compare,
+        args: tab => ({ jobIds: tab.jobIds }),
+        name: tab => tab.jobIds.join(',')
       });
     }
   }

@@ -18,6 +18,8 @@ const FREQUENCY = { interval: 2000, backoff: true, max: 30000 };
 export interface IJobActions {
   openTensorBoard(job: JobSummary): void;
   openLogs(job: JobSummary): void;
+  openJob(job: JobSummary): void;
+  compare(jobs: JobSummary[]): void;
 }
 
 class JobRow {
@@ -27,17 +29,23 @@ class JobRow {
     const head = el('div', { class: 'tony-job-head' });
     this.name = el('span', { class: 'tony-job-name' });
     this.state = el('span');
-    head.append(this.name, this.state);
+    this.selected = el('input', { type: 'checkbox', class: 'tony-job-select', title: 'compare' });
+    this.selected.onchange = () => panel.selectionChanged();
+    const label = el('label', { class: 'tony-job-label' });
+    label.append(this.selected, this.name);
+    head.append(label, this.state);
     this.meta = el('div', { class: 'tony-job-meta' });
     this.reason = el('div', { class: 'tony-job-reason' });
     const actions = el('div', { class: 'tony-job-actions' });
+    const details = el('button', { class: 'jp-Button tony-open-job' }, 'Details');
+    details.onclick = () => panel.actions.openJob(this.job);
     this.tensorboard = el('button', { class: 'jp-Button tony-open-tensorboard' }, 'TensorBoard');
     this.tensorboard.onclick = () => panel.actions.openTensorBoard(this.job);
     const logs = el('button', { class: 'jp-Button tony-open-logs' }, 'Logs');
     logs.onclick = () => panel.actions.openLogs(this.job);
     this.kill = el('button', { class: 'jp-Button tony-kill' }, 'Kill');
     this.kill.onclick = () => void panel.kill(this);
-    actions.append(this.tensorboard, logs, this.kill);
+    actions.append(details, this.tensorboard, logs, this.kill);
     this.node.append(head, this.meta, this.reason, actions);
     this.update(job);
   }
@@ -66,8 +74,13 @@ class JobRow {
     this.kill.textContent = busy ? 'Killing…' : 'Kill';
   }
 
+  get isSelected(): boolean {
+    return this.selected.checked;
+  }
+
   job: JobSummary;
   readonly node: HTMLDivElement;
+  private selected: HTMLInputElement;
   private name: HTMLSpanElement;
   private state: HTMLSpanElement;
   private meta: HTMLDivElement;
@@ -88,7 +101,12 @@ export class JobsPanel extends Widget {
     this.list = el('div', { class: 'tony-jobs-list' });
     this.empty = el('div', { class: 'tony-empty' }, 'No jobs yet: run a %%tony cell.');
     this.empty.hidden = true;
-    this.node.append(el('h3', {}, 'TonY jobs'), this.status, this.empty, this.list);
+    this.compare = el('button', { class: 'jp-Button tony-compare' }, 'Compare');
+    this.compare.onclick = () => this.actions.compare(this.selection());
+    const bar = el('div', { class: 'tony-jobs-bar' });
+    bar.append(el('h3', {}, 'TonY jobs'), this.compare);
+    this.node.append(bar, this.status, this.empty, this.list);
+    this.selectionChanged();
     this.poll = new Poll({
       name: 'tony-jupyter:jobs',
       factory: () => this.refresh(),
@@ -115,6 +133,18 @@ export class JobsPanel extends Widget {
     await this.poll.refresh();
     await this.poll.tick;
     row.killing(false);
+  }
+
+  /** The jobs whose boxes are ticked. */
+  selection(): JobSummary[] {
+    return [...this.rows.values()].filter(r => r.isSelected).map(r => r.job);
+  }
+
+  /** "Compare" is there once two jobs or more are ticked. */
+  selectionChanged(): void {
+    const n = this.selection().length;
+    this.compare.hidden = n < 2;
+    this.compare.textContent = `Compare ${n}`;
   }
 
   protected onAfterShow(): void {
@@ -157,10 +187,12 @@ export class JobsPanel extends Widget {
         this.rows.delete(jobId);
       }
     }
+    this.selectionChanged();
     this.empty.hidden = jobs.length > 0;
   }
 
   private poll: Poll;
+  private compare: HTMLButtonElement;
   private rows = new Map<string, JobRow>();
   private status: HTMLDivElement;
   private empty: HTMLDivElement;

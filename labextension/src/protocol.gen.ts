@@ -4,7 +4,7 @@
 /**
  * A response of the server extension's REST API (/tony/api/jobs...) that the JupyterLab side panel reads. Field names are exactly those of the Python side: launcher/coordinator.py (Coordinator.snapshot, Task), launcher/jobs.py and launcher/yarn/client.py (snapshots of a lost job), server_ext/jobs.py (summary) and server_ext/api.py (the handlers). labextension/src/protocol.gen.ts is generated from this file (npm run build:types).
  */
-export type TonyProtocol = JobList | JobSnapshot | LogChunk | KillResult;
+export type TonyProtocol = JobList | JobSnapshot | JobDetail | LogChunk | KillResult;
 /**
  * A job's state. NEW, STARTING, RUNNING, SUCCEEDED, FAILED, KILLED: the AM's Coordinator. LOST: the AM is gone and left no final status (launcher/jobs.py, launcher/yarn/client.py). UNKNOWN: the server could not read the job (server_ext/jobs.py).
  */
@@ -161,6 +161,67 @@ export interface GpuUse {
   utilization: number | null;
   memory_used_mb: number | null;
   memory_total_mb: number | null;
+}
+/**
+ * GET /tony/api/jobs/<job id>/detail (server_ext/detail.py): the job page and the comparison of runs: the job's snapshot, its spec (spec.json), its attempts and each task's metric series by attempt (metrics.json, written when the job ends).
+ */
+export interface JobDetail {
+  job: JobSnapshot;
+  /**
+   * the JobSpec's JSON form (spec.py)
+   */
+  spec: {
+    [k: string]: unknown;
+  };
+  attempts: AttemptSpan[];
+  /**
+   * attempt number -> task id -> samples, oldest first
+   */
+  metrics: {
+    [k: string]: {
+      [k: string]: MetricSample[];
+    };
+  };
+  /**
+   * whether the AM wrote the job's history entry (history.json)
+   */
+  history: boolean;
+}
+/**
+ * One attempt of a job on the job page's timeline (server_ext/detail.py): from the Coordinator's attempt events; the last attempt ends when the job did.
+ */
+export interface AttemptSpan {
+  attempt: number;
+  started: number | null;
+  /**
+   * null while the attempt runs
+   */
+  finished: number | null;
+  /**
+   * RUNNING, FAILED, or the job's final state (its last attempt)
+   */
+  state: string;
+  reason: string | null;
+  /**
+   * the task that failed the attempt
+   */
+  task: string | null;
+}
+/**
+ * One heartbeat's sample of a task (am/metrics.py): t (epoch seconds), what progress()/report() said (step, epoch, loss, ...: numbers only), cpu_percent, rss_bytes, gpus.
+ */
+export interface MetricSample {
+  t: number;
+  gpus?: GpuSample[];
+  [k: string]: number | GpuSample[] | undefined;
+}
+/**
+ * One GPU in a metric sample (am/metrics.py).
+ */
+export interface GpuSample {
+  index?: number | null;
+  utilization?: number | null;
+  memory_used_mb?: number | null;
 }
 /**
  * GET /tony/api/jobs/<job id>/logs?task=&offset=&attempt=: a task's log from offset on; offset is where the next read starts.

@@ -1,7 +1,9 @@
 """JupyterLab in Debian's Chromium (Playwright, no browser download), under a JupyterHub-style
 base_url: a %%tony --workers 2 training cell shows its widget, task table and TensorBoard
 (through /tony/proxy/) live; the "TonY jobs" side panel lists jobs, opens TensorBoard and logs in
-main-area tabs, and kills a job; after a page reload those tabs come back. Screenshots land in
+main-area tabs, and kills a job; after a page reload those tabs come back, the finished job's
+TensorBoard started on demand (server_ext/boards.py); its job page (timeline, task table, metric
+charts, log search) and the comparison of the two finished runs. Screenshots land in
 build/browser/."""
 
 import json
@@ -61,10 +63,13 @@ while not os.path.exists(release) and time.time() < deadline:
 """
 )
 
+# Reports a falling loss (a second run to compare with the first) until it is killed.
 SLEEPER = """\
 %%tony --workers 1 --async --name sleeper --no-tensorboard
-import time
-time.sleep(600)
+import time, tony_jupyter
+for step in range(1, 1200):
+    tony_jupyter.report(step=step, loss=2.3 * 0.93 ** step)
+    time.sleep(0.25)
 """
 
 
@@ -241,6 +246,10 @@ def _run(page, lab):
     sleeper = panel.locator(".tony-job", has_text="sleeper")
     expect(sleeper.locator(".tony-state")).to_have_text("RUNNING", timeout=120_000)
     expect(sleeper.locator("button.tony-open-tensorboard")).to_be_hidden()  # --no-tensorboard
+    # a few steps reported (the first report() imports TensorFlow for its scalars): a curve
+    expect(sleeper.locator(".tony-job-meta")).to_contain_text(
+        re.compile(r"loss (1\.[0-5]|0\.)"), timeout=90_000
+    )
     shot(page, "4-panel-two-jobs")
     sleeper.locator("button.tony-kill").click()
     expect(sleeper.locator(".tony-state")).to_have_text("KILLED", timeout=60_000)
@@ -269,6 +278,63 @@ def _run(page, lab):
         "SUCCEEDED", timeout=30_000
     )
     shot(page, "6-tabs-restored-after-reload")
+    _finished_job_pages(page, panel, job_id)
+
+
+def _finished_job_pages(page, panel, job_id: str) -> None:
+    """The finished job's TensorBoard (from its history), its job page, and two runs compared."""
+    from playwright.sync_api import expect
+
+    tabs = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab")
+    tabs.filter(has_text="TensorBoard · digits").click()
+    frame = page.locator(".tony-tensorboard-frame iframe")
+    expect(frame.content_frame.locator("body")).to_contain_text("epoch_loss", timeout=150_000)
+    frame.evaluate("f => { f.contentWindow.location.hash = '#scalars' }")  # its scalars page
+    board = frame.content_frame
+    expect(board.locator("body")).to_contain_text("epoch_loss", timeout=60_000)
+    expect(board.locator("canvas, svg path.line, line-chart").first).to_be_attached(timeout=60_000)
+    time.sleep(2)  # the charts draw after the page has loaded
+    shot(page, "7-finished-job-tensorboard")
+
+    row = panel.locator(f".tony-job[data-job-id='{job_id}']")
+    row.locator("button.tony-open-job").click()
+    job_page = page.locator(".tony-job-page")
+    expect(job_page.locator(".tony-page-head")).to_contain_text("SUCCEEDED", timeout=30_000)
+    expect(job_page.locator(".tony-timeline rect.tony-attempt-SUCCEEDED")).to_have_count(1)
+    for task in ("worker:0", "worker:1"):
+        expect(job_page.locator(f".tony-task-table tr[data-task='{task}']")).to_contain_text(
+            "SUCCEEDED"
+        )
+    loss = job_page.locator(".tony-chart[data-metric='loss'] path.tony-chart-line")
+    expect(loss).to_have_count(2)  # a line per worker
+    assert loss.first.get_attribute("d").count("L") >= 3, "the loss line has too few points"
+    job_page.locator(".tony-log-search-query").fill("epoch 3/3")
+    expect(job_page.locator(".tony-log-search-text mark").first).to_have_text(
+        "Epoch 3/3", timeout=30_000
+    )
+    expect(job_page.locator(".tony-log-search-count")).to_contain_text(" of ")
+    shot(page, "8-job-page")
+
+    sleeper = panel.locator(".tony-job", has_text="sleeper")
+    compare = panel.locator("button.tony-compare")
+    expect(compare).to_be_hidden()
+    row.locator("input.tony-job-select").check()
+    sleeper.locator("input.tony-job-select").check()
+    expect(compare).to_have_text("Compare 2")
+    compare.click()
+    runs = page.locator(".tony-compare")
+    loss = runs.locator(".tony-chart[data-metric='loss'] path.tony-chart-line")
+    expect(loss).to_have_count(2, timeout=30_000)  # one curve per job, overlaid
+    assert all(
+        d.count("L") >= 2 for d in loss.evaluate_all("ps => ps.map(p => p.getAttribute('d'))")
+    )
+    expect(runs.locator(".tony-chart[data-metric='loss'] .tony-chart-key")).to_have_count(2)
+    name = runs.locator(".tony-spec-table tr.tony-spec-differs[data-key='name']")
+    expect(name).to_contain_text("digits")
+    expect(name).to_contain_text("sleeper")
+    shot(page, "9-compare-runs")
+    runs.locator(".tony-spec-table").scroll_into_view_if_needed()
+    shot(page, "10-compare-specs")
 
 
 def _wait_workspace_saved(lab, job_id: str, task: str) -> None:

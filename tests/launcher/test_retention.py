@@ -3,10 +3,11 @@ TONY_JUPYTER_HISTORY_DAYS go, and nothing else does."""
 
 import json
 import time
+from unittest import mock
 
 from tony_jupyter import retention
-from tony_jupyter.launcher.client import jobs_dir, list_jobs
-from tony_jupyter.launcher.history import prune_local
+from tony_jupyter.launcher.client import JobRecord, jobs_dir, list_jobs
+from tony_jupyter.launcher.history import all_jobs, prune_local
 
 DAY = 86400
 
@@ -53,3 +54,24 @@ def test_the_retention_setting(monkeypatch):
         assert retention.days() == retention.DEFAULT_DAYS
     monkeypatch.delenv(retention.DAYS_ENV)
     assert retention.days() == 30
+
+
+def test_an_ended_jobs_summary_is_read_once_and_again_when_its_status_changes(tmp_path):
+    now = time.time()
+    d = job(tmp_path, "tony_done", "SUCCEEDED", now - 60)
+    reads = []
+    real = JobRecord.read_json
+
+    def counting(self, name):
+        reads.append(name)
+        return real(self, name)
+
+    with mock.patch.object(JobRecord, "read_json", counting):
+        first = all_jobs(tmp_path, remote=False).rows
+        second = all_jobs(tmp_path, remote=False).rows
+        assert first == second and first[0]["state"] == "SUCCEEDED"
+        assert reads.count("status.json") == 1  # parsed once: listing and retention
+
+        status = json.loads((d / "status.json").read_text())
+        (d / "status.json").write_text(json.dumps({**status, "state": "FAILED", "reason": "x"}))
+        assert all_jobs(tmp_path, remote=False).rows[0]["state"] == "FAILED"

@@ -63,6 +63,13 @@ class LogsHandler(BaseHandler):
         self.finish({"task": task, "attempt": attempt, "offset": offset + len(data), "text": text})
 
 
+class MetricsHandler(BaseHandler):
+    """Each task's series so far (am/metrics.py), as the history's metrics.json keeps them."""
+
+    def get(self) -> None:
+        self.finish(self.coord.metrics.to_json())
+
+
 class ResultHandler(BaseHandler):
     def get(self) -> None:
         self.finish({"state": self.coord.state, "result": self.coord.result})
@@ -228,6 +235,7 @@ def make_app(am: AMState) -> web.Application:
         ("events", EventsHandler),
         ("feed", FeedHandler),
         ("logs", LogsHandler),
+        ("metrics", MetricsHandler),
         ("result", ResultHandler),
         ("kill", KillHandler),
         ("release", ReleaseHandler),

@@ -47,14 +47,21 @@ def prune_local(
     cutoff = (time.time() if now is None else now) - keep_days * 86400
     removed = []
     for rec in list_jobs(root):
-        status: dict = rec.read_json("status.json") or {}
+        # an ended job's summary has the state and end time too, and is cached (one stat)
+        status: dict = _ended_summary(rec) or rec.read_json("status.json") or {}
         finished = status.get("finished")
         if status.get("state") not in ENDED or not isinstance(finished, (int, float)):
             continue  # running, or no final status: not an entry whose age is known
         if finished < cutoff and not _am_alive(rec):
             shutil.rmtree(rec.dir, ignore_errors=True)
+            _ENDED.pop(rec.dir / "status.json", None)
             removed.append(rec.id)
     return removed
+
+
+# status.json -> (its mtime and size, the summary): an ended job's status does not change, and
+# the side panel lists every job every 2 s; a rewritten file is read again.
+_ENDED: dict[Path, tuple[tuple[int, int], dict]] = {}
 
 
 def _ended_summary(rec: JobRecord) -> dict | None:
@@ -62,13 +69,24 @@ def _ended_summary(rec: JobRecord) -> dict | None:
     would read too), without a client: most of a long history."""
     if (rec.dir / "am.json").exists():
         return None
+    path = rec.dir / "status.json"
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    stamp = (st.st_mtime_ns, st.st_size)
+    hit = _ENDED.get(path)
+    if hit is not None and hit[0] == stamp:
+        return dict(hit[1])
     status = rec.read_json("status.json")
     if not status or status.get("state") not in ENDED:
         return None
     try:
-        return JobSummary.of(JobSnapshot.from_json(status)).to_json()
+        row = JobSummary.of(JobSnapshot.from_json(status)).to_json()
     except (KeyError, TypeError, ValueError):
         return None
+    _ENDED[path] = (stamp, row)
+    return dict(row)
 
 
 def local_summary(rec: JobRecord) -> dict:

@@ -8,6 +8,7 @@ from tornado import web
 
 from ..errors import TonyError
 from .config import TonyJupyter
+from .detail import job_detail
 from .jobs import JOB_ID, ServerJobs
 
 AUTH_RESOURCE = "tony"
@@ -58,6 +59,16 @@ class JobHandler(TonyAPIHandler):
         self.finish(snap.to_json())
 
 
+class DetailHandler(TonyAPIHandler):
+    """The job page's data: snapshot, spec, attempts, metric series (detail.py)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        detail = await self.call(job_detail, self.jobs.client(job_id))
+        self.finish(detail.to_json())
+
+
 class EventsHandler(TonyAPIHandler):
     @web.authenticated
     @authorized
@@ -103,6 +114,7 @@ def api_handlers() -> list[tuple]:
     return [
         ("tony/api/jobs/?", JobsHandler),
         (f"{job}/?", JobHandler),
+        (f"{job}/detail", DetailHandler),
         (f"{job}/events", EventsHandler),
         (f"{job}/logs", LogsHandler),
         (f"{job}/kill", KillHandler),

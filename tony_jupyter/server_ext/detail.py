@@ -1,0 +1,92 @@
+"""``GET /tony/api/jobs/<id>/detail``: what the labextension's job page and its comparison of
+runs show, from the job's history entry (``history.json``'s siblings: ``spec.json``,
+``events.jsonl``, ``metrics.json``) and the job's snapshot (its AM while it runs).
+
+Each attempt is a span on a timeline: its start and end come from the ``attempt`` events the
+Coordinator writes (``STARTED``, ``FAILED``); the last one ends when the job did. The metric
+series are ``metrics.json``'s (am/metrics.py), written when the job ends; while it runs, the
+same series from its AM (``GET /api/v1/metrics``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..launcher.client import JobClient
+from ..protocol import JobSnapshot
+from ..records import Record
+
+
+@dataclass(frozen=True)
+class AttemptSpan(Record):
+    """One attempt of a job on the timeline."""
+
+    attempt: int
+    started: float | None = None
+    finished: float | None = None  # None: still running
+    state: str = "RUNNING"  # RUNNING, or FAILED, or how the job ended (its last attempt)
+    reason: str | None = None
+    task: str | None = None  # the task that failed it
+
+
+@dataclass(frozen=True)
+class JobDetail(Record):
+    """A job's page: its snapshot, spec, attempts and each task's metric series by attempt
+    (``{"<attempt>": {"<task>": [{"t", "step", "loss", "cpu_percent", ...}]}}``)."""
+
+    job: JobSnapshot
+    spec: dict[str, Any] = field(default_factory=dict)
+    attempts: tuple[AttemptSpan, ...] = ()
+    metrics: dict[str, dict[str, list[dict]]] = field(default_factory=dict)
+    history: bool = False  # whether the AM wrote the job's history entry (history.json)
+
+
+def attempt_spans(snap: JobSnapshot, events: list[dict]) -> tuple[AttemptSpan, ...]:
+    """The attempts from the job's events; from its snapshot alone when there are none."""
+    spans: dict[int, dict] = {}
+    for e in events:
+        if e.get("kind") != "attempt" or not isinstance(e.get("attempt"), int):
+            continue
+        span = spans.setdefault(e["attempt"], {"attempt": e["attempt"]})
+        if e.get("state") == "STARTED":
+            span["started"] = e.get("time")
+        elif e.get("state") == "FAILED":
+            span.update(
+                finished=e.get("time"), state="FAILED", reason=e.get("reason"), task=e.get("task")
+            )
+    for failed in snap.attempts:  # recovered from an earlier AM: reasons without events
+        span = spans.setdefault(failed.attempt, {"attempt": failed.attempt})
+        span.setdefault("state", "FAILED")
+        span.setdefault("reason", failed.reason)
+        span.setdefault("task", failed.task)
+    if snap.attempt and snap.attempt not in spans:
+        spans[snap.attempt] = {"attempt": snap.attempt, "started": snap.started}
+    if spans:
+        last = spans[max(spans)]
+        if "state" not in last:
+            ended = snap.terminal
+            last.update(
+                state=str(snap.state) if ended else "RUNNING",
+                finished=snap.finished if ended else None,
+                reason=snap.reason if ended else None,
+            )
+    return tuple(AttemptSpan.from_json(spans[a]) for a in sorted(spans))
+
+
+def job_detail(client: JobClient) -> JobDetail:
+    """The job's page (blocking: its AM may be asked over HTTP)."""
+    rec = client.record
+    snap = client.snapshot()
+    events, _ = client.events(0)
+    metrics = rec.read_json("metrics.json")
+    if metrics is None and not snap.terminal:  # an older AM answers 404: no series yet
+        metrics = client.call_am("GET", "metrics", none_on_404=True)
+    metrics = metrics or {}
+    return JobDetail(
+        job=snap,
+        spec=rec.read_json("spec.json") or {},
+        attempts=attempt_spans(snap, events),
+        metrics=metrics.get("attempts") or {},
+        history=(rec.dir / "history.json").is_file(),
+    )
