@@ -18,10 +18,8 @@ GPU_LABEL = "gpu"
 GPU_RESOURCE = "yarn.io/gpu"
 NM_MEMORY_MB = 6144
 NM_VCORES = 8  # the default partition (nm1) fits an AM and 4 one-vcore workers with room
-# The gpu partition (nm2) declares 8 counted GPUs and room for 8 one-GPU workers beside their AM
-# (a gpu-queue job's AM lands there too): the mission's `--workers 8 --gpus 1` fits it.
-NM2_GPUS = 8
-NM2_VCORES = 12
+# nm2 (the gpu partition) fits the mission's `--workers 8 --gpus 1` beside its AM.
+NM2_GPUS, NM2_VCORES = 8, 12
 
 
 def nm_resources(nm: str) -> tuple[int, int, int]:
