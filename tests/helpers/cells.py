@@ -123,8 +123,8 @@ losses[-1]
 """
 
 # An elastic DDP job (--workers MIN:MAX): twelve short epochs, rank 0 checkpointing each to
-# checkpoint_dir() (and its epoch count to epoch.txt, for the test to strike at), so a round the
-# elastic agent restarts resumes there. The rank and world size are the agent's, per round.
+# checkpoint_dir() then reporting epoch_done (for the test to strike at), so a round the elastic
+# agent restarts resumes there. The rank and world size are the agent's, per round.
 ELASTIC_DDP = """
 import os, time
 import torch, torch.distributed as dist, tony_jupyter
@@ -156,8 +156,6 @@ for epoch in range(first_epoch, 12):
         state = {"model": net.state_dict(), "opt": opt.state_dict(), "epoch": epoch + 1,
                  "losses": losses}
         torch.save(state, ckpt + ".tmp"); os.replace(ckpt + ".tmp", ckpt)
-        with open(os.path.join(tony_jupyter.checkpoint_dir(), "epoch.txt"), "w") as f:
-            f.write(str(epoch + 1))
     tony_jupyter.report(epoch_done=epoch + 1, loss=losses[-1])
     dist.barrier()
     time.sleep(1.0)  # room for the test to strike between checkpoints

@@ -12,7 +12,10 @@ world size from the environment (``init_process_group()`` with no arguments) and
 
 from __future__ import annotations
 
+import json
 import os
+import threading
+import time
 import traceback
 from pathlib import Path
 
@@ -22,6 +25,9 @@ from ..frameworks import ELASTIC_MAX_RESTARTS
 from ..protocol import CellOutcome, ExecutorEnv
 
 RENDEZVOUS_TASK = "worker:0"
+# Where local rank 0 leaves its report()s for the executor, whose heartbeats carry them.
+PROGRESS_VAR = "TONY_RANK_PROGRESS"
+PROGRESS_PERIOD_S = 0.5
 # Once MIN agents have joined, how long the rendezvous waits for more (up to MAX) before
 # training starts (c10d's last_call_timeout; its default, 30 s, would delay every restart).
 LAST_CALL_S = 5
@@ -36,11 +42,46 @@ def rank_main(bundle_dir: str) -> dict:
     # TonY's names for what the agent set, for this round
     os.environ.update(INIT_METHOD=f"tcp://{master}", WORLD=os.environ["WORLD_SIZE"])
     src = enter_src(Path(bundle_dir))
+    if os.environ.get("LOCAL_RANK") == "0":
+        threading.Thread(
+            target=_hand_progress, args=(Path(os.environ[PROGRESS_VAR]),), daemon=True
+        ).start()
     try:
         return run_user_code(Path(bundle_dir), is_chief=os.environ["RANK"] == "0", src=src)
     except BaseException:
         traceback.print_exc()  # into the task's log; the agent restarts or gives up
         raise
+
+
+def _hand_progress(path: Path) -> None:
+    """In local rank 0: its latest progress, to a file the executor reads."""
+    from .. import runtime
+
+    last: dict = {}
+    while True:
+        now = runtime.current_progress()
+        if now != last:
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(now))
+            tmp.replace(path)
+            last = now
+        time.sleep(PROGRESS_PERIOD_S)
+
+
+def _take_progress(path: Path) -> None:
+    """In the executor: local rank 0's progress, into this process's (the heartbeats')."""
+    from .. import runtime
+
+    seen = 0.0
+    while True:
+        try:
+            mtime = path.stat().st_mtime
+            if mtime != seen:
+                seen = mtime
+                runtime.merge_progress(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            pass  # not written yet, or replaced while read: the next look finds it
+        time.sleep(PROGRESS_PERIOD_S)
 
 
 def run(env: ExecutorEnv, cluster_spec: dict[str, list[str]], host: str) -> dict:
@@ -55,6 +96,9 @@ def run(env: ExecutorEnv, cluster_spec: dict[str, list[str]], host: str) -> dict
     # that joins later (a replacement) then waits for a key no one writes (torch 2.15). Without
     # sharing, rank 0 of every round publishes its own.
     os.environ["TORCH_DISABLE_SHARE_RDZV_TCP_STORE"] = "1"
+    progress = Path(env.bundle_dir).resolve() / f"progress-{env.task_id.replace(':', '-')}.json"
+    os.environ[PROGRESS_VAR] = str(progress)
+    threading.Thread(target=_take_progress, args=(progress,), daemon=True).start()
     config = LaunchConfig(
         min_nodes=env.min_workers,
         max_nodes=env.max_workers,
