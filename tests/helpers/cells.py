@@ -124,7 +124,8 @@ losses[-1]
 
 # An elastic DDP job (--workers MIN:MAX): twelve short epochs, rank 0 checkpointing each to
 # checkpoint_dir() then reporting epoch_done (for the test to strike at), so a round the elastic
-# agent restarts resumes there. The rank and world size are the agent's, per round.
+# agent restarts resumes there: rank 0 reads the checkpoint, the others get its epoch and (from
+# DDP) its parameters. The rank and world size are the agent's, per round.
 ELASTIC_DDP = """
 import os, time
 import torch, torch.distributed as dist, tony_jupyter
@@ -137,11 +138,14 @@ torch.manual_seed(0)
 net = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
 opt = torch.optim.SGD(net.parameters(), lr=0.2)
 first_epoch, losses = 0, []
-if os.path.exists(ckpt):
+if rank == 0 and os.path.exists(ckpt):
     saved = torch.load(ckpt)
     net.load_state_dict(saved["model"]); opt.load_state_dict(saved["opt"])
     first_epoch, losses = saved["epoch"], saved["losses"]
-model = DDP(net)
+start = torch.tensor([first_epoch])
+dist.broadcast(start, 0)  # where rank 0 resumes, every rank resumes
+first_epoch = int(start.item())
+model = DDP(net)  # which broadcasts rank 0's parameters
 xs = torch.tensor(X[rank::world]); ys = torch.tensor(y[rank::world], dtype=torch.long)
 g = torch.Generator().manual_seed(1000 * first_epoch + rank)
 for epoch in range(first_epoch, 12):
