@@ -80,3 +80,16 @@ def test_a_worker_that_never_joined_is_not_waited_for(tmp_path):
     c.on_exit("worker:0", 1, 0)
     c.on_exit("worker:1", 1, 0)
     assert c.state == "SUCCEEDED" and ("worker:2", 1) in p.stopped
+
+
+def test_a_silent_worker_is_stopped_and_replaced(tmp_path):
+    c, p, clock = make(ELASTIC + " --conf tony.task.max-missed-heartbeats=3", tmp_path)
+    for i in range(3):
+        c.register(f"worker:{i}", 1, "h", 10 + i, i)
+    clock.t += 2.0
+    for tid in ("worker:0", "worker:2"):
+        c.heartbeat(tid, 1, None)
+    clock.t += 2.0  # worker:1 silent for 4 s, above 3 x 1 s
+    c.tick()
+    assert ("worker:1", 1) in p.stopped and p.launched[-1][:2] == ("worker:1", 2)
+    assert c.state == "RUNNING"

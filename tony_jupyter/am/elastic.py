@@ -63,8 +63,8 @@ def replaceable(c: Coordinator, task: Task) -> bool:
 
 def replace(c: Coordinator, task: Task, why: str) -> None:
     """Launch the next attempt of ``task`` alone; the other tasks go on."""
-    if task.state not in (TaskState.FAILED, TaskState.STOPPED, TaskState.SUCCEEDED):
-        c.provider.stop_task(task.id, task.attempt)  # alive but silent (stopped, hung)
+    if task.exit_code is None:  # alive but silent (stopped, hung): its process must go
+        c.provider.stop_task(task.id, task.attempt)
     c.emit(
         EventKind.TASK,
         task=task.id,
