@@ -22,6 +22,9 @@ COLLECTIVE_TYPES = ("chief", "worker")
 # The modules a framework's tasks import, and what installs them.
 MODULES = {"pytorch": (("torch",), "torch"), "jax": (("jax", "jaxlib"), "'jax[cpu]'")}
 NAMES = {"tensorflow": "TensorFlow", "pytorch": "PyTorch", "jax": "JAX"}
+# An elastic job: how often each agent restarts its workers (torchrun's --max-restarts), and how
+# many lost workers the AM replaces in all, before the job fails.
+ELASTIC_MAX_RESTARTS = 3
 
 
 def parse_framework(value: str, what: str = "--framework") -> str:
@@ -51,6 +54,7 @@ def check_tasks(job: dict, tasks: list[TaskSpec]) -> None:
             f"--procs-per-task is for PyTorch jobs (torchrun's --nproc-per-node); a {name} job "
             "runs one process per task: use --workers N instead"
         )
+    check_elastic(job, tasks)
     for t in tasks:
         if t.gpus and procs > t.gpus:
             raise SpecError(
@@ -58,6 +62,31 @@ def check_tasks(job: dict, tasks: list[TaskSpec]) -> None:
                 f"for: each process drives one GPU (its LOCAL_RANK); ask for --gpus {procs}, or "
                 f"--procs-per-task {t.gpus}"
             )
+
+
+def check_elastic(job: dict, tasks: list[TaskSpec]) -> None:
+    """--workers MIN:MAX: PyTorch's elastic agent, workers only, no whole-job restarts."""
+    low = int(str(job.get("min_workers", 0)))
+    if not low:
+        return
+    framework = str(job.get("framework", "tensorflow"))
+    high = sum(t.instances for t in tasks if t.type == "worker")
+    if framework != "pytorch":
+        raise SpecError(
+            f"--workers {low}:{high}: elastic jobs run under PyTorch's elastic agent (torchrun's "
+            f"c10d rendezvous); a {NAMES[framework]} job has a fixed set of tasks: add "
+            f"--framework pytorch, or use --workers {high}"
+        )
+    if any(t.type == "chief" for t in tasks):
+        raise SpecError(
+            f"--workers {low}:{high} with --chief: in an elastic job the rendezvous gives out "
+            "the ranks (rank 0 included) among the workers; drop --chief"
+        )
+    if int(str(job.get("max_attempts", 1))) > 1:
+        raise SpecError(
+            f"--workers {low}:{high}: an elastic job replaces a lost worker itself instead of "
+            "restarting the whole job; drop --max-attempts (tony.application.num-retries)"
+        )
 
 
 def missing_modules(framework: str, find_spec) -> tuple[list[str], str]:

@@ -70,7 +70,8 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
         "--workers",
         type=_workers,
         default=None,
-        help="number of worker tasks (default 1 when no --chief)",
+        help="number of worker tasks (default 1 when no --chief); PyTorch: MIN:MAX for an "
+        "elastic job (torchrun's --nnodes MIN:MAX), where a lost worker is replaced",
     )
     p.add_argument(
         "--framework",
@@ -226,11 +227,8 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         b.job["procs_per_task"] = args.procs_per_task
     if isinstance(args.workers, tuple):
         low, high = args.workers
-        if low != high:
-            raise SpecError(
-                f"--workers {low}:{high}: elastic jobs (MIN:MAX) are not supported by this "
-                f"version; use a fixed number, e.g. --workers {high}"
-            )
+        if low != high:  # elastic (checked with the framework: frameworks.check_elastic)
+            b.job["min_workers"] = low
         args.workers = high
     if args.workers is not None:
         if args.workers == 0 and not args.chief and not b.instances.get("chief"):

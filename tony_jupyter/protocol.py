@@ -151,6 +151,9 @@ class TaskView(Record):
     progress: dict[str, Any] = field(default_factory=dict)
     traceback: str | None = None
     diagnostics: str = ""
+    # The task's own attempt: the job's, except for a lost worker of an elastic job replaced
+    # on its own (am/elastic.py), whose replacement is the next attempt of that task alone.
+    attempt: int = 1
 
 
 @dataclass(frozen=True)
@@ -308,6 +311,8 @@ class ExecutorEnv(Record):
     session: bool = False
     framework: str = "tensorflow"  # with these two: the env of executor/frameworks.py
     procs_per_task: int = 1
+    min_workers: int = 0  # PyTorch: an elastic job (--workers MIN:MAX) when above 0
+    max_workers: int = 0
     max_attempts: int = 1
     secure: bool = False  # Kerberos: TensorBoard lets the RM's proxy in for the job's owner only
     # Set per task by the provider:

@@ -26,6 +26,13 @@ def current_progress() -> dict:
         return dict(_progress)
 
 
+def merge_progress(values: dict) -> None:
+    """Progress another process of this task reported (an elastic job's rank, whose
+    heartbeats are its executor's: executor/elastic.py)."""
+    with _lock:
+        _progress.update(values)
+
+
 def report(step: int | None = None, **values) -> None:
     """Report progress from any training loop (PyTorch, JAX, plain Python) with the next
     heartbeat: the job's progress bar, its task table (step, loss) and its text view show it,

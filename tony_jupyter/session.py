@@ -262,6 +262,12 @@ def session_spec(spec: JobSpec, idle_timeout: float | None) -> JobSpec:
             "--procs-per-task does not apply to a session yet: its cells run in one process "
             "per task; start the session without it (or run the job as a %%tony cell)"
         )
+    if spec.elastic:
+        raise SpecError(
+            f"--workers {spec.min_workers}:{spec.task('worker').instances}: a session's tasks "
+            "run cell after cell in one process each, not under PyTorch's elastic agent; use "
+            "a fixed --workers N for the session (or run the elastic job as a %%tony cell)"
+        )
     changes: dict = {"session": True, "tensorboard": spec.tensorboard}
     if idle_timeout is not None:
         if idle_timeout <= 0:

@@ -116,6 +116,8 @@ class JobSpec:
     # tensorflow | pytorch | jax: the environment each task gets (executor/frameworks.py)
     framework: str = "tensorflow"
     procs_per_task: int = 1  # PyTorch: processes per task, torchrun's --nproc-per-node
+    # PyTorch: an elastic job (--workers MIN:MAX) when above 0; the workers' instances are MAX
+    min_workers: int = 0
     tensorboard: bool = True  # the chief starts TensorBoard on tensorboard_dir()
     session: bool = False  # executors stay up and run cell after cell (%tony session)
     idle_timeout_s: float = 3600.0  # a session with no cell for this long stops
@@ -151,6 +153,11 @@ class JobSpec:
             if "worker" in types
             else self.task_ids()[0]
         )
+
+    @property
+    def elastic(self) -> bool:
+        """Workers run under PyTorch's elastic agent; a lost one is replaced (am/elastic.py)."""
+        return self.min_workers > 0
 
     def is_tracked(self, type_: str) -> bool:
         return type_ not in self.untracked

@@ -149,6 +149,10 @@ export interface TaskView {
   progress: Progress;
   traceback: string | null;
   diagnostics: string;
+  /**
+   * the task's own attempt: the job's, except for a lost worker of an elastic job replaced alone (a new attempt of that task)
+   */
+  attempt: number;
 }
 /**
  * One GPU a task may use, as nvidia-smi --query-gpu reported it in the task's heartbeat (protocol.GpuUse).

@@ -30,8 +30,8 @@ from tony_jupyter.options import parse_job_args
         ("--workers 4:2", "--workers 4:2: MIN (4) is above MAX (2); write --workers 2:4"),
         ("--workers 0:2", "--workers 0:2: MIN and MAX must be at least 1"),
         (
-            "--framework pytorch --workers 2:4",
-            "elastic jobs (MIN:MAX) are not supported by this version; use a fixed number",
+            "--workers 2:4",
+            "--workers 2:4: elastic jobs run under PyTorch's elastic agent",
         ),
         (
             "--framework pytorch --workers 2 --ps 1",

@@ -122,6 +122,51 @@ dist.destroy_process_group()
 losses[-1]
 """
 
+# An elastic DDP job (--workers MIN:MAX): twelve short epochs, rank 0 checkpointing each to
+# checkpoint_dir() then reporting epoch_done (for the test to strike at), so a round the elastic
+# agent restarts resumes there: rank 0 reads the checkpoint, the others get its epoch and (from
+# DDP) its parameters. The rank and world size are the agent's, per round.
+ELASTIC_DDP = """
+import os, time
+import torch, torch.distributed as dist, tony_jupyter
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+ckpt = os.path.join(tony_jupyter.checkpoint_dir(), "ddp.pt")
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10))
+opt = torch.optim.SGD(net.parameters(), lr=0.2)
+first_epoch, losses = 0, []
+if rank == 0 and os.path.exists(ckpt):
+    saved = torch.load(ckpt)
+    net.load_state_dict(saved["model"]); opt.load_state_dict(saved["opt"])
+    first_epoch, losses = saved["epoch"], saved["losses"]
+start = torch.tensor([first_epoch])
+dist.broadcast(start, 0)  # where rank 0 resumes, every rank resumes
+first_epoch = int(start.item())
+model = DDP(net)  # which broadcasts rank 0's parameters
+xs = torch.tensor(X[rank::world]); ys = torch.tensor(y[rank::world], dtype=torch.long)
+g = torch.Generator().manual_seed(1000 * first_epoch + rank)
+for epoch in range(first_epoch, 12):
+    for step in range(15):
+        idx = torch.randint(0, len(xs), (64,), generator=g)
+        loss = torch.nn.functional.cross_entropy(model(xs[idx]), ys[idx])
+        opt.zero_grad(); loss.backward(); opt.step()
+    mean = loss.detach().clone()
+    dist.all_reduce(mean)
+    losses.append(mean.item() / world)
+    if rank == 0:
+        state = {"model": net.state_dict(), "opt": opt.state_dict(), "epoch": epoch + 1,
+                 "losses": losses}
+        torch.save(state, ckpt + ".tmp"); os.replace(ckpt + ".tmp", ckpt)
+    tony_jupyter.report(epoch_done=epoch + 1, loss=losses[-1])
+    dist.barrier()
+    time.sleep(1.0)  # room for the test to strike between checkpoints
+dist.destroy_process_group()
+losses[-1]
+"""
+
 # JAX on every task: jax.distributed.initialize() with no arguments, a psum across the
 # processes, and a few steps of data-parallel linear regression whose gradients are averaged
 # across processes; pulls what each saw.

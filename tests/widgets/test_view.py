@@ -87,6 +87,7 @@ def test_header_state_and_task_rows():
         "rss_bytes": None,
         "gpus": [],
         "exit_code": None,
+        "own_attempt": None,
     }
     assert rows[1]["address"] == "127.0.0.1:40001" and rows[1]["heartbeat_age"] == 1.5
 

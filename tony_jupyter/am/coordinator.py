@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..protocol import (
@@ -24,11 +24,10 @@ from ..protocol import (
     task_token,
 )
 from ..spec import JobSpec
-from . import rules
+from . import elastic, recovery, rules
 from .metrics import MetricLog
 from .provider import Provider
-
-ENDPOINT_SECRETS = ("key", "path_key")  # an endpoint's credentials (TensorBoard's guard)
+from .recovery import ENDPOINT_SECRETS
 
 
 class StaleAttempt(Exception):
@@ -57,6 +56,7 @@ class Task:
     progress: dict = field(default_factory=dict)
     traceback: str | None = None
     diagnostics: str = ""
+    attempt: int = 1  # the job's, or this task's own in an elastic job (am/elastic.py)
 
 
 class Coordinator:
@@ -106,6 +106,14 @@ class Coordinator:
         self.provider.record_event({**event, **private} if private else event)
         self.changed()
 
+    def keep_event(self, event: dict | None) -> None:
+        """An event taken over from a lost AM (recovery.py), written unflushed; None flushes."""
+        if event is None:
+            self._event_file.flush()
+            return
+        self.events.append(event)
+        self._event_file.write(json.dumps(event) + "\n")
+
     def subscribe(self, notify) -> None:
         """Call ``notify()`` on every change (the AM's long-polls wait on it)."""
         self._listeners.append(notify)
@@ -116,7 +124,7 @@ class Coordinator:
 
     def _set_task_state(self, task: Task, state: str, **extra) -> None:
         task.state = state
-        self.emit(EventKind.TASK, task=task.id, state=state, attempt=self.attempt, **extra)
+        self.emit(EventKind.TASK, task=task.id, state=state, attempt=task.attempt, **extra)
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -137,40 +145,8 @@ class Coordinator:
         self._start_attempt()
 
     def recover(self, events: list[dict]) -> None:
-        """Take over a job from the event log of an earlier AM attempt: its history, attempt
-        number, endpoints, state and its tasks' logs. :meth:`start` then goes on with the next
-        attempt (an attempt lost with its AM counts against --max-attempts for later failures)."""
-        for batch in (e for e in events if e["kind"] == EventKind.LOG):
-            # A log batch the lost AM kept (see add_logs): %tony attach, the widget and
-            # JobClient.logs show every attempt's logs, those of an attempt lost with its AM too.
-            path = self.log_path(batch["task"], int(batch["attempt"]))
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "a", encoding="utf-8") as f:
-                f.write(batch["text"])
-        kept = [Event.from_json(e) for e in events if e["kind"] != EventKind.LOG]
-        for old in sorted(kept, key=lambda e: e.seq):
-            d = old.data
-            public = {k: v for k, v in d.items() if k not in ENDPOINT_SECRETS}
-            ev = replace(old, seq=len(self.events), data=public)
-            self.events.append(ev.to_json())
-            self._event_file.write(json.dumps(ev.to_json()) + "\n")
-            if ev.kind is EventKind.ATTEMPT:
-                self.attempt = max(self.attempt, int(d["attempt"]))
-                if d.get("state") == "FAILED":
-                    self.failed_task = d.get("task")
-                    self.attempt_history.append(
-                        {"attempt": d["attempt"], "reason": d.get("reason"), "task": d.get("task")}
-                    )
-            elif ev.kind is EventKind.ENDPOINT:
-                self.endpoints[str(d["name"])] = str(d["url"])
-                keys = {k: str(d[k]) for k in ENDPOINT_SECRETS if d.get(k)}
-                self.endpoint_keys[str(d["name"])] = keys
-            elif ev.kind is EventKind.JOB:
-                self.state = d["state"]
-                self.reason = d.get("reason") or self.reason
-        self._event_file.flush()
-        if self.events:
-            self.started_at = self.events[0]["time"]
+        """Take over a job from the event log of an earlier AM attempt (am/recovery.py)."""
+        recovery.recover(self, events)
 
     def _set_state(self, state: str, reason: str = "") -> None:
         self.state = state
@@ -188,26 +164,29 @@ class Coordinator:
             for i in range(t.instances):
                 tid = f"{t.type}:{i}"
                 self.tasks[tid] = Task(tid, t.type, i, self.spec.is_tracked(t.type))
+                self.tasks[tid].attempt = self.attempt
         self.emit(EventKind.ATTEMPT, attempt=self.attempt, state="STARTED")
-        (self.job_dir / "logs" / f"attempt-{self.attempt}").mkdir(parents=True, exist_ok=True)
-        for t in self.spec.tasks:
-            for i in range(t.instances):
-                task = self.tasks[f"{t.type}:{i}"]
-                env = dict(self.base_env)
-                env[ExecutorEnv.var("task_id")] = task.id
-                env[ExecutorEnv.var("attempt")] = str(self.attempt)
-                job_token = env.get(ExecutorEnv.var("token"), "")
-                env[ExecutorEnv.var("token")] = task_token(job_token, task.id)
-                task.launched_at = self.clock()
-                self._set_task_state(task, TaskState.LAUNCHED)
-                self.provider.launch(t, task.id, self.attempt, env)
+        for task in list(self.tasks.values()):
+            self.launch(task)
+
+    def launch(self, task: Task) -> None:
+        """Start ``task``'s executor for its attempt (every task of a job attempt; one lost
+        worker's replacement in an elastic job)."""
+        (self.job_dir / "logs" / f"attempt-{task.attempt}").mkdir(parents=True, exist_ok=True)
+        env = dict(self.base_env)
+        env[ExecutorEnv.var("task_id")] = task.id
+        env[ExecutorEnv.var("attempt")] = str(task.attempt)
+        env[ExecutorEnv.var("token")] = task_token(env.get(ExecutorEnv.var("token"), ""), task.id)
+        task.launched_at = self.clock()
+        self._set_task_state(task, TaskState.LAUNCHED)
+        self.provider.launch(self.spec.task(task.type), task.id, task.attempt, env)
 
     def live_task(self, task_id: str, attempt: int) -> Task:
         """The task, if this request's attempt is the live one; else :class:`StaleAttempt`."""
         if (
-            attempt != self.attempt
-            or self.state in TERMINAL_JOB_STATES
+            self.state in TERMINAL_JOB_STATES
             or task_id not in self.tasks
+            or attempt != self.tasks[task_id].attempt
         ):
             raise StaleAttempt(f"{task_id} attempt {attempt} is over")
         return self.tasks[task_id]
@@ -229,7 +208,13 @@ class Coordinator:
         task.host, task.port, task.pid, task.container = host, port, pid, container
         task.registered_at = task.last_heartbeat = self.clock()
         self._set_task_state(task, TaskState.REGISTERED, host=f"{host}:{port}")
-        if all(t.registered_at for t in self.tasks.values()):
+        if self.cluster_spec is not None:  # elastic: a late or replacement worker joins
+            self._set_task_state(task, TaskState.RUNNING)
+        elif (
+            elastic.ready(self)
+            if self.spec.elastic
+            else all(t.registered_at for t in self.tasks.values())
+        ):
             self.cluster_spec = self._build_cluster_spec()
             for t in self.tasks.values():
                 if t.state == TaskState.REGISTERED:
@@ -239,6 +224,8 @@ class Coordinator:
     def _build_cluster_spec(self) -> dict[str, list[str]]:
         spec: dict[str, list[str]] = {}
         for t in sorted(self.tasks.values(), key=lambda t: (t.type, t.index)):
+            if t.registered_at is None:  # elastic: a worker still to join (am/elastic.py)
+                continue
             spec.setdefault(t.type, []).append(f"{t.host}:{t.port}")
         return spec
 
@@ -266,10 +253,12 @@ class Coordinator:
 
     def log_path(self, task_id: str, attempt: int | None = None) -> Path:
         name = task_id.replace(":", "-") + ".log"
-        return self.job_dir / "logs" / f"attempt-{attempt or self.attempt}" / name
+        task = self.tasks.get(task_id)
+        attempt = attempt or (task.attempt if task else self.attempt)
+        return self.job_dir / "logs" / f"attempt-{attempt}" / name
 
     def add_logs(self, task_id: str, attempt: int, text: str) -> None:
-        if attempt > self.attempt or task_id not in self.tasks:
+        if task_id not in self.tasks or attempt > self.tasks[task_id].attempt:
             raise StaleAttempt(task_id)
         with open(self.log_path(task_id, attempt), "a", encoding="utf-8") as f:
             f.write(text)
@@ -284,7 +273,9 @@ class Coordinator:
         outcome = CellOutcome.from_json(payload)
         if outcome.traceback:
             task.traceback = outcome.traceback
-        if task_id == self.spec.chief_id and outcome.ok:
+        # Elastic: rank 0 is where the rendezvous put it; only its outcome carries a value.
+        rank0 = self.spec.elastic and outcome.value is not None
+        if (task_id == self.spec.chief_id or rank0) and outcome.ok:
             self.result = payload
             (self.job_dir / "result.json").write_text(json.dumps(payload))
         self.changed()
@@ -292,8 +283,8 @@ class Coordinator:
     # --- provider callbacks and timers ------------------------------------------------------
 
     def on_exit(self, task_id: str, attempt: int, code: int, diagnostics: str = "") -> None:
-        if attempt != self.attempt or task_id not in self.tasks:
-            return
+        if task_id not in self.tasks or attempt != self.tasks[task_id].attempt:
+            return  # an ended attempt's (the job's, or a replaced worker's)
         task = self.tasks[task_id]
         if task.state in DONE_TASK_STATES:
             return
@@ -313,7 +304,10 @@ class Coordinator:
 
     def _check_done(self) -> None:
         tracked = [t for t in self.tasks.values() if t.tracked]
-        if all(t.state == TaskState.SUCCEEDED for t in tracked):
+        if self.spec.elastic:
+            if elastic.done(self):
+                self._finish(JobState.SUCCEEDED, "the elastic workers finished")
+        elif all(t.state == TaskState.SUCCEEDED for t in tracked):
             self._finish(JobState.SUCCEEDED, "all tracked tasks succeeded")
 
     def tick(self) -> None:
@@ -336,6 +330,12 @@ class Coordinator:
             return
         if verdict.task_failed:
             self._set_task_state(verdict.task, TaskState.FAILED, reason="missed heartbeats")
+        if elastic.finished(self):  # a straggler of a completed elastic job
+            self._check_done()
+            return
+        if elastic.replaceable(self, verdict.task):
+            elastic.replace(self, verdict.task, verdict.reason)
+            return
         self._fail_attempt(verdict.task, verdict.reason)
 
     def _fail_attempt(self, task: Task, why: str) -> None:
@@ -353,7 +353,7 @@ class Coordinator:
         for t in self.tasks.values():
             if t.state not in DONE_TASK_STATES:
                 t.state = TaskState.STOPPING
-                self.provider.stop_task(t.id, self.attempt)
+                self.provider.stop_task(t.id, t.attempt)
 
     def kill(self, reason: str = "killed on request") -> None:
         if self.state not in TERMINAL_JOB_STATES:

@@ -50,6 +50,8 @@ def executor_env(job_id: str, spec: JobSpec, url: str, token: str, job_dir: Path
         session=spec.session,
         framework=spec.framework,
         procs_per_task=spec.procs_per_task,
+        min_workers=spec.min_workers,
+        max_workers=spec.task("worker").instances if spec.elastic else 0,
         max_attempts=spec.max_attempts,
     ).to_env()
     for unset in ("task_id", "attempt", "bundle_dir"):  # each task's own: set by the provider

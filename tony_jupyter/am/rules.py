@@ -5,7 +5,8 @@ verdict (``tick``, and ``on_exit`` for a task's exit code); nothing else ends a 
 - a task exited non-zero: the attempt fails (``exit_verdict``);
 - the job ran past ``--timeout``: the job fails (``timed_out``);
 - a task did not register within ``tony.task.registration-timeout-sec``: the attempt fails
-  (``not_registered``; naming YARN's queue when it allocated no container);
+  (``not_registered``; naming YARN's queue when it allocated no container; in an elastic job,
+  when fewer than MIN workers, or not worker:0, registered: am/elastic.py);
 - a task missed ``tony.task.max-missed-heartbeats`` heartbeats: the attempt fails
   (``missed_heartbeats``);
 - tracked tasks still run ``tony.task.completion-grace-sec`` after the chief succeeded: the
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..protocol import DONE_TASK_STATES, TaskState
+from . import elastic
 
 if TYPE_CHECKING:
     from .coordinator import Coordinator, Task
@@ -56,6 +58,8 @@ def not_registered(c: Coordinator, now: float) -> Verdict | None:
         return None
     limit_s = f"{c.spec.registration_timeout_s:g} s"
     why = f"{', '.join(t.id for t in waiting)} did not register within {limit_s}"
+    if c.spec.elastic:
+        why = elastic.not_joined(c, waiting, limit_s)
     unplaced = c.provider.unallocated(c.attempt)
     if unplaced:
         why = (

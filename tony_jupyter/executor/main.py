@@ -21,7 +21,7 @@ from . import checkpoints, localranks, mlflow_run, reaper
 from .background import Background
 from .capture import LogCapture
 from .cell import enter_src, run_user_code
-from .frameworks import install_jax_cluster, task_env
+from .frameworks import install_jax_cluster, task_env, tony_env
 from .heartbeat import Heartbeater
 from .link import AMLink, Stale
 
@@ -94,7 +94,10 @@ def main() -> int:
             max_attempts=env.max_attempts,
         )
 
-    os.environ.update(env_for(0))
+    if env.min_workers:  # elastic: the agent sets torchrun's variables each round
+        os.environ.update(tony_env(task_id, spec))
+    else:
+        os.environ.update(env_for(0))
     if env.framework == "jax":
         install_jax_cluster()
     if is_chief:
@@ -112,10 +115,15 @@ def main() -> int:
     try:
         # YARN: checkpoint_dir() restored from HDFS before the user code runs (checkpoints.py).
         mirror = checkpoints.from_env(is_chief=is_chief)
-        ranks = localranks.start(env.procs_per_task, env_for) if env.procs_per_task > 1 else []
-        if is_chief and mlflow_run.wanted():
-            runtime.mlflow_run = mlflow_run.Run.start(bundle_dir, env.job_id, attempt)
-        outcome = run_user_code(bundle_dir, is_chief=is_chief, src=src)
+        if env.min_workers:
+            from . import elastic  # imports torch
+
+            ranks, outcome = [], elastic.run(env, spec, host)
+        else:
+            ranks = localranks.start(env.procs_per_task, env_for) if env.procs_per_task > 1 else []
+            if is_chief and mlflow_run.wanted():  # the cell runs here: report() reaches the run
+                runtime.mlflow_run = mlflow_run.Run.start(bundle_dir, env.job_id, attempt)
+            outcome = run_user_code(bundle_dir, is_chief=is_chief, src=src)
         failed = localranks.wait(ranks)
         if failed:
             raise RuntimeError(failed)

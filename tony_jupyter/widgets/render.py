@@ -118,6 +118,8 @@ def task_rows(snap: JobSnapshot) -> list[dict]:
                 "rss_bytes": t.rss_bytes,
                 "gpus": [(g.utilization, g.memory_used_mb) for g in t.gpus],
                 "exit_code": t.exit_code,
+                # a task's own attempt, shown where it is not the job's (a replaced worker)
+                "own_attempt": t.attempt if t.attempt != snap.attempt else None,
             }
         )
     return rows
@@ -201,7 +203,8 @@ def tasks_table_html(rows: list[dict]) -> str:
         age = f"{r['heartbeat_age']:.1f} s ago" if r["heartbeat_age"] is not None else ""
         loss = f"{r['loss']:.4g}" if r["loss"] is not None else ""
         vals = [
-            f"<code>{e(r['task'])}</code>",
+            f"<code>{e(r['task'])}</code>"
+            + (f" · attempt {r['own_attempt']}" if r.get("own_attempt") else ""),
             e(r["address"]),
             _state_span(r["state"]),
             age,

@@ -291,12 +291,13 @@ class JobView:
             reason = f" · {snap.reason}" if snap.reason else ""
             self._say(f"[job] {render.status_text(snap)}{reason}")
         for row in self.task_rows:
-            seen = (row["state"], row["address"], row["exit_code"])
+            seen = (row["state"], row["address"], row["exit_code"], row["own_attempt"])
             if self._seen.get(row["task"]) != seen:
                 self._seen[row["task"]] = seen
                 where = f" on {row['address']}" if row["address"] else ""
                 code = f" (exit {row['exit_code']})" if row["exit_code"] is not None else ""
-                self._say(f"[{row['task']}] {row['state']}{where}{code}")
+                own = f" (attempt {row['own_attempt']})" if row["own_attempt"] else ""
+                self._say(f"[{row['task']}] {row['state']}{own}{where}{code}")
         p = render.chief_progress(snap)
         epoch = p.get("epoch_done", p.get("epoch"))  # once per epoch, with its final metrics
         if p and self._seen.get("epoch") != epoch:
