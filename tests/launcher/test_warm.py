@@ -41,7 +41,7 @@ def spare(shell, monkeypatch):
     """A spare AM with 2 spare executors, ready before the test's job; none left after."""
     monkeypatch.setenv("TONY_TEST_GONE", "1")  # in the spare's start env; removed before the job
     spare_am.discard()
-    spare_am._start(2)
+    spare_am.start(2)
     ready = spare_am._spare
     assert ready is not None
     am = psutil.Process(ready.proc.pid)
@@ -115,7 +115,7 @@ def test_a_spare_dies_with_its_kernel(tmp_path):
             sys.executable,
             "-c",
             "from tony_jupyter.launcher import spare; import time\n"
-            "spare._start(2); print(spare._spare.proc.pid, flush=True); time.sleep(600)",
+            "spare.start(2); print(spare._spare.proc.pid, flush=True); time.sleep(600)",
         ],
         stdout=subprocess.PIPE,
         text=True,

@@ -8,7 +8,10 @@ from .. import warm
 
 
 def serve() -> int:
-    from . import main  # the imports a fresh executor pays for once its task started
+    import encodings.idna  # noqa: F401 - what a task imports before its user code: here,
+    import secrets  # noqa: F401 - while idle, not once the task came
+
+    from . import main, tensorboard  # noqa: F401
 
     job = warm.wait_for_job()
     if job is None:

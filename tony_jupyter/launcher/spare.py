@@ -42,12 +42,13 @@ def replenish(tasks: int, delay: float = START_DELAY_S) -> None:
     with _lock:
         if _timer is not None:
             _timer.cancel()
-        _timer = threading.Timer(delay, _start, (tasks,))
+        _timer = threading.Timer(delay, start, (tasks,))
         _timer.daemon = True
         _timer.start()
 
 
-def _start(tasks: int) -> None:
+def start(tasks: int) -> None:
+    """Start a spare AM now with ``tasks`` spare executors (unless one that fits waits)."""
     global _spare, _spare_tasks
     env = dict(os.environ)
     if not warm.enabled(env):
@@ -63,6 +64,12 @@ def _start(tasks: int) -> None:
         old, _spare, _spare_tasks = _spare, spare, tasks
     if old is not None:
         old.close()
+
+
+def current() -> warm.Spare | None:
+    """The spare waiting now, if any."""
+    with _lock:
+        return _spare
 
 
 def discard() -> None:
