@@ -26,11 +26,9 @@ import psutil
 
 from bench.lib import before as before_lib
 from bench.lib.common import Context
-from bench.lib.startup_trace import settle_spare, trace
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher import local as backend_local
-from tony_jupyter.launcher import spare as spare_am
 from tony_jupyter.options import parse_job_args
 
 NAME = "startup"
@@ -59,6 +57,8 @@ def wait_for(out: Path, n: int, timeout: float = 60) -> float:
 
 def run_first_job(workers: int) -> float:
     """As a kernel's first job: no spare AM to hand it to (and none started after it)."""
+    from tony_jupyter.launcher import spare as spare_am  # not in a --before tree's package
+
     spare_am.discard()
     os.environ["TONY_JUPYTER_WARM"] = "0"
     try:
@@ -70,6 +70,8 @@ def run_first_job(workers: int) -> float:
 def run_warm(workers: int) -> float:
     """A later job: the spare the last one left started and idle; then the next one is too,
     so that it does not run beside the next side's measurement."""
+    from bench.lib.startup_trace import settle_spare
+
     settle_spare(workers)
     took = run_tony(workers)
     settle_spare(workers)
@@ -126,6 +128,9 @@ def footprint() -> dict:
         "idle_executor_rss_mib": round(executors[0].memory_info().rss / 2**20, 1),
     }
     job.kill()
+    from bench.lib.startup_trace import settle_spare
+    from tony_jupyter.launcher import spare as spare_am
+
     spare = spare_am.current()
     if spare is not None:  # what keeping the next job warm costs while nothing runs
         settle_spare(1)
@@ -146,6 +151,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(ctx: Context) -> dict:
+    from bench.lib.startup_trace import trace
+
     runs = ctx.runs or (2 if ctx.quick else 5)  # --quick: 2 runs, a smoke test of the bench
     workers = ctx.args.workers
     rev = None if ctx.quick else ctx.args.before
