@@ -33,7 +33,7 @@ from tony_jupyter.options import parse_job_args
 
 NAME = "startup"
 GOAL_S = 0.15  # issue 18
-ABOUT = "the original: cell -> user code, trivial cell, local, vs by hand; AM and executor RSS"
+ABOUT = "the original: cell -> user code, trivial cell, local (first and warm job), vs by hand; RSS"
 
 # The first line of user code records when it ran; nothing else, so the figure is pure overhead.
 CELL = (
