@@ -1,13 +1,14 @@
 """The warm path of the local backend (tony_jupyter/warm.py): a job handed to the kernel's spare
 AM and its spare executors behaves as one in fresh processes (environment as the notebook has it
 now, cwd, argv, logs, TF_CONFIG), a job whose interpreter-start environment differs starts fresh,
-a spare dies with its parent, and a job from spares still stops whole. Real processes, no
-timings."""
+a spare dies with its parent, and a job from spares still stops whole (killed, or Ctrl-C in the
+kernel). Real processes, no timings."""
 
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import psutil
@@ -16,6 +17,7 @@ from helpers.jobs import FAST, submit, wait_no_processes
 
 from tony_jupyter.launcher import spare as spare_am
 from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.clients import open_client
 
 CELL = """
 import json, os, sys
@@ -168,4 +170,32 @@ def test_killing_a_job_from_spares_stops_everything(shell, tony_home, spare, tmp
     assert client.wait_am_exit(30)
     assert wait_no_processes(tony_home) == []
     assert not psutil.pid_exists(daemon) or psutil.Process(daemon).status() == "zombie"
+    assert not any(psutil.pid_exists(p) for p in executors)
+
+
+def test_ctrl_c_stops_a_job_running_in_spares(shell, tony_home, spare):
+    ready, executors = spare
+
+    def interrupt_once_running():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            jobs = list_jobs()
+            tasks = open_client(jobs[0]).snapshot().tasks if jobs else ()
+            if len(tasks) == 2 and all(t.state == "RUNNING" for t in tasks):
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.05)
+
+    threading.Thread(target=interrupt_once_running, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        shell.run_cell_magic("tony", f"--workers 2 {FAST}", "import time\ntime.sleep(600)")
+    (rec,) = list_jobs()
+    assert int((rec.dir / "am.pid").read_text()) == ready.proc.pid
+    client = open_client(rec)
+    deadline = time.monotonic() + 30
+    while client.snapshot().state == "RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    snap = client.snapshot()
+    assert snap.state == "KILLED" and "interrupted" in snap.reason, (rec.dir / "am.log").read_text()
+    assert wait_no_processes(tony_home) == []
     assert not any(psutil.pid_exists(p) for p in executors)
