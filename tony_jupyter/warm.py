@@ -66,7 +66,10 @@ class Spare:
         """Give it its job (``args``: the command line's after ``-m MODULE``); False if it is
         gone (then start a fresh process)."""
         self.used = True
-        line = json.dumps({"env": dict(env), "cwd": cwd, "log": log, "args": args}) + "\n"
+        umask = os.umask(0o077)  # read it: the only way; set back at once
+        os.umask(umask)
+        job = {"env": dict(env), "cwd": cwd, "log": log, "args": args, "umask": umask}
+        line = json.dumps(job) + "\n"
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write(line.encode())
@@ -97,6 +100,7 @@ def become(job: dict) -> None:
     os.environ.clear()  # wholesale: what the job's environment lacks is gone
     os.environ.update(job["env"])
     os.chdir(job["cwd"])
+    os.umask(job.get("umask", 0o022))  # the parent's now, as a fresh child would inherit
     if sys.path and sys.path[0] in (start_cwd, ""):
         sys.path[0] = job["cwd"]  # as ``python -m`` started in the job's cwd puts it
     sys.argv = [sys.argv[0], *job["args"]]  # [0]: the module's path, as under ``-m``

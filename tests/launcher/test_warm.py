@@ -32,6 +32,7 @@ seen = {
     "cwd": os.path.relpath(os.getcwd(), os.environ["TONY_BUNDLE_DIR"]),
     "argv0": os.path.basename(sys.argv[0]),
     "unbuffered": os.environ.get("PYTHONUNBUFFERED"),
+    "umask": os.umask(0o022),
     "pid": os.getpid(),
     "ppid": os.getppid(),
 }
@@ -63,7 +64,11 @@ def test_a_job_in_spares_is_the_job_fresh_processes_run(shell, tony_home, spare,
     ready, executors = spare
     monkeypatch.delenv("TONY_TEST_GONE")
     monkeypatch.setenv("TONY_TEST_NEW", "set after the spare started")
-    warm = run(shell)
+    umask = os.umask(0o027)  # as the notebook could set it, after the spare started
+    try:
+        warm = run(shell)
+    finally:
+        os.umask(umask)
     (rec,) = list_jobs()
     assert int((rec.dir / "am.pid").read_text()) == ready.proc.pid  # the spare AM ran it
     assert warm["pid"] in executors and warm["ppid"] == ready.proc.pid  # in a spare executor
@@ -73,7 +78,11 @@ def test_a_job_in_spares_is_the_job_fresh_processes_run(shell, tony_home, spare,
 
     spare_am.discard()
     monkeypatch.setenv("TONY_JUPYTER_WARM", "0")
-    fresh = run(shell)
+    umask = os.umask(0o027)
+    try:
+        fresh = run(shell)
+    finally:
+        os.umask(umask)
     assert fresh["pid"] not in executors and fresh["ppid"] != ready.proc.pid
     for key in ("pid", "ppid"):
         warm.pop(key), fresh.pop(key)
@@ -81,6 +90,7 @@ def test_a_job_in_spares_is_the_job_fresh_processes_run(shell, tony_home, spare,
     assert warm["new"] == "set after the spare started" and warm["gone"] is False
     assert warm["cwd_in_job"] and warm["argv0"] == "__main__.py" and warm["unbuffered"] == "1"
     assert warm["task"] == {"type": "worker", "index": 0} and warm["workers"] == 2
+    assert warm["umask"] == 0o027
     assert wait_no_processes(tony_home) == []
     assert not psutil.pid_exists(ready.proc.pid) or ready.proc.poll() is not None
 
