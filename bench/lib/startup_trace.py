@@ -68,10 +68,13 @@ def one(workers: int, cell: str) -> dict[str, float]:
         phases["am_process_started"] = psutil.Process(am_pid).create_time() - offset - t0
     info = json.loads((record.dir / "am.json").read_text())
     deadline = time.monotonic() + 60
-    while len(list(out.iterdir())) < workers and time.monotonic() < deadline:
+    user: list[float] = []
+    while len(user) < workers and time.monotonic() < deadline:
+        try:
+            user = [float(f.read_text()) for f in out.iterdir()]
+        except ValueError:  # a file is being written
+            user = []
         time.sleep(0.002)
-    time.sleep(0.05)
-    user = [float(f.read_text()) for f in out.iterdir()]
     job = TonyJob(record)
     job.wait(60)
     tasks = job.client.snapshot().tasks
