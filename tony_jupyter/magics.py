@@ -186,18 +186,20 @@ class TonyMagics(Magics):
         except SpecError as e:  # the cluster says no (queue, label, sizes): still bad input
             raise UsageError(str(e)) from None
         job = TonyJob(record, namespace=self.shell.user_ns)
-        view = _view(job)
-        if args.async_:
-            threading.Thread(target=_follow, args=(job, view), daemon=True).start()
-            return job
-        follower = threading.Thread(target=_follow, args=(job, view), daemon=True)
-        follower.start()
-        try:
+        follower = None
+        try:  # from the job's submission: its tasks may be running before its view is shown
+            view = _view(job)
+            if args.async_:
+                threading.Thread(target=_follow, args=(job, view), daemon=True).start()
+                return job
+            follower = threading.Thread(target=_follow, args=(job, view), daemon=True)
+            follower.start()
             _wait_processing_ui(follower)
         except KeyboardInterrupt:
             snap = job.kill("interrupted in the notebook (Ctrl-C)")
             job.set_final(snap)
-            follower.join(5)
+            if follower is not None:
+                follower.join(5)
             raise
         return job.result()
 

@@ -1,6 +1,12 @@
-"""``python -m tony_jupyter.am JOB_DIR``: a thin entry point (see :mod:`tony_jupyter.am.main`)."""
+"""``python -m tony_jupyter.am JOB_DIR``: a thin entry point (see :mod:`tony_jupyter.am.main`).
+``--spare N``: a spare AM with N spare executors (spare.py), which waits for its job."""
 
 import sys
+
+if sys.argv[1:2] == ["--spare"]:
+    from .spare import serve
+
+    sys.exit(serve(int(sys.argv[2])))
 
 from .main import main
 

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from .. import warm
 from ..protocol import ExecutorEnv
 from ..spec import TaskSpec
 from .provider import Provider
@@ -23,16 +24,20 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def _kill_strays(markers: dict[str, str]) -> None:
+def _kill_strays(markers: list[dict[str, str]]) -> None:
     """Kill what a task left running that escaped its process group (fork, setsid, fork) and
-    its executor's reaping (a task killed outright): they carry the task's ``TONY_*`` env."""
+    its executor's reaping (a task killed outright): they carry the task's ``TONY_*`` env in
+    ``/proc/<pid>/environ``, the environment they were exec'd with. A task run in a spare
+    executor has its spare's instead (set at the spare's start), which its forks inherit: so
+    any one of ``markers`` found whole marks a stray."""
+    markers = [m for m in markers if m]
     if not markers:
         return
     import psutil  # at a task's end: the AM's start does not wait for it
 
     for p in psutil.process_iter(["environ"]):
         env = p.info.get("environ") or {}
-        if all(env.get(k) == v for k, v in markers.items()):
+        if any(all(env.get(k) == v for k, v in m.items()) for m in markers):
             try:
                 p.kill()
             except psutil.Error:
@@ -40,12 +45,15 @@ def _kill_strays(markers: dict[str, str]) -> None:
 
 
 class LocalProvider(Provider):
-    def __init__(self, job_dir: Path, python: str = sys.executable):
+    def __init__(
+        self, job_dir: Path, python: str = sys.executable, spares: list[warm.Spare] | None = None
+    ):
         self.job_dir, self.python = job_dir, python
+        self.spares = list(spares or [])  # spare executors (warm.py): tasks start in these first
         self.procs: dict[tuple[str, int], subprocess.Popen] = {}
         self._gpu_next = 0
         self._kill_at: dict[tuple[str, int], float] = {}
-        self._markers: dict[tuple[str, int], dict[str, str]] = {}
+        self._markers: dict[tuple[str, int], list[dict[str, str]]] = {}
 
     def launch(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> None:
         full_env = dict(os.environ, **env)
@@ -57,23 +65,46 @@ class LocalProvider(Provider):
             full_env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, ids))
         out = self.job_dir / "logs" / f"attempt-{attempt}" / (task_id.replace(":", "-") + ".stdout")
         out.parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "ab") as f:
-            proc = subprocess.Popen(
-                [self.python, "-m", "tony_jupyter.executor"],
-                env=full_env,
-                stdout=f,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=self.job_dir,
-                start_new_session=True,
-            )
-        self.procs[(task_id, attempt)] = proc
+        argv = [self.python, "-m", "tony_jupyter.executor"]
         job = full_env.get(ExecutorEnv.var("job_id"), "")
-        self._markers[(task_id, attempt)] = {
-            ExecutorEnv.var("job_id"): job,
-            ExecutorEnv.var("task_id"): task_id,
-            ExecutorEnv.var("attempt"): str(attempt),
-        }
+        markers = [
+            {
+                ExecutorEnv.var("job_id"): job,
+                ExecutorEnv.var("task_id"): task_id,
+                ExecutorEnv.var("attempt"): str(attempt),
+            }
+        ]
+        spare = self._spare_for(full_env)
+        if spare is not None and spare.hand(full_env, str(self.job_dir), str(out), []):
+            proc = spare.proc
+            markers.append({warm.SPARE_ID: spare.id})
+        else:
+            with open(out, "ab") as f:
+                proc = subprocess.Popen(
+                    argv,
+                    env=full_env,
+                    stdout=f,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    cwd=self.job_dir,
+                    start_new_session=True,
+                )
+        self.procs[(task_id, attempt)] = proc
+        self._markers[(task_id, attempt)] = markers
+
+    def _spare_for(self, env: dict[str, str]) -> warm.Spare | None:
+        if self.python != sys.executable:
+            return None
+        for spare in self.spares:
+            if spare.fits(env):
+                return spare
+        return None
+
+    def drop_spares(self) -> None:
+        """The spares no task took read EOF and exit (reaped at shutdown)."""
+        for spare in self.spares:
+            if not spare.used:
+                spare.close()
 
     def poll(self) -> None:
         for (task_id, attempt), proc in list(self.procs.items()):
@@ -84,7 +115,7 @@ class LocalProvider(Provider):
                 _signal_group(proc, signal.SIGKILL)
             if code is not None:
                 _signal_group(proc, signal.SIGKILL)  # reap what the executor left in its group
-                _kill_strays(self._markers.pop((task_id, attempt), {}))
+                _kill_strays(self._markers.pop((task_id, attempt), []))
                 del self.procs[(task_id, attempt)]
                 self._kill_at.pop((task_id, attempt), None)
                 why = f"killed by signal {-code}" if code < 0 else ""
@@ -112,3 +143,10 @@ class LocalProvider(Provider):
             _signal_group(proc, signal.SIGKILL)
             proc.wait()
         self.poll()
+        for spare in self.spares:
+            spare.close()
+            try:
+                spare.proc.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal_group(spare.proc, signal.SIGKILL)
+                spare.proc.wait()

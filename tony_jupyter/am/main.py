@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .. import warm
 from ..protocol import TERMINAL_JOB_STATES, ExecutorEnv, JobState
 from ..spec import JobSpec
 from . import history
@@ -205,7 +206,7 @@ class AM:
         return 0 if self.coordinator.state == JobState.SUCCEEDED else 1
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, spares: list[warm.Spare] | None = None) -> int:
     p = argparse.ArgumentParser(prog="tony_jupyter.am")
     p.add_argument("job_dir", type=Path)
     p.add_argument("--host", default="127.0.0.1")
@@ -219,10 +220,13 @@ def main(argv: list[str] | None = None) -> int:
             from .yarn.provider import YarnProvider  # starts a JVM: only in a YARN AM
 
             return YarnProvider(job_dir)
-        return LocalProvider(job_dir)
+        return LocalProvider(job_dir, spares=spares)
 
-    am = AM(job_dir, make_provider(), host=args.host, advertise=args.advertise)
+    provider = make_provider()
+    am = AM(job_dir, provider, host=args.host, advertise=args.advertise)
     am.launch()
+    if isinstance(provider, LocalProvider):
+        provider.drop_spares()  # the tasks have started: the spares left are not needed
     import asyncio  # after the launch: the tasks' interpreters start meanwhile
 
     # The server is built inside the running loop (run): tornado's conditions bind to it.

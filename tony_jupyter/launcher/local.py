@@ -19,6 +19,7 @@ from ..bundle import Bundle
 from ..errors import BackendError, SpecError
 from ..protocol import JobSnapshot
 from ..spec import JobSpec
+from . import spare as spare_am
 from .client import JobClient, JobRecord, jobs_dir, new_job_id, pid_alive
 
 AM_START_TIMEOUT_S = 30.0
@@ -60,18 +61,25 @@ def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRe
 
 
 def start_am(record: JobRecord) -> None:
-    """Start the AM and wait until it serves; on any failure leave nothing behind."""
+    """Start the AM (in the kernel's spare AM where there is one that fits: launcher/spare.py)
+    and wait until it serves; on any failure leave nothing behind."""
     d = record.dir
-    with open(d / "am.log", "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tony_jupyter.am", str(d)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=d,
-            # Its own session: the AM survives the kernel (and Ctrl-C in it).
-            start_new_session=True,
-        )
+    argv = [sys.executable, "-m", "tony_jupyter.am", str(d)]
+    env = dict(os.environ)
+    spare = spare_am.take(env)
+    if spare is not None and spare.hand(env, str(d), str(d / "am.log"), [str(d)]):
+        proc = spare.proc
+    else:
+        with open(d / "am.log", "ab") as log:
+            proc = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=d,
+                # Its own session: the AM survives the kernel (and Ctrl-C in it).
+                start_new_session=True,
+            )
     (d / "am.pid").write_text(str(proc.pid))
     deadline = time.monotonic() + AM_START_TIMEOUT_S
     try:
@@ -124,6 +132,7 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
     check_capacity(spec)
     record = stage(spec, bundle, argv)
     start_am(record)
+    spare_am.replenish(sum(t.instances for t in spec.tasks))
     return record
 
 

@@ -1,0 +1,113 @@
+"""Spare processes: an interpreter already started and imported, blocked reading its stdin until
+it is handed a job as one JSON line (its environment, working directory, log file and arguments).
+
+The kernel keeps one spare AM (launcher/spare.py); a spare AM keeps spare executors for the
+job it will get (am/spare.py). A spare is used only where it behaves as a fresh process would:
+its environment is replaced wholesale, and what only matters when an interpreter starts
+(``PYTHON*``, ``LD_*``, the locale, ``TZ``, ``MALLOC_*``) must be what it started with, or the
+job starts a fresh process. A spare whose parent goes away reads EOF and exits.
+``TONY_JUPYTER_WARM=0`` turns spares off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+SWITCH = "TONY_JUPYTER_WARM"
+# In a spare's environment from its start (so in /proc/<pid>/environ of it and of what it forks
+# without exec): what finds a task's strays when the task ran in a spare (am/local.py).
+SPARE_ID = "TONY_SPARE_ID"
+_AT_START_PREFIXES = ("PYTHON", "LD_", "LC_", "MALLOC_")
+_AT_START = ("LANG", "LANGUAGE", "TZ")
+
+
+def enabled(env: Mapping[str, str] = os.environ) -> bool:
+    return env.get(SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def at_start(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables an interpreter reads as it starts (or its runtime as it loads)."""
+    return {k: v for k, v in env.items() if k.startswith(_AT_START_PREFIXES) or k in _AT_START}
+
+
+@dataclass
+class Spare:
+    proc: subprocess.Popen
+    env: dict[str, str]  # what it started with
+    id: str = ""
+    used: bool = field(default=False)
+
+    @classmethod
+    def start(cls, argv: list[str], env: Mapping[str, str]) -> Spare:
+        spare_id = uuid.uuid4().hex
+        start_env = dict(env, **{SPARE_ID: spare_id})
+        proc = subprocess.Popen(
+            argv,
+            env=start_env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd="/",  # holds no directory busy; the job's cwd comes with the job
+            start_new_session=True,  # as a fresh AM or executor is started
+        )
+        return cls(proc, start_env, spare_id)
+
+    def fits(self, env: Mapping[str, str]) -> bool:
+        fresh_alike = at_start(self.env) == at_start(env)
+        return fresh_alike and enabled(env) and not self.used and self.proc.poll() is None
+
+    def hand(self, env: Mapping[str, str], cwd: str, log: str, args: list[str]) -> bool:
+        """Give it its job (``args``: the command line's after ``-m MODULE``); False if it is
+        gone (then start a fresh process)."""
+        self.used = True
+        umask = os.umask(0o077)  # read it: the only way; set back at once
+        os.umask(umask)
+        job = {"env": dict(env), "cwd": cwd, "log": log, "args": args, "umask": umask}
+        line = json.dumps(job) + "\n"
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(line.encode())
+            self.proc.stdin.close()
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """It reads EOF and exits."""
+        self.used = True
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+
+
+def wait_for_job() -> dict | None:
+    """In the spare: block until the job comes; None at EOF (the parent is gone)."""
+    line = sys.stdin.buffer.readline()
+    return json.loads(line) if line.strip() else None
+
+
+def become(job: dict) -> None:
+    """In the spare: become the process a fresh start would have made."""
+    start_cwd = os.getcwd()
+    os.environ.clear()  # wholesale: what the job's environment lacks is gone
+    os.environ.update(job["env"])
+    os.chdir(job["cwd"])
+    os.umask(job.get("umask", 0o022))  # the parent's now, as a fresh child would inherit
+    if sys.path and sys.path[0] in (start_cwd, ""):
+        sys.path[0] = job["cwd"]  # as ``python -m`` started in the job's cwd puts it
+    sys.argv = [sys.argv[0], *job["args"]]  # [0]: the module's path, as under ``-m``
+    fd = os.open(job["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
