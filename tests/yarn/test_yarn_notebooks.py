@@ -49,6 +49,6 @@ def test_data_notebook_trains_on_yarn_from_hdfs(tony_home, tmp_path, cluster, hd
         apps = [a for a in cluster.apps(name) if a["id"] not in before]
         assert len(apps) == 1, apps
         # the cell has its result while the AM still writes the history and unregisters
-        assert cluster.wait_app_end(apps[0]["id"])["finalStatus"] == "SUCCEEDED", apps
+        assert cluster.wait_app_end(apps[0]["id"], 120)["finalStatus"] == "SUCCEEDED", apps
     last = next(c for c in reversed(nb.cells) if c.cell_type == "code")
     assert "accuracy" in outputs(last)
