@@ -17,7 +17,7 @@ from helpers.yarn import TEST_MEMORY_MB
 
 from tony_jupyter.devcluster import DevCluster
 from tony_jupyter.devcluster.security import Security
-from tony_jupyter.devcluster.testing import start_devcluster, started_by_fixture
+from tony_jupyter.devcluster.testing import start_devcluster
 
 SECURITY = Security(token_renew_interval_s=20, token_max_lifetime_s=60)
 
@@ -31,9 +31,8 @@ def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevClus
     dc = start_devcluster(tmp_path_factory.mktemp("secure-devcluster"), SECURITY)
     try:
         yield dc
-    finally:
-        if started_by_fixture(dc):
-            dc.down()
+    finally:  # started here: its daemons and KDC stop with the run
+        dc.down()
 
 
 @pytest.fixture(scope="session")
