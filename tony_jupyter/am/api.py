@@ -44,21 +44,10 @@ class EventsHandler(BaseHandler):
 
 class LogsHandler(BaseHandler):
     def get(self) -> None:
-        task = self.get_argument("task")
-        if task not in self.am.task_ids:  # never a path: only the job's own task ids
-            known = ", ".join(sorted(self.am.task_ids))
-            raise web.HTTPError(404, f"no task {task!r} in this job; its tasks: {known}")
-        attempt = self.int_arg("attempt", 0) or self.coord.attempt
-        if attempt > max(self.coord.attempt, 1):
-            raise web.HTTPError(404, f"no attempt {attempt}; the job is at {self.coord.attempt}")
+        task, attempt = self.job_task(self.get_argument("task")), self.job_attempt()
         offset = self.int_arg("offset", 0)
         limit = min(self.int_arg("limit", MAX_LOG_READ), MAX_LOG_READ)
-        path = self.coord.log_path(task, attempt)
-        data = b""
-        if path.exists():
-            with open(path, "rb") as f:
-                f.seek(offset)
-                data = f.read(limit)
+        data = self.read_log(task, attempt, offset, limit)
         text = data.decode("utf-8", errors="replace")
         self.finish({"task": task, "attempt": attempt, "offset": offset + len(data), "text": text})
 

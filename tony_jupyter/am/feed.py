@@ -22,9 +22,7 @@ FEED_LOG_READ = 256 << 10
 class FeedHandler(BaseHandler):
     async def get(self) -> None:
         since, seen = self.int_arg("since", 0), self.int_arg("version", 0)
-        attempt = self.int_arg("attempt", 0) or self.coord.attempt
-        if attempt > max(self.coord.attempt, 1):
-            raise web.HTTPError(404, f"no attempt {attempt}; the job is at {self.coord.attempt}")
+        attempt = self.job_attempt()
         offsets = self.offsets()
         deadline = time.monotonic() + self.seconds_arg("timeout", 0)
         while self.am.version <= seen and self.coord.state not in TERMINAL_JOB_STATES:
@@ -36,12 +34,7 @@ class FeedHandler(BaseHandler):
         snapshot = self.coord.snapshot().to_json()  # before the logs: they are never behind it
         logs = {}
         for task, offset in offsets.items():
-            path = self.coord.log_path(task, attempt)
-            data = b""
-            if path.exists():
-                with open(path, "rb") as f:
-                    f.seek(offset)
-                    data = f.read(FEED_LOG_READ)
+            data = self.read_log(task, attempt, offset, FEED_LOG_READ)
             text = data.decode("utf-8", errors="replace")
             logs[task] = {
                 "text": text,
@@ -65,9 +58,7 @@ class FeedHandler(BaseHandler):
         out = {}
         for pair in filter(None, self.get_argument("offsets", "").split(",")):
             task, _, raw = pair.rpartition("=")
-            if task not in self.am.task_ids:  # never a path: only the job's own task ids
-                known = ", ".join(sorted(self.am.task_ids))
-                raise web.HTTPError(404, f"no task {task!r} in this job; its tasks: {known}")
+            task = self.job_task(task)
             try:
                 out[task] = int(raw)
             except ValueError:

@@ -177,6 +177,30 @@ class BaseHandler(web.RequestHandler):
             raise web.HTTPError(403, f"this token acts for {self.task_scope}, not {task_id}")
         return task_id
 
+    def job_task(self, task: str) -> str:
+        """A task id a client names: the job's own only, never a path."""
+        if task not in self.am.task_ids:
+            known = ", ".join(sorted(self.am.task_ids))
+            raise web.HTTPError(404, f"no task {task!r} in this job; its tasks: {known}")
+        return task
+
+    def job_attempt(self) -> int:
+        """``?attempt=``, the job's current one when absent; 404 for one not reached yet."""
+        attempt = self.int_arg("attempt", 0) or self.coord.attempt
+        if attempt > max(self.coord.attempt, 1):
+            raise web.HTTPError(404, f"no attempt {attempt}; the job is at {self.coord.attempt}")
+        return attempt
+
+    def read_log(self, task: str, attempt: int | None, offset: int, limit: int) -> bytes:
+        """At most ``limit`` bytes of a task's log for ``attempt`` (None: the task's own), from
+        ``offset``."""
+        path = self.coord.log_path(task, attempt)
+        if not path.exists():
+            return b""
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(limit)
+
     def stale(self, e: StaleAttempt) -> None:
         self.set_status(410)
         self.finish({"command": "stop", "error": str(e)})

@@ -80,13 +80,9 @@ class CellHandler(SessionHandler):
     def _cell_log(self, task: str, offset: int, end: int | None) -> dict:
         """The task's log from ``offset``, up to the cell's end if it has one."""
         data = b""
-        path = self.coord.log_path(task)
-        if path.exists() and (end is None or offset < end):
-            with open(path, "rb") as f:
-                f.seek(offset)
-                data = f.read(
-                    MAX_CELL_LOG_READ if end is None else min(end - offset, MAX_CELL_LOG_READ)
-                )
+        if end is None or offset < end:
+            limit = MAX_CELL_LOG_READ if end is None else min(end - offset, MAX_CELL_LOG_READ)
+            data = self.read_log(task, None, offset, limit)
         return {"text": data.decode("utf-8", errors="replace"), "offset": offset + len(data)}
 
     def _cell(self, cell_id: str):
