@@ -6,12 +6,11 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from helpers.jobs import processes_under
+from helpers.jobs import assert_refused_before_submission
 from IPython.core.error import UsageError
 
 from tony_jupyter.am.main import executor_env
 from tony_jupyter.errors import SpecError
-from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.local import check_capacity
 from tony_jupyter.options import parse_job_args
 
@@ -28,10 +27,7 @@ from tony_jupyter.options import parse_job_args
     ],
 )
 def test_bad_input_is_a_usage_error_and_submits_nothing(shell, tony_home, line, message):
-    with pytest.raises(UsageError) as e:
-        shell.run_cell_magic("tony", f"--backend local {line}", "1")
-    assert message in str(e.value)
-    assert list_jobs() == [] and processes_under(tony_home) == []
+    assert_refused_before_submission(shell, tony_home, line, message)
 
 
 def test_an_unclosed_quote_in_a_line_magic_is_a_usage_error(shell, tony_home):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from helpers.cells import ELASTIC_DDP, HANG_WORKER_1
-from helpers.jobs import processes_under, wait_no_processes
+from helpers.jobs import assert_refused_before_submission, wait_no_processes
 from IPython.core.error import UsageError
 from sklearn.datasets import load_digits
 
@@ -38,10 +38,7 @@ pytest.importorskip("torch", reason="torch is not installed: pip install -e '.[t
     ],
 )
 def test_bad_elastic_input_is_a_usage_error_and_submits_nothing(shell, tony_home, line, message):
-    with pytest.raises(UsageError) as e:
-        shell.run_cell_magic("tony", f"--backend local {line}", "1")
-    assert message in str(e.value)
-    assert list_jobs() == [] and processes_under(tony_home) == []
+    assert_refused_before_submission(shell, tony_home, line, message)
     assert wait_no_processes(tony_home) == []
 
 

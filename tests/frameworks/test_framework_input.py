@@ -5,7 +5,7 @@ GPUs asked for, a malformed or upside-down --workers MIN:MAX, TensorFlow-only ta
 import importlib.util
 
 import pytest
-from helpers.jobs import processes_under
+from helpers.jobs import assert_refused_before_submission, processes_under
 from IPython.core.error import UsageError
 
 from tony_jupyter.errors import SpecError
@@ -43,10 +43,7 @@ from tony_jupyter.options import parse_job_args
     ],
 )
 def test_bad_framework_input_is_a_usage_error_and_submits_nothing(shell, tony_home, line, message):
-    with pytest.raises(UsageError) as e:
-        shell.run_cell_magic("tony", f"--backend local {line}", "1")
-    assert message in str(e.value)
-    assert list_jobs() == [] and processes_under(tony_home) == []
+    assert_refused_before_submission(shell, tony_home, line, message)
 
 
 @pytest.mark.parametrize(

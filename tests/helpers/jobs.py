@@ -107,3 +107,17 @@ def run_notebook(path: Path, cwd: Path, timeout: int = 600):
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors, errors
     return nb
+
+
+def assert_refused_before_submission(shell, tony_home: Path, line: str, message: str) -> None:
+    """``%%tony --backend local LINE`` is a usage error naming ``message``, and nothing was
+    created: no job record, no process."""
+    import pytest
+    from IPython.core.error import UsageError
+
+    from tony_jupyter.launcher.client import list_jobs
+
+    with pytest.raises(UsageError) as e:
+        shell.run_cell_magic("tony", f"--backend local {line}", "1")
+    assert message in str(e.value)
+    assert list_jobs() == [] and processes_under(tony_home) == []
