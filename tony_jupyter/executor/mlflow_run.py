@@ -76,10 +76,11 @@ class Run:
             return None
 
     def log(self, values: dict, step: int | None) -> None:
+        # ``values``: report()'s metrics, its bookkeeping (step, epoch...) already left out
         metrics = {
             k: float(v)
             for k, v in values.items()
-            if k not in ("step", "time") and isinstance(v, (int, float)) and not isinstance(v, bool)
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
         }
         if not metrics or self.broken:
             return
