@@ -93,3 +93,14 @@ def test_a_silent_worker_is_stopped_and_replaced(tmp_path):
     c.tick()
     assert ("worker:1", 1) in p.stopped and p.launched[-1][:2] == ("worker:1", 2)
     assert c.state == "RUNNING"
+
+
+def test_the_value_is_rank_0s_whichever_task_it_ran_on_and_whenever_the_others_report(tmp_path):
+    c, _, _ = make(ELASTIC, tmp_path)
+    for i in range(3):
+        c.register(f"worker:{i}", 1, "h", 10 + i, i)
+    rank0 = {"status": "ok", "value": "cGlja2xl"}
+    c.set_result("worker:2", 1, rank0)  # the last round put rank 0 on worker:2
+    c.set_result("worker:0", 1, {"status": "ok"})  # worker:0 (the chief's id) reports after
+    c.set_result("worker:1", 1, {"status": "ok"})
+    assert c.result == rank0

@@ -273,9 +273,9 @@ class Coordinator:
         outcome = CellOutcome.from_json(payload)
         if outcome.traceback:
             task.traceback = outcome.traceback
-        # Elastic: rank 0 is where the rendezvous put it; only its outcome carries a value.
-        rank0 = self.spec.elastic and outcome.value is not None
-        if (task_id == self.spec.chief_id or rank0) and outcome.ok:
+        # Elastic: only rank 0's outcome has a value, wherever it ran (not always worker:0).
+        keep = outcome.value is not None if self.spec.elastic else task_id == self.spec.chief_id
+        if keep and outcome.ok:
             self.result = payload
             (self.job_dir / "result.json").write_text(json.dumps(payload))
         self.changed()
