@@ -20,6 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 SWITCH = "TONY_JUPYTER_WARM"
+# YARN's warm AM (launcher/yarn/warm.py, am/yarn/spares.py) is opt-in: it holds containers of a
+# shared cluster. Its value is how long an unused warm AM waits before it gives them back.
+YARN_IDLE = "TONY_JUPYTER_WARM_YARN"
+YARN_IDLE_DEFAULT_S = 600.0
+# A spare executor in a YARN container: the warm AM it waits on, and its token there.
+SPARE_URL, SPARE_TOKEN = "TONY_SPARE_URL", "TONY_SPARE_TOKEN"
 # In a spare's environment from its start (so in /proc/<pid>/environ of it and of what it forks
 # without exec): what finds a task's strays when the task ran in a spare (am/local.py).
 SPARE_ID = "TONY_SPARE_ID"

@@ -74,21 +74,27 @@ class AM:
         provider: Provider,
         host: str = "127.0.0.1",
         advertise: str | None = None,
+        listening: tuple | None = None,
     ):
         self.job_dir = job_dir
         self.spec = JobSpec.from_json((job_dir / "spec.json").read_text())
         self.token = os.environ.get("TONY_TOKEN") or (job_dir / "token").read_text().strip()
         self.job_id = os.environ.get("TONY_JOB_ID") or job_dir.name
         self.provider, self.host = provider, host
-        # Listening before tornado is even imported: executors started meanwhile (run()) wait
-        # in the socket's backlog, not in a failed connect.
-        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.socket.bind((host, 0))
-        self.socket.listen(1024)
-        self.socket.setblocking(False)
+        # A warm YARN AM (yarn/spares.py) serves already: its socket, URL, server and router.
+        self.warm_server = listening[2:] if listening else None
+        if listening:
+            self.socket, self.url = listening[0], listening[1]
+        else:
+            # Listening before tornado is even imported: executors started meanwhile (run())
+            # wait in the socket's backlog, not in a failed connect.
+            self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.socket.bind((host, 0))
+            self.socket.listen(1024)
+            self.socket.setblocking(False)
+            self.url = f"http://{advertise or host}:{self.socket.getsockname()[1]}"
         self.port = self.socket.getsockname()[1]
-        self.url = f"http://{advertise or host}:{self.port}"
         env = executor_env(self.job_id, self.spec, self.url, self.token, job_dir)
         self.coordinator = Coordinator(self.job_id, self.spec, job_dir, provider, env)
         self.launched = False
@@ -127,6 +133,10 @@ class AM:
             from .cells import CellQueue
 
             self.state.cells = CellQueue(self.coordinator)
+        if self.warm_server:
+            self.server, switch = self.warm_server
+            switch.target = make_app(self.state)  # the same socket, now the job's API
+            return
         self.server = httpserver.HTTPServer(make_app(self.state))
         self.server.add_sockets([self.socket])
 

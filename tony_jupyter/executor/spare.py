@@ -18,3 +18,67 @@ def serve() -> int:
         return 0  # the AM is gone
     warm.become(job)
     return main.main()
+
+
+def serve_yarn() -> int:
+    """In a warm YARN AM's spare container (am/yarn/spares.py): imported, wait for the task,
+    write the job's files where a fresh container would have them localized, take the task's
+    environment, and run it."""
+    import base64
+    import encodings.idna  # noqa: F401
+    import io
+    import os
+    import secrets  # noqa: F401
+    import tarfile
+    from pathlib import Path
+
+    from . import main, tensorboard  # noqa: F401
+
+    job = _wait_for_task()
+    if job is None:
+        return 0  # released (the job did not need it), or the warm AM is gone
+    cwd = os.getcwd()
+    for name, b64 in job["files"].items():
+        data = base64.b64decode(b64)
+        if name == "src.tar.gz":  # the shipped directory, where a fresh container unpacks it
+            Path(cwd, "src").mkdir(exist_ok=True)  # an empty one too, as NodeManager's
+            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                tar.extractall(Path(cwd, "src"), filter="data")
+        else:
+            Path(cwd, name).write_bytes(data)
+    for var in (warm.SPARE_URL, warm.SPARE_TOKEN):
+        os.environ.pop(var, None)
+    # NodeManager expands {{PWD}} in a fresh container's environment; here it is this one's.
+    os.environ.update({k: v.replace("{{PWD}}", cwd) for k, v in job["env"].items()})
+    return main.main()
+
+
+def _wait_for_task(give_up_s: float = 120.0) -> dict | None:
+    """Long-poll the warm AM until it hands a task (None: released, or the AM is gone)."""
+    import json
+    import os
+    import time
+    import urllib.error
+    import urllib.request
+
+    url = f"{os.environ[warm.SPARE_URL]}/api/v1/spare/task?container={os.environ['CONTAINER_ID']}"
+    req = urllib.request.Request(
+        url, headers={"Authorization": f"Bearer {os.environ[warm.SPARE_TOKEN]}"}
+    )
+    failing_since = None
+    while True:
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                failing_since = None
+                if r.status == 200:
+                    return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            if e.code in (403, 410):
+                return None
+            failing_since = failing_since or time.monotonic()
+        except OSError:
+            failing_since = failing_since or time.monotonic()
+        if failing_since is not None:
+            if time.monotonic() - failing_since > give_up_s:
+                return None
+            time.sleep(0.2)

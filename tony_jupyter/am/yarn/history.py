@@ -74,3 +74,20 @@ def keep(fs, J, staging: str, app_id: str, job_dir: Path) -> None:
             log.info("history: removed %d entries past retention", len(gone))
     except Exception as e:  # noqa: BLE001 - retention is retried by the next job
         log.warning("history retention: %s", e)
+
+
+def wrap_up(J, conf, staging: str, job_dir: Path, keep: bool) -> None:
+    """Keep the AM's record (status, events, logs) in staging with --keep-staging; else
+    delete the staging directory: nothing of the job stays on HDFS."""
+    try:
+        path = J.Path(staging)
+        fs = path.getFileSystem(conf)
+        if keep:
+            for name in ("status.json", "events.jsonl", "logs"):
+                src = job_dir / name
+                if src.exists():
+                    fs.copyFromLocalFile(False, True, J.Path(str(src)), J.Path(path, "am"))
+        else:
+            fs.delete(path, True)
+    except Exception as e:  # noqa: BLE001 - never fail the job's end over its staging
+        log.warning("staging %s: %s", staging, e)

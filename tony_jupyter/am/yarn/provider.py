@@ -29,6 +29,7 @@ from ...tokens import tokens_env
 from ..provider import Provider
 from . import eventlog, history, jvm
 from .credentials import Credentials
+from .exits import EXIT_WORDS, FINAL
 
 log = logging.getLogger("tony_jupyter.am.yarn")
 V = ExecutorEnv.var
@@ -36,18 +37,6 @@ V = ExecutorEnv.var
 GPU = "yarn.io/gpu"
 FAST_S, SLOW_S = 0.1, 1.0
 SHUTDOWN_WAIT_S = 15.0
-# ContainerExitStatus values, worded for the job's failure reason.
-EXIT_WORDS = {
-    -100: "its container was aborted (released, or its node was lost)",
-    -101: "its node's disks failed",
-    -102: "preempted by YARN",
-    -103: "killed by YARN for exceeding its virtual memory",
-    -104: "killed by YARN for exceeding its memory; raise tony.<type>.memory / --memory",
-    -105: "stopped by the AM",
-    -106: "killed by the ResourceManager",
-    -107: "killed after the application ended",
-}
-FINAL = {"SUCCEEDED": "SUCCEEDED", "FAILED": "FAILED", "KILLED": "KILLED"}
 
 
 @dataclass
@@ -60,6 +49,7 @@ class Launch:
     container: Any = None  # a YARN Container (Java)
     gpus: list[int] = field(default_factory=list)
     stopping: bool = False
+    spare: bool = False  # a warm pool's container, waiting for a task (spares.py)
 
 
 class YarnProvider(Provider):
@@ -101,10 +91,15 @@ class YarnProvider(Provider):
         self.loop = threading.Thread(target=self._run, name="amrm", daemon=True)
         self.allocated_at: dict[str, float] = {}
         self.tracking_url: str | None = None  # a new tracking URL for the next allocate
+        self.spares: Any = None  # a warm AM's spare containers (spares.SparePool)
+        self.registered = False
 
     # --- lifecycle ------------------------------------------------------------------------
 
     def start(self, am_url: str) -> None:
+        if self.registered:
+            return  # a warm AM registered before its job came (spares.py)
+        self.registered = True
         u = urlparse(am_url)
         # The HTTP port goes in as the "RPC port": the app report's amRPCAddress is then the
         # address the notebook finds the AM at (also after a kernel restart).
@@ -147,7 +142,12 @@ class YarnProvider(Provider):
     # --- Provider contract ----------------------------------------------------------------
 
     def launch(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> None:
-        J = self.J
+        if self.spares is not None and self.spares.take(task, task_id, attempt, env):
+            return  # handed to a spare container's waiting executor
+        self.request(Launch(task, task_id, attempt, env))
+
+    def request(self, launch: Launch) -> None:
+        J, task = self.J, launch.task
         res = J.Resource.newInstance(int(task.memory_mb), int(task.vcores))
         if task.gpus:
             res.setResourceValue(GPU, int(task.gpus))
@@ -164,11 +164,11 @@ class YarnProvider(Provider):
             # "" asks for the default partition (unlabelled nodes); None leaves the queue's
             # default-node-label-expression in charge.
             builder = builder.nodeLabelsExpression(task.node_label)
-        req = builder.build()
-        launch = Launch(task, task_id, attempt, env, request=req)
+        launch.request = req = builder.build()
         with self.lock:
             self.pending[rid] = launch
-            self.by_task[(task_id, attempt)] = launch
+            if not launch.spare:
+                self.by_task[(launch.task_id, launch.attempt)] = launch
             self.amrm.addContainerRequest(req)
 
     def stop_task(self, task_id: str, attempt: int) -> None:
@@ -184,8 +184,8 @@ class YarnProvider(Provider):
             container = launch.container
         self.pool.submit(self._stop_container, container)
 
-    def poll(self) -> None:
-        pass  # completions arrive on the allocate thread
+    def poll(self) -> None:  # completions arrive on the allocate thread
+        pass
 
     def drain(self) -> None:
         with self.lock:
@@ -287,8 +287,8 @@ class YarnProvider(Provider):
                 f"could not start its container on {c.getNodeId()}: {e}",
             )
 
-    def _context(self, launch: Launch, c):
-        J = self.J
+    def task_env(self, launch: Launch, c) -> dict[str, str]:
+        """The task's environment in container ``c`` (with NodeManager's ``{{PWD}}``)."""
         env = dict(launch.env)
         env[V("bundle_dir")] = "{{PWD}}"
         env[V("executor_host")] = str(c.getNodeId().getHost())
@@ -299,15 +299,18 @@ class YarnProvider(Provider):
         for name in ("HADOOP_USER_NAME", V("webhdfs_url"), V("secure"), "KRB5_CONFIG"):
             if os.environ.get(name):
                 env[name] = os.environ[name]
-        tokens = None
         if self.creds is not None:
-            now = self.creds.snapshot()
-            env.update(tokens_env(now, "{{PWD}}"))
-            tokens = self.creds.container_tokens()
+            env.update(tokens_env(self.creds.snapshot(), "{{PWD}}"))
         if launch.gpus:
             # No GPU plugin (counting-only GPUs): YARN names no device, so the AM assigns
             # per-node slots itself.
             env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, launch.gpus))
+        return env
+
+    def _context(self, launch: Launch, c):
+        J = self.J
+        env = launch.env if launch.spare else self.task_env(launch, c)
+        tokens = self.creds.container_tokens() if self.creds is not None else None
         jenv = J.HashMap()
         for k, v in env.items():
             jenv.put(k, v)
@@ -328,7 +331,8 @@ class YarnProvider(Provider):
             )
         cmd = (
             f"{shlex.quote(self.python)} -m tony_jupyter.executor "
-            "1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"
+            + ("--spare-yarn " if launch.spare else "")
+            + "1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"
         )
         cmds = J.ArrayList()
         cmds.add(cmd)
@@ -341,6 +345,9 @@ class YarnProvider(Provider):
             if launch is None:
                 return
             self._free_gpus(launch)
+            if launch.spare:
+                self.spares.lost(cid)  # a spare that was never handed a task
+                return
             self.by_task.pop((launch.task_id, launch.attempt), None)
         code = int(s.getExitStatus())
         why = EXIT_WORDS.get(code, "")
@@ -379,22 +386,7 @@ class YarnProvider(Provider):
             self.on_exit(launch.task_id, launch.attempt, 1, why)
 
     def _wrap_up_staging(self) -> None:
-        """Keep the AM's record (status, events, logs) in staging with --keep-staging; else
-        delete the staging directory: nothing of the job stays on HDFS."""
         if self.events is not None:
             self.events.close()
-        if not self.staging:
-            return
-        J = self.J
-        try:
-            path = J.Path(self.staging)
-            fs = path.getFileSystem(self.conf)
-            if self.keep_staging:
-                for name in ("status.json", "events.jsonl", "logs"):
-                    src = self.job_dir / name
-                    if src.exists():
-                        fs.copyFromLocalFile(False, True, J.Path(str(src)), J.Path(path, "am"))
-            else:
-                fs.delete(path, True)
-        except Exception as e:  # noqa: BLE001 - never fail the job's end over its staging
-            log.warning("staging %s: %s", self.staging, e)
+        if self.staging:
+            history.wrap_up(self.J, self.conf, self.staging, self.job_dir, self.keep_staging)

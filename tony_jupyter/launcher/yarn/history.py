@@ -25,6 +25,7 @@ from . import secure
 from .client import lost_snapshot
 from .rm import APP_TYPE
 from .staging import STAGING
+from .warm import WARM_TAG
 
 HISTORY = "history"
 READ_THREADS = 8
@@ -85,6 +86,8 @@ def remote_jobs(root: Path | None, known: set[str]) -> list[tuple[str, dict]]:
     for app in cluster.rm.apps(app_type=APP_TYPE):
         if app.get("id") in seen or app.get("user") != cluster.conf.user:
             continue
+        if WARM_TAG in (app.get("applicationTags") or "").split(","):
+            continue  # a warm AM waiting for a job (warm.py), or one handed a job elsewhere
         info = {"app_id": app["id"]}
         snap = lost_snapshot(info, {"name": app.get("name", "")}, app)
         if app.get("state") in RM_STATES:

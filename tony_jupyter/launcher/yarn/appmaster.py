@@ -1,0 +1,204 @@
+"""The AM's application on YARN, as the kernel makes it: the bundle's files, the AM container's
+launch context for the RM's REST API, the wait until the AM serves, and the cleanup of a
+submission that failed. Used by the usual submission (backend.py) and the warm AM (warm.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import time
+
+import requests
+
+from ... import retention, shards
+from ...bundle import Bundle
+from ...errors import BackendError
+from ...protocol import ExecutorEnv
+from ...spec import JobSpec
+from . import packenv, secure
+from .conf import HadoopConf
+from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
+from .staging import local_resource_json
+
+AM_START_TIMEOUT_S = 180.0
+# Files every executor localizes too (spec.json: the chief's MLflow run logs it); the token
+# and resources only the AM needs.
+EXECUTOR_FILES = ("cell.py", "names.pkl", "bundle.json", "spec.json")
+SRC_NAME = "src"  # the shipped directory, an ARCHIVE each executor localizes (executor/cell.py)
+
+
+def bundle_files(spec: JobSpec, bundle: Bundle, argv: list[str] | None, token: str) -> dict:
+    meta: dict = {
+        "filename": bundle.filename,
+        "pull": list(spec.pull),
+        "pushed": list(bundle.pushed),
+    }
+    if argv:
+        meta["argv"] = argv
+    shard_files: dict[str, bytes] = {}
+    if bundle.src is not None:
+        meta["src"] = bundle.src.meta()
+    if bundle.shards is not None:
+        # Parquet parts at the same relative paths as the local backend's; each container
+        # localizes only the parts its task reads (YarnProvider), the AM none.
+        meta["shards"], shard_files = shards.staged(bundle.shards)
+    return {
+        "spec.json": spec.to_json().encode(),
+        "token": token.encode(),
+        "cell.py": bundle.source.encode(),
+        "names.pkl": bundle.names,
+        "bundle.json": json.dumps(meta).encode(),
+        **shard_files,
+    }
+
+
+def executor_file(name: str) -> bool:
+    return name in EXECUTOR_FILES or name.startswith(shards.SHARDS_DIR + "/")
+
+
+def am_context(
+    conf: HadoopConf,
+    spec: JobSpec,
+    app_id: str,
+    staging_dir: str,
+    resources: dict,
+    tokens: dict[str, str] | None = None,
+) -> dict:
+    # --pack-env: the venv localized as the ARCHIVE "env" (packenv.py), in every container.
+    python = packenv.PYTHON if spec.pack_env else (spec.python or sys.executable)
+    env = {
+        # The AM starts a JVM (JPype) for AMRMClient/NMClient on the cluster's own classpath.
+        "CLASSPATH": "<CPS>".join(conf.app_classpath),
+        "TONY_JOB_ID": app_id,
+        "TONY_STAGING_DIR": f"{conf.default_fs.rstrip('/')}{staging_dir}",
+        "TONY_PYTHON": python,
+        # Passed on to the executors: tony_jupyter.data reads hdfs:// and checkpoints sync here.
+        "TONY_WEBHDFS_URL": conf.webhdfs.url,
+        "PYTHONUNBUFFERED": "1",
+        retention.DAYS_ENV: f"{retention.days():g}",  # the AM prunes the history on HDFS
+    }
+    if conf.secure:
+        # The AM's JVM and the tasks act as the user through the credentials' tokens;
+        # a krb5.conf elsewhere than /etc (as this host's) goes along for the AM's JVM.
+        env[ExecutorEnv.var("secure")] = "1"
+        if os.environ.get("KRB5_CONFIG"):
+            env["KRB5_CONFIG"] = os.environ["KRB5_CONFIG"]
+    else:
+        env["HADOOP_USER_NAME"] = conf.user
+    container: dict = {
+        "local-resources": local_resource_json(resources),
+        "environment": {"entry": [{"key": k, "value": v} for k, v in env.items()]},
+        "commands": {"command": None},
+    }
+    if conf.secure:
+        container["credentials"] = secure.credentials_json(tokens or {})
+        container["application-acls"] = secure.acls_json(conf.user)
+    cmd = (
+        f"{shlex.quote(python)} -m tony_jupyter.am {{{{PWD}}}} --provider yarn "
+        "--host 0.0.0.0 --advertise {{NM_HOST}} 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr"
+    )
+    return {
+        "application-id": app_id,
+        "application-name": spec.name,
+        "application-type": APP_TYPE,
+        "application-tags": {"tag": ["tony-jupyter"]},
+        "queue": spec.queue,
+        "resource": {"memory": spec.am_memory_mb, "vCores": spec.am_vcores},
+        # A lost AM is replaced by YARN's next application attempt, which recovers the job
+        # from the event log in staging (tony.am.retry-count; the RM caps it at its own
+        # yarn.resourcemanager.am.max-attempts). The old attempt's containers go with it.
+        "max-app-attempts": 1 + spec.am_retries,
+        "unmanaged-AM": False,
+        "keep-containers-across-application-attempts": False,
+        "am-container-spec": {**container, "commands": {"command": cmd}},
+    }
+
+
+def cleanup(rm, staging, app_id, submitted, record_dir) -> None:
+    if app_id and submitted:
+        try:
+            rm.kill(app_id)
+        except BackendError:
+            pass
+    if app_id:
+        try:
+            staging.remove(app_id)
+        except BackendError:
+            pass
+    if record_dir is not None:
+        shutil.rmtree(record_dir, ignore_errors=True)
+
+
+def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
+    """Until the AM has registered (its address in the app report) and answers its API."""
+    deadline = time.monotonic() + AM_START_TIMEOUT_S
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {token}"
+    app: dict = {}
+    while time.monotonic() < deadline:
+        app = rm.app(app_id) or {}
+        state = app.get("state")
+        if state in TERMINAL_APP_STATES and _queue_refused(app):
+            raise BackendError(
+                f"YARN refused the job in queue {app.get('queue')!r}: "
+                f"{' '.join(app.get('diagnostics', '').split())[:500]}. Submit to a queue "
+                f"{app.get('user')} may use (--queue NAME, tony.yarn.queue), or ask the "
+                "cluster's administrators for access to this one"
+            )
+        if state in TERMINAL_APP_STATES:
+            raise BackendError(
+                f"the job's AM ended before it started serving ({app_id} {state}/"
+                f"{app.get('finalStatus')}): {app.get('diagnostics', '').strip()[:1500]}"
+                + am_log_tail(app)
+            )
+        url = am_url_from_report(app)
+        if url:
+            try:
+                if session.get(f"{url}/api/v1/job", timeout=5).status_code == 200:
+                    return url
+            except requests.RequestException:
+                pass
+        time.sleep(0.1)
+    raise BackendError(
+        f"the job's AM did not start within {AM_START_TIMEOUT_S:g} s ({app_id} is "
+        f"{app.get('state')}: {app.get('diagnostics', '')[:500]}); the queue may be full. "
+        "The application was killed."
+    )
+
+
+def _queue_refused(app: dict) -> bool:
+    diag = (app.get("diagnostics") or "").lower()
+    return "permission to submit" in diag or "cannot submit applications" in diag
+
+
+def am_url_from_report(app: dict) -> str | None:
+    # The AM registers its HTTP port as the "RPC port": the report then names host:port.
+    addr = app.get("amRPCAddress") or ""
+    if (
+        app.get("state") == "RUNNING"
+        and re.match(r"^[^:\s]+:\d+$", addr)
+        and not addr.endswith(":-1")
+    ):
+        return f"http://{addr}"
+    return None
+
+
+def am_log_tail(app: dict, limit: int = 3000) -> str:
+    """The AM container's stderr through the NodeManager's REST API, if it still has it."""
+    m = re.match(r"^(https?://[^/]+)/node/containerlogs/([^/]+)/", app.get("amContainerLogs", ""))
+    if not m:
+        return ""
+    base, cid = m.groups()
+    texts = []
+    for name in ("am.stderr", "am.stdout"):
+        try:
+            r = requests.get(f"{base}/ws/v1/node/containerlogs/{cid}/{name}", timeout=5)
+        except requests.RequestException:
+            continue
+        if r.status_code == 200 and r.text.strip():
+            texts.append(f"--- {name} ({cid}) ---\n{r.text[-limit:]}")
+    return ("\n" + "\n".join(texts)) if texts else ""
