@@ -178,3 +178,37 @@ def tony_peer(cluster, workers: int, conf: dict) -> dict:
     if app is not None:  # when the RM had the application: the client's own start-up cost
         row["to_submitted_s"] = dshell.app(cluster, app)["startedTime"] / 1000 - t0
     return row
+
+
+def tony_warm(cluster, workers: int, conf: dict) -> dict:
+    """tony-jupyter on YARN, a kernel's later job: handed to the warm AM its previous job left
+    (launcher/yarn/warm.py). Untimed before t0: the warm AM is started as after a job of this
+    shape and waited for until it holds its containers (the user's think time between cells);
+    untimed after: it is let go, so that no side after this one finds the cluster held."""
+    from tony_jupyter import warm as switch
+    from tony_jupyter.launcher.yarn import secure, warm
+
+    os.environ[switch.YARN_IDLE] = "600"
+    try:
+        _, spec = parse_job_args(f"--workers {workers} --backend yarn --memory 1g")
+        bundle = make_bundle(WORKLOAD.read_text(), {}, extra=())
+        warm.replenish(secure.connect(spec), spec, bundle, None)
+        _wait_warm(workers)
+        return tony("yarn", workers, conf)
+    finally:
+        os.environ.pop(switch.YARN_IDLE, None)
+        warm.discard()
+
+
+def _wait_warm(workers: int, timeout: float = 180) -> None:
+    """Until the warm AM's spare executors all wait for a task (what a user's think time
+    between two cells gives them)."""
+    from tony_jupyter.launcher.yarn import warm
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        w = warm.current()
+        if w is not None and warm.ready(w) >= workers:
+            return
+        time.sleep(0.25)
+    raise TimeoutError("the warm AM's spare executors did not come up")

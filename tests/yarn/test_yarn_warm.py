@@ -52,11 +52,13 @@ def test_the_next_job_of_the_same_shape_trains_in_the_warm_ams_containers(shell,
     assert first[:2] == ("worker", 0)
     spare = _warm_app(cluster)
     assert "tony-jupyter-warm" in spare["applicationTags"]
-    # The spare containers are up before the job comes: the AM's and one per task.
+    # The spare executors wait before the job comes, in the AM's containers: one per task.
     deadline = time.monotonic() + 120
-    while len(held := {c["containerId"] for c in cluster.containers(spare["id"])}) < 3:
-        assert time.monotonic() < deadline, "the warm AM's containers never started"
+    while warm.ready(warm.current()) < 2:
+        assert time.monotonic() < deadline, "the warm AM's spare executors never came up"
         time.sleep(0.5)
+    held = {c["containerId"] for c in cluster.containers(spare["id"])}
+    assert len(held) == 3
 
     last = shell.run_cell_magic(
         "tony", "--workers 2 --no-tensorboard --pull history,replicas", MWMS

@@ -1,12 +1,12 @@
 """The devcluster's directory layout, fixed ports, and the Hadoop configuration it writes.
 
-One shared conf dir (``DIR/conf``, the ``HADOOP_CONF_DIR`` clients use) plus a conf dir per
-NodeManager holding only its ``yarn-site.xml``: the NM's classpath puts its own dir first, and
-Hadoop's ``Configuration`` loads the first ``yarn-site.xml`` the class loader finds.
-"""
+One shared conf dir (``DIR/conf``, the ``HADOOP_CONF_DIR`` clients use) plus a conf dir per NM
+holding only its ``yarn-site.xml``: the NM's classpath puts its own dir first, and Hadoop's
+``Configuration`` loads the first ``yarn-site.xml`` the class loader finds."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -14,10 +14,10 @@ from xml.sax.saxutils import escape
 from . import security as sec
 
 HOST = "127.0.0.1"
-GPU_LABEL = "gpu"
-GPU_RESOURCE = "yarn.io/gpu"
-NM_MEMORY_MB = 6144
-NM_VCORES = 8  # the default partition (nm1) fits an AM and 4 one-vcore workers with room
+GPU_LABEL, GPU_RESOURCE = "gpu", "yarn.io/gpu"
+# The default partition (nm1) fits an AM and 4 one-vcore workers with room (more for a bench).
+NM_MEMORY_MB = int(os.environ.get("TONY_DEVCLUSTER_NM_MEMORY_MB") or 6144)
+NM_VCORES = int(os.environ.get("TONY_DEVCLUSTER_NM_VCORES") or 8)
 # nm2 (the gpu partition) fits the mission's `--workers 8 --gpus 1` beside its AM.
 NM2_GPUS, NM2_VCORES = 8, 12
 

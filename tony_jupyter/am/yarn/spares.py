@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import socket
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +53,11 @@ class SparePool:
         self.token = token
         self.assigned: dict[str, dict] = {}  # container id -> what its executor is handed
         self.released: set[str] = set()
+        self.waiting: set[str] = set()  # containers whose executor waits here now
         self.files: dict[str, str] = {}  # the job's files for its executors, base64
         self.job: asyncio.Future | None = None
-        self.staged: threading.Thread | None = None
+        self.job_dir: Path | None = None
+        self.staged = False
         self.count = 0
 
     def ask(self, template: JobSpec, env: dict[str, str]) -> None:
@@ -83,7 +84,7 @@ class SparePool:
                 None,
             )
             if found is None:
-                self._wait_staged()  # a fresh container localizes the job's files
+                self._stage()  # a fresh container localizes the job's files
                 return False
             cid, spare = found
             launch = Launch(task, task_id, attempt, env, container=spare.container)
@@ -111,8 +112,7 @@ class SparePool:
 
     def adopt(self, job_dir: Path, files: dict[str, str]) -> None:
         """Write the job's files over the template's (localized files are symlinks into
-        NodeManager's cache: replaced, not written through), and stage them on HDFS in the
-        background for any task that a spare does not take (a fresh container localizes them)."""
+        NodeManager's cache: replaced, not written through)."""
         for name, b64 in files.items():
             path = job_dir / name
             path.unlink(missing_ok=True)
@@ -121,12 +121,16 @@ class SparePool:
         spec = JobSpec.from_json((job_dir / "spec.json").read_text())
         self.provider.keep_staging = spec.keep_staging
         self.provider.shards = None
-        self.staged = threading.Thread(target=self._stage, args=(job_dir,), daemon=True)
-        self.staged.start()
+        self.job_dir = job_dir
 
-    def _stage(self, job_dir: Path) -> None:
-        p = self.provider
-        J = p.J
+    def _stage(self) -> None:
+        """The job's files on HDFS, for a task no spare takes (a fresh container localizes them),
+        once, when first needed: not before (JPype's HDFS calls hold the GIL, and the event
+        loop that answers the spare executors would wait on them: ~0.8 s measured)."""
+        p, J, job_dir = self.provider, self.provider.J, self.job_dir
+        if self.staged or job_dir is None:
+            return
+        self.staged = True
         try:
             fs = J.Path(p.staging).getFileSystem(p.conf)
             for name in self.files:
@@ -143,10 +147,6 @@ class SparePool:
                 }
         except Exception as e:  # noqa: BLE001 - a fresh container then fails, and says why
             log.warning("staging the job's files: %s", e)
-
-    def _wait_staged(self) -> None:
-        if self.staged is not None:
-            self.staged.join()
 
 
 class _Handler(web.RequestHandler):
@@ -177,15 +177,28 @@ class TaskHandler(_Handler):
         self.check(task_token(self.pool.token, "spare"))
         cid = self.get_query_argument("container")
         deadline = asyncio.get_running_loop().time() + WAIT_S
-        while asyncio.get_running_loop().time() < deadline:
-            if cid in self.pool.assigned:
-                self.finish(self.pool.assigned[cid])
-                return
-            if cid in self.pool.released:
-                raise web.HTTPError(410)
-            await asyncio.sleep(POLL_S)
+        self.pool.waiting.add(cid)
+        try:
+            while asyncio.get_running_loop().time() < deadline:
+                if cid in self.pool.assigned:
+                    self.finish(self.pool.assigned[cid])
+                    return
+                if cid in self.pool.released:
+                    raise web.HTTPError(410)
+                await asyncio.sleep(POLL_S)
+        finally:
+            self.pool.waiting.discard(cid)
         self.set_status(204)
         self.finish()
+
+
+class StatusHandler(_Handler):
+    """How many spare executors wait now (ready to be handed a task), and whether a job came."""
+
+    def get(self) -> None:
+        self.check(self.pool.token)
+        job = self.pool.job
+        self.finish({"waiting": len(self.pool.waiting), "handed": bool(job and job.done())})
 
 
 class Switch(routing.Router):
@@ -227,6 +240,10 @@ def serve(argv: list[str]) -> int:
         if os.environ.get(name):
             env[name] = os.environ[name]
     pool.ask(template, env)
+    # What the AM imports once it has its job, imported while idle: handed a job, the event
+    # loop that answers the spare executors would otherwise stall on them (~0.5 s measured).
+    from .. import api, beats, cells, feed, main  # noqa: F401
+
     idle = float(os.environ.get(warm.YARN_IDLE, "") or warm.YARN_IDLE_DEFAULT_S)
     return asyncio.run(_run(job_dir, provider, pool, sock, url, args, idle))
 
@@ -239,6 +256,7 @@ async def _run(job_dir, provider, pool, sock, url, args, idle: float) -> int:
         [
             ("/api/v1/spare/job", JobHandler, {"pool": pool}),
             ("/api/v1/spare/task", TaskHandler, {"pool": pool}),
+            ("/api/v1/spare/status", StatusHandler, {"pool": pool}),
         ]  # fmt: skip
     )
     rules = [
