@@ -14,6 +14,7 @@ LABELS = {
     "tony_local": "tony-jupyter local",
     "tony_local_no_tb": "tony-jupyter local, no TensorBoard",
     "tony_yarn": "tony-jupyter YARN",
+    "tony_yarn_warm": "tony-jupyter YARN, warm AM",
     "tony": "TonY 0.4.7 YARN",
     "dshell_yarn": "distributed shell YARN",
 }

@@ -25,8 +25,13 @@ def _f(x, unit: str = "") -> str:
 def rows() -> list[tuple[str, str, str, str]]:
     """(figure, tony-jupyter, beside it, ratio)."""
     out = []
-    ttt = _load("time_to_training")
-    for n, got in ttt.get("workers", {}).items():
+    # the 1/2/4-worker run, then the 8-worker one (its own run: the devcluster's NodeManagers
+    # raised to hold TonY's 8 × 1 GB workers, TONY_DEVCLUSTER_NM_MEMORY_MB/_VCORES)
+    ttt = {
+        **_load("time_to_training").get("workers", {}),
+        **_load("time_to_training-workers8").get("workers", {}),
+    }
+    for n, got in ttt.items():
         med, r = got["median"], got["ratios"]
         for key, label in (("to_user_code_s", "user code"), ("to_first_step_s", "first step")):
             for side, other, vs in (
@@ -34,6 +39,8 @@ def rows() -> list[tuple[str, str, str, str]]:
                 ("tony_yarn", "tony", "TonY 0.4.7 (YARN)"),
                 ("tony_yarn", "dshell_yarn", "distributed shell (YARN)"),
                 ("tony_yarn", "hand", "hand-launched"),
+                ("tony_yarn_warm", "tony", "TonY 0.4.7 (YARN)"),
+                ("tony_yarn_warm", "dshell_yarn", "distributed shell (YARN)"),
             ):
                 if side in med and other in med:
                     out.append(
