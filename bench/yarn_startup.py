@@ -121,4 +121,30 @@ def run(ctx: Context) -> dict:
         backend: {k: statistics.median(r[k] for r in got) for k in got[0]}
         for backend, got in rows.items()
     }
-    return {"workers": workers, "runs": runs, "median": summary, "all": rows}
+    ab = upload_ab(max(runs, 8))
+    return {"workers": workers, "runs": runs, "median": summary, "all": rows, "upload": ab}
+
+
+def upload_ab(rounds: int) -> dict:
+    """The job's five small files written into staging one after another (as before) and side by
+    side (yarn_staging.UPLOAD_THREADS), A B per round, through the same WebHDFS client."""
+    from tony_jupyter.launcher.yarn import secure
+
+    _, spec = parse_job_args("--workers 2 --backend yarn")
+    st = secure.connect(spec).staging
+    files = {n: b"x" * 400 for n in ("spec.json", "token", "cell.py", "names.pkl", "bundle.json")}
+    threads = yarn_staging.UPLOAD_THREADS
+    got: dict[str, list[float]] = {"in_turn_s": [], "side_by_side_s": []}
+    try:
+        for r in range(rounds):
+            for side, n in (("in_turn_s", 1), ("side_by_side_s", threads)):
+                yarn_staging.UPLOAD_THREADS = n
+                name = f"bench_upload_{r}_{n}"
+                t = time.perf_counter()
+                st.upload(name, files, private=("token",))
+                got[side].append(time.perf_counter() - t)
+                st.remove(name)
+    finally:
+        yarn_staging.UPLOAD_THREADS = threads
+    med = {k: statistics.median(v) for k, v in got.items()}
+    return {"median": med, "ratio": med["side_by_side_s"] / med["in_turn_s"], "all": got}

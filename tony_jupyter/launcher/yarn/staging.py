@@ -15,6 +15,7 @@ import posixpath
 import secrets
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import requests
@@ -29,6 +30,7 @@ from .conf import Address
 STAGING = ".tony-jupyter"
 ENVS = "envs"  # --pack-env archives, one per content hash, kept across jobs
 SRCS = "src"  # shipped directories (srcdir.py), one per content hash, kept across jobs
+UPLOAD_THREADS = 8
 
 
 class Staging:
@@ -110,27 +112,32 @@ class Staging:
         """Write ``files`` into the job's directory; returns YARN local-resource entries."""
         d = self.job_dir(app_id)
         self._call(f"creating {d}", self.client.makedirs, d, permission="700")
-        resources = {}
-        for name, data in files.items():
+
+        def write(name: str) -> tuple[str, dict]:
             path = posixpath.join(d, name)
             mode = "600" if name in private else "644"
             self._call(
                 f"writing {path}",
                 self.client.write,
                 path,
-                data=data,
+                data=files[name],
                 overwrite=True,
                 permission=mode,
             )
             st = self._call(f"reading {path}", self.client.status, path)
-            resources[name] = {
+            return name, {
                 "resource": f"{self.fs}{path}",
                 "type": "FILE",
                 "visibility": "APPLICATION",
                 "size": st["length"],
                 "timestamp": st["modificationTime"],
             }
-        return resources
+
+        # Each file is three round trips (NameNode, DataNode, status): side by side, not in turn;
+        # in turn with SPNEGO, whose auth handler keeps per-host state that is not thread-safe.
+        threads = UPLOAD_THREADS if self.http.auth is None else 1
+        with ThreadPoolExecutor(min(threads, max(1, len(files)))) as pool:
+            return dict(pool.map(write, files))
 
     def env_archive(self, prefix: Path) -> tuple[dict, dict]:
         """The venv at ``prefix`` as a YARN ARCHIVE entry, packed and uploaded only if its
