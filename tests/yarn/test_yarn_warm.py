@@ -91,3 +91,22 @@ def test_an_unused_warm_am_gives_its_containers_back_by_itself(
     end = cluster.wait_app_end(spare["id"], 90)
     assert end["state"] == "FINISHED" and "not handed a job within 5 s" in end["diagnostics"]
     cluster.wait_nothing_left({spare["id"]})  # its staging directory went with it
+
+
+def test_a_session_is_handed_to_the_warm_am_too(shell, cluster, warm_on):
+    from tony_jupyter import session as sessions
+
+    shell.run_cell_magic("tony", "--workers 2 --no-tensorboard", WHERE)
+    spare = _warm_app(cluster)
+    deadline = time.monotonic() + 120
+    while warm.ready(warm.current()) < 2:
+        assert time.monotonic() < deadline, "the warm AM's spare executors never came up"
+        time.sleep(0.5)
+    shell.run_line_magic("tony", "session start --workers 2 --no-tensorboard")
+    try:
+        assert sessions.current().job.job_id == spare["id"]
+        assert shell.run_cell_magic("tony", "", "n = 41") is None
+        assert shell.run_cell_magic("tony", "", "n + 1") == 42  # state kept between cells
+    finally:
+        shell.run_line_magic("tony", "session stop")
+    assert cluster.wait_app_end(spare["id"], 60)["state"] == "FINISHED"
