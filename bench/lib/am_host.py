@@ -1,9 +1,11 @@
 """``python -m bench.lib.am_host JOB_DIR``: tony-jupyter's AM (Coordinator + HTTP API, unchanged)
-with the FakeProvider, in its own process so its CPU and memory can be measured alone."""
+with the FakeProvider, in its own process so its CPU and memory can be measured alone.
+``TONY_BENCH_PROFILE=FILE``: run it under cProfile and write the stats to FILE at its end."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -17,7 +19,16 @@ def main() -> int:
     async def amain() -> int:
         return await AM(job_dir, FakeProvider()).run()
 
-    return asyncio.run(amain())
+    profile = os.environ.get("TONY_BENCH_PROFILE")
+    if not profile:
+        return asyncio.run(amain())
+    import cProfile
+
+    with cProfile.Profile() as prof:
+        try:
+            return asyncio.run(amain())
+        finally:
+            prof.dump_stats(profile)
 
 
 if __name__ == "__main__":

@@ -187,7 +187,7 @@ class AM:
         ticker.start()
         try:
             while self.coordinator.state not in TERMINAL_JOB_STATES:
-                await self.state.changed.wait()
+                await self.state.turned.wait()  # the job's end is a turn
         finally:
             ticker.stop()
             self.provider.set_outcome(self.coordinator.state, self.coordinator.reason)
