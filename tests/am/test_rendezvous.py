@@ -13,7 +13,7 @@ from tornado.netutil import bind_sockets
 
 from tests.am.test_coordinator import make, register_all
 from tony_jupyter.am.api import make_app
-from tony_jupyter.am.http import AMState
+from tony_jupyter.am.http import WAKE_BATCH, AMState, Waiters
 from tony_jupyter.protocol import FailedAttempt, JobSnapshot, TaskView, task_token
 
 TOKEN = "t" * 32
@@ -121,3 +121,33 @@ def test_the_snapshot_is_the_records_own_json_form(tmp_path):
     ).to_json()
     assert json.loads(json.dumps(got)) == want
     assert c.snapshot().to_json() == want
+
+
+def test_many_waiters_are_woken_in_batches_between_which_the_loop_reads_sockets():
+    n = 3 * WAKE_BATCH + 1
+
+    async def scenario():
+        waiters = Waiters()
+        passes, woken_at = [0], []
+
+        async def waiter():
+            await waiters.wait(10)
+            woken_at.append(passes[0])
+
+        def count_pass():  # runs once per pass of the loop, as a socket's reading would
+            passes[0] += 1
+            if len(woken_at) < n:
+                asyncio.get_running_loop().call_soon(count_pass)
+
+        tasks = [asyncio.ensure_future(waiter()) for _ in range(n)]
+        await asyncio.sleep(0.01)
+        waiters.notify_all()
+        count_pass()
+        await asyncio.gather(*tasks)
+        late = await asyncio.gather(waiters.wait(0.01))  # no turn: it times out, unharmed
+        return woken_at, late
+
+    woken_at, late = asyncio.run(scenario())
+    assert len(woken_at) == n and late == [None]
+    assert len(set(woken_at)) >= 4  # 4 batches, in 4 different passes of the loop
+    assert max(woken_at.count(p) for p in set(woken_at)) <= WAKE_BATCH

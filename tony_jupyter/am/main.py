@@ -26,6 +26,10 @@ from .local import LocalProvider
 from .provider import Provider
 
 TICK_MS = 200
+# Connections not yet accepted, per listening socket (the kernel caps it at somaxconn): a
+# large job's executors connect in a burst, and a connection the queue drops waits for TCP's
+# SYN retries (1 s, 3 s, 7 s, ...), longer than the missed-heartbeat limit at 10,000 tasks.
+BACKLOG = 4096
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -85,7 +89,7 @@ class AM:
         self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.socket.bind((host, 0))
-        self.socket.listen(1024)
+        self.socket.listen(BACKLOG)
         self.socket.setblocking(False)
         self.port = self.socket.getsockname()[1]
         self.url = f"http://{advertise or host}:{self.port}"
