@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 import requests
 
+from bench.lib import before as before_lib
 from bench.lib.common import REPO, Context, log, pct
 from tony_jupyter.options import parse_job_args
 
@@ -66,7 +67,9 @@ def level(n: int, steady_s: float, mode: str = "stream", period_ms: int = 1000) 
     token = (d / "token").read_text()
     auth = {"Authorization": f"Bearer {token}"}
     # One simulator process on its own core drives every executor (sim_executors.py).
-    seconds = steady_s + (15 if n > 100 else 4) + n / 200  # every executor registers first
+    # The simulator's longest run: every executor registers first (the bench tells it to
+    # stop once it has measured, ``.stop`` beside its output).
+    seconds = steady_s + (15 if n > 100 else 4) + n / 50
     out = d / "sim-0.json"
     cmd = [
         *_cores()[1],
@@ -101,17 +104,23 @@ def level(n: int, steady_s: float, mode: str = "stream", period_ms: int = 1000) 
             for e in got["events"]:
                 if e["kind"] == "job":
                     state = e["state"]
-        time.sleep(min(3.0, steady_s / 3))  # heartbeats settle into their period
+        # Heartbeats settle into their period, after the cluster spec's fan-out (~17 s of
+        # 10,000 answers of ~200 KB at 10,000 executors).
+        time.sleep(min(3.0, steady_s / 3) + n / 500)
+        sim_proc = psutil.Process(sim.pid)
+        sim0 = sim_proc.cpu_times()
         cpu0, t0, wall0 = proc.cpu_times(), time.monotonic(), time.time()
         rss, fds = [], []
-        while time.monotonic() - t0 < steady_s / 2:
+        while time.monotonic() - t0 < steady_s:
             rss.append(proc.memory_info().rss)
             fds.append(proc.num_fds())
             time.sleep(0.5)
         cpu1, t1, wall1 = proc.cpu_times(), time.monotonic(), time.time()
+        sim1 = sim_proc.cpu_times()
         t = time.monotonic()  # one watcher's look at the whole job, after the window
         requests.get(f"{info['url']}/api/v1/job", headers=auth, timeout=60).json()
         snapshot_s = time.monotonic() - t
+        Path(f"{out}.stop").touch()
         sim.wait(seconds + 120)
         snap = requests.get(f"{info['url']}/api/v1/job", headers=auth, timeout=30).json()
     finally:
@@ -144,6 +153,11 @@ def level(n: int, steady_s: float, mode: str = "stream", period_ms: int = 1000) 
         "job_state_after": snap["state"],
         "job_reason_after": snap.get("reason", "")[:300],
         "am_cpu_percent": round(100 * cpu_s / (t1 - t0), 1),
+        # The simulator's core: near 100 % it, not the AM, adds latency (an answer waits in its
+        # socket until the simulator's loop reads it).
+        "sim_cpu_percent": round(
+            100 * ((sim1.user + sim1.system) - (sim0.user + sim0.system)) / (t1 - t0), 1
+        ),
         "am_rss_mib": round(max(rss) / 2**20, 1),
         "am_fds": max(fds),
         "heartbeats": len(beats),
@@ -165,6 +179,19 @@ def level(n: int, steady_s: float, mode: str = "stream", period_ms: int = 1000) 
     }
 
 
+def _failed(n: int, e: Exception, mode: str = "before") -> dict:
+    """A level the bench could not finish (the AM stopped answering): broken, and why."""
+    why = f"{type(e).__name__}: {e}"[-600:]
+    return {
+        "executors": n,
+        "heartbeats_by": mode,
+        "heartbeat_p99_s": None,
+        "errors": 1,
+        "job_state_after": "BENCH FAILED",
+        "first_errors": [why],
+    }
+
+
 def _broken(row: dict) -> bool:
     p99 = row["heartbeat_p99_s"]
     return (
@@ -179,6 +206,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--levels", default="100,1000,2000,4000,10000", help="numbers of executors")
     p.add_argument("--steady", type=float, default=20.0, help="seconds measured at each level")
     p.add_argument("--modes", default="http,stream", help="heartbeat transports, A B per level")
+    p.add_argument(
+        "--before",
+        default=None,
+        help="also the AM at this git revision (bench/lib/before.py), same simulator, each "
+        "level A B on the stream",
+    )
     p.add_argument(
         "--period-ms",
         type=int,
@@ -196,12 +229,34 @@ def run(ctx: Context) -> dict:
     modes = args.modes.split(",")
     rows = []
     broken: set[str] = set()
+    rev = None if quick else args.before
+    old = before_lib.tree(rev) if rev else None
+    load = os.getloadavg()[0]
     for n in levels:
+        if old is not None and "before" not in broken:  # the AM at REV, A B with this one's
+            log(f"am_scale: {n} simulated executors, the AM at {rev}")
+            try:
+                row = before_lib.call(
+                    old, "bench.am_scale:level", n, steady, "stream", args.period_ms, timeout=900
+                )
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                row = _failed(n, e)
+            row.update(heartbeats_by="before", before_rev=rev)
+            row["load_before_after"] = [load, os.getloadavg()[0]]
+            load = os.getloadavg()[0]
+            rows.append(row)
+            if n >= 1000 and _broken(row):
+                broken.add("before")
         for mode in modes:
             if mode in broken:
                 continue
             log(f"am_scale: {n} simulated executors, heartbeats by {mode}, {args.period_ms} ms")
-            row = level(n, steady, mode, args.period_ms)
+            try:
+                row = level(n, steady, mode, args.period_ms)
+            except (OSError, RuntimeError, ValueError, requests.RequestException) as e:
+                row = _failed(n, e, mode)
+            row["load_before_after"] = [load, os.getloadavg()[0]]
+            load = os.getloadavg()[0]
             log(
                 f"  cpu {row['am_cpu_percent']}%, {row['am_cpu_ms_per_heartbeat']} ms/beat, "
                 f"rss {row['am_rss_mib']} MiB, p99 {row['heartbeat_p99_s']} s, "
@@ -211,8 +266,8 @@ def run(ctx: Context) -> dict:
             # 1,000 is the figure asked for: always measured; beyond it, stop at the first break.
             if n >= 1000 and _broken(row):
                 broken.add(mode)
-    for mode in modes:
-        mine = [r for r in rows if r["heartbeats_by"] == mode]
+    for mode in [*modes, "before"]:
+        mine = [r for r in rows if r["heartbeats_by"] == mode and "am_rss_mib" in r]
         if len(mine) >= 2:  # the AM's memory per task: the slope between the end levels
             lo, hi = mine[0], mine[-1]
             per = (hi["am_rss_mib"] - lo["am_rss_mib"]) * 1024 / (hi["executors"] - lo["executors"])
@@ -223,7 +278,7 @@ def run(ctx: Context) -> dict:
         "steady_s": steady,
         "breaks_at_executors": {
             m: next((r["executors"] for r in rows if r["heartbeats_by"] == m and _broken(r)), None)
-            for m in modes
+            for m in [*modes, "before"]
         },
         "break_rule": f"heartbeat p99 > {BREAK_P99_S} s, any error, or the job failed",
     }

@@ -93,6 +93,7 @@ class Coordinator:
         self._listeners: list = []  # callables notified on every change (the AM's long-polls)
         self._turn_listeners: list = []  # ... on a change of the job's course (subscribe)
         self.metrics = MetricLog()  # each task's progress and resource use over time
+        self.deadlines = rules.Deadlines()  # when each task's heartbeats are due
         (job_dir / "logs").mkdir(parents=True, exist_ok=True)
         self._event_file = open(job_dir / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
 
@@ -216,6 +217,7 @@ class Coordinator:
         task = self.live_task(task_id, attempt)
         task.host, task.port, task.pid, task.container = host, port, pid, container
         task.registered_at = task.last_heartbeat = self.clock()
+        self.deadlines.watch(task, rules.silence_limit(self.spec))
         self._set_task_state(task, TaskState.REGISTERED, host=f"{host}:{port}")
         if self.cluster_spec is not None:  # elastic: a late or replacement worker joins
             self._set_task_state(task, TaskState.RUNNING)
