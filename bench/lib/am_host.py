@@ -19,6 +19,20 @@ def main() -> int:
     async def amain() -> int:
         return await AM(job_dir, FakeProvider()).run()
 
+    if os.environ.get("TONY_BENCH_GC_LOG"):  # each collection's generation and duration
+        import gc
+        import time
+
+        started = [0.0]
+
+        def note(phase: str, info: dict) -> None:
+            if phase == "start":
+                started[0] = time.perf_counter()
+            elif info["generation"] == 2 or time.perf_counter() - started[0] > 0.05:
+                took = time.perf_counter() - started[0]
+                print(f"gc gen{info['generation']} {took * 1000:.1f} ms", flush=True)
+
+        gc.callbacks.append(note)
     profile = os.environ.get("TONY_BENCH_PROFILE")
     if not profile:
         return asyncio.run(amain())
