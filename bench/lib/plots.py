@@ -69,7 +69,8 @@ def draw(name: str, data: dict) -> None:
 
         for by in sorted({side(r) for r in data["levels"]}):
             rows = sorted(
-                (r for r in data["levels"] if side(r) == by), key=lambda r: r["executors"]
+                (r for r in data["levels"] if side(r) == by and r.get("heartbeat_p50_s")),
+                key=lambda r: r["executors"],
             )
             xs = [r["executors"] for r in rows]
             ax.plot(xs, [r["heartbeat_p99_s"] for r in rows], "o-", label=f"{by}: p99 (s)")

@@ -153,9 +153,10 @@ def rows() -> list[tuple[str, str, str, str]]:
             (
                 f"AM, {lv['executors']} simulated executors, heartbeats by {by}: "
                 "heartbeat p50 / p99; AM CPU per heartbeat (goal ≤ 0.1 ms)",
-                f"{_f(lv['heartbeat_p50_s'], ' s')} / {_f(lv['heartbeat_p99_s'], ' s')}; "
-                f"{_f(lv['am_cpu_ms_per_heartbeat'], ' ms')}",
-                f"AM CPU {_f(lv['am_cpu_percent'], ' %')}, RSS {_f(lv['am_rss_mib'], ' MiB')}"
+                f"{_f(lv.get('heartbeat_p50_s'), ' s')} / {_f(lv.get('heartbeat_p99_s'), ' s')}; "
+                f"{_f(lv.get('am_cpu_ms_per_heartbeat'), ' ms')}",
+                f"AM CPU {_f(lv.get('am_cpu_percent'), ' %')}, "
+                f"RSS {_f(lv.get('am_rss_mib'), ' MiB')}"
                 + (
                     f" ({_f(lv['am_rss_kib_per_task'], ' KiB')}/task)"
                     if "am_rss_kib_per_task" in lv

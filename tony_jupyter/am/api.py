@@ -26,7 +26,7 @@ log = logging.getLogger("tony_jupyter.am")
 
 class JobHandler(BaseHandler):
     def get(self) -> None:
-        self.finish(self.coord.snapshot().to_json())
+        self.finish(self.coord.snapshot_json())
 
 
 class EventsHandler(BaseHandler):
@@ -169,10 +169,16 @@ class ClusterSpecHandler(ExecutorHandler):
     async def get(self) -> None:
         task, attempt = self.own_task(self.get_argument("task")), self.int_arg("attempt")
         try:
-            spec = await self.long_poll_task(task, attempt, lambda: self.coord.cluster_spec)
+            spec = await self.long_poll_task(
+                task, attempt, self.am.cluster_spec_answer, on=self.am.turned
+            )
         except StaleAttempt as e:
             return self.stale(e)
-        self.finish({"cluster_spec": spec})
+        if spec is None:
+            self.finish({"cluster_spec": None})
+            return
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.finish(spec)
 
 
 class HeartbeatHandler(ExecutorHandler):

@@ -120,6 +120,7 @@ class BeatProtocol(asyncio.Protocol):
 async def serve_beats(am: AMState, host: str) -> asyncio.AbstractServer:
     """The heartbeat streams of a job's executors, on the AM's loop; ``am.beat_port`` set."""
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: BeatProtocol(am), host, 0)
+    # Each executor's stream connects in the burst of a job's start (main.py's BACKLOG).
+    server = await loop.create_server(lambda: BeatProtocol(am), host, 0, backlog=4096)
     am.beat_port = server.sockets[0].getsockname()[1]
     return server

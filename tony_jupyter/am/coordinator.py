@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..protocol import (
@@ -15,19 +15,20 @@ from ..protocol import (
     Event,
     EventKind,
     ExecutorEnv,
-    FailedAttempt,
     JobSnapshot,
     JobState,
     TaskState,
-    TaskView,
     progress_time,
     task_token,
 )
 from ..spec import JobSpec
-from . import elastic, recovery, rules
+from . import elastic, recovery, rules, views
 from .metrics import MetricLog
 from .provider import Provider
 from .recovery import ENDPOINT_SECRETS
+
+# A task's events that cannot end a cluster-spec long-poll (see Coordinator.subscribe).
+_STARTING_STATES = frozenset((TaskState.LAUNCHED, TaskState.REGISTERED, TaskState.RUNNING))
 
 
 class StaleAttempt(Exception):
@@ -90,7 +91,9 @@ class Coordinator:
         self.attempt_started = 0.0
         self.chief_done_at: float | None = None
         self._listeners: list = []  # callables notified on every change (the AM's long-polls)
+        self._turn_listeners: list = []  # ... on a change of the job's course (subscribe)
         self.metrics = MetricLog()  # each task's progress and resource use over time
+        self.deadlines = rules.Deadlines()  # when each task's heartbeats are due
         (job_dir / "logs").mkdir(parents=True, exist_ok=True)
         self._event_file = open(job_dir / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
 
@@ -105,6 +108,9 @@ class Coordinator:
         self._event_file.flush()
         self.provider.record_event({**event, **private} if private else event)
         self.changed()
+        if kind is not EventKind.TASK or data.get("state") not in _STARTING_STATES:
+            for notify in list(self._turn_listeners):
+                notify()
 
     def keep_event(self, event: dict | None) -> None:
         """An event taken over from a lost AM (recovery.py), written unflushed; None flushes."""
@@ -114,9 +120,13 @@ class Coordinator:
         self.events.append(event)
         self._event_file.write(json.dumps(event) + "\n")
 
-    def subscribe(self, notify) -> None:
-        """Call ``notify()`` on every change (the AM's long-polls wait on it)."""
-        self._listeners.append(notify)
+    def subscribe(self, notify, turns_only: bool = False) -> None:
+        """Call ``notify()`` on every change (the AM's long-polls wait on it); ``turns_only``:
+        on every event but a task's launch, registration and start, which is every change
+        that can end a cluster-spec long-poll (the spec handed out: the job turns RUNNING; an
+        attempt over: the job's or an attempt's event, or a task's end). At 10,000 tasks
+        waking every waiter on each registration and heartbeat was O(tasks²) wake-ups."""
+        (self._turn_listeners if turns_only else self._listeners).append(notify)
 
     def changed(self) -> None:
         for notify in list(self._listeners):
@@ -207,6 +217,7 @@ class Coordinator:
         task = self.live_task(task_id, attempt)
         task.host, task.port, task.pid, task.container = host, port, pid, container
         task.registered_at = task.last_heartbeat = self.clock()
+        self.deadlines.watch(task, rules.silence_limit(self.spec))
         self._set_task_state(task, TaskState.REGISTERED, host=f"{host}:{port}")
         if self.cluster_spec is not None:  # elastic: a late or replacement worker joins
             self._set_task_state(task, TaskState.RUNNING)
@@ -246,8 +257,7 @@ class Coordinator:
         if resources:
             cpu = resources.get("cpu_percent")
             task.cpu_percent = float(cpu) if isinstance(cpu, (int, float)) else None
-            gpus = resources.get("gpus")
-            task.gpus = [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
+            task.gpus = views.gpus_json(resources.get("gpus"))
         self.metrics.add(attempt, task_id, task.last_heartbeat, task.progress, resources)
         self.changed()
 
@@ -372,29 +382,17 @@ class Coordinator:
 
     def write_status(self) -> None:
         tmp = self.job_dir / "status.json.tmp"
-        tmp.write_text(json.dumps(self.snapshot().to_json(), indent=1))
+        tmp.write_text(json.dumps(self.snapshot_json(), indent=1))
         tmp.replace(self.job_dir / "status.json")
 
     # --- views ------------------------------------------------------------------------------
 
     def snapshot(self) -> JobSnapshot:
-        return JobSnapshot(
-            job_id=self.job_id,
-            name=self.spec.name,
-            backend=self.spec.backend,
-            state=JobState(self.state),
-            reason=self.reason,
-            failed_task=self.failed_task,
-            attempt=self.attempt,
-            max_attempts=self.spec.max_attempts,
-            attempts=tuple(FailedAttempt.from_json(a) for a in self.attempt_history),
-            started=self.started_at,
-            finished=self.finished_at,
-            now=self.clock(),
-            endpoints=dict(self.endpoints),
-            chief=self.spec.chief_id,
-            tasks=tuple(TaskView.from_json(asdict(t)) for t in self.tasks.values()),
-        )
+        return views.snapshot(self)
+
+    def snapshot_json(self) -> dict:
+        """``snapshot().to_json()``, built straight from the task records (views.py)."""
+        return views.snapshot_json(self)
 
     def close(self) -> None:
         self._event_file.close()

@@ -31,7 +31,7 @@ class FeedHandler(BaseHandler):
                 break
             await self.wait_change(left)
         version = self.am.version
-        snapshot = self.coord.snapshot().to_json()  # before the logs: they are never behind it
+        snapshot = self.coord.snapshot_json()  # before the logs: they are never behind it
         logs = {}
         for task, offset in offsets.items():
             data = self.read_log(task, attempt, offset, FEED_LOG_READ)

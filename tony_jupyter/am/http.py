@@ -9,15 +9,15 @@ only to that task's executor: it acts for that task alone (``executor/*`` and ``
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import re
 import time
 from collections.abc import Callable
-from datetime import timedelta
 from typing import TYPE_CHECKING, TypeVar
 
-from tornado import locks, web
+from tornado import web
 
 from ..protocol import task_token
 from .coordinator import Coordinator, StaleAttempt
@@ -36,16 +36,61 @@ MAX_OFFSET = 1 << 62
 _TOKEN_IN_QUERY = re.compile(r"((?:^|[?&])(?:token|access_token)=)[^&]*", re.IGNORECASE)
 
 
+WAKE_BATCH = 256  # waiters woken per pass of the event loop (Waiters)
+
+
+class Waiters:
+    """Long-polls waiting for a change. ``notify_all`` wakes them ``WAKE_BATCH`` at a time, one
+    batch per pass of the event loop: at 10,000 tasks waking every cluster-spec waiter at once
+    ran 10,000 answers (~1.4 ms each: the spec is 10,000 entries) before the loop read a socket
+    again, and heartbeats waited for them. With no waiter it costs a test of a dict (it runs
+    on every heartbeat)."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[int, asyncio.Future] = {}
+        self._next = 0
+
+    async def wait(self, timeout: float | None = None) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        key, self._next = self._next, self._next + 1
+        self._waiters[key] = waiter
+        try:
+            await asyncio.wait_for(waiter, timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._waiters.pop(key, None)
+
+    def notify_all(self) -> None:
+        if self._waiters:
+            waiters, self._waiters = list(self._waiters.values()), {}
+            asyncio.get_running_loop().create_task(self._wake(waiters))
+
+    @staticmethod
+    async def _wake(waiters: list[asyncio.Future]) -> None:
+        for i in range(0, len(waiters), WAKE_BATCH):
+            for w in waiters[i : i + WAKE_BATCH]:
+                if not w.done():
+                    w.set_result(None)
+            await asyncio.sleep(0)
+
+
 class AMState:
-    """What the handlers share: the coordinator, the token, a condition for long-polls."""
+    """What the handlers share: the coordinator, the token, conditions for long-polls:
+    ``changed`` on every change (heartbeats and log batches too), ``turned`` only when the
+    job's course changes (the cluster spec handed out, an attempt or a task over), which is
+    what a cluster-spec waiter and the AM's main loop wait for."""
 
     def __init__(self, coordinator: Coordinator, token: str):
         self.coordinator, self.token = coordinator, token
-        self.changed = locks.Condition()
+        self.changed = Waiters()
+        self.turned = Waiters()
+        self._spec_json: tuple[object, bytes] | None = None
         self.released = False
         self.version = 0  # counts the job's changes: a follower's feed waits for the next one
         coordinator.subscribe(self._count_change)
         coordinator.subscribe(self.changed.notify_all)
+        coordinator.subscribe(self.turned.notify_all, turns_only=True)
         self.cells: CellQueue | None = None  # a session's cells
         self.beat_port: int | None = None  # the heartbeat streams' port (beats.py)
 
@@ -56,6 +101,16 @@ class AMState:
 
     def _count_change(self) -> None:
         self.version += 1
+
+    def cluster_spec_answer(self) -> bytes | None:
+        """``{"cluster_spec": ...}`` encoded once per spec, for every task that asks (10,000
+        tasks asking for a 10,000-entry spec: 10,000 encodings of it otherwise)."""
+        spec = self.coordinator.cluster_spec
+        if spec is None:
+            return None
+        if self._spec_json is None or self._spec_json[0] is not spec:
+            self._spec_json = (spec, json.dumps({"cluster_spec": spec}).encode())
+        return self._spec_json[1]
 
     def task_for(self, token: bytes) -> str | None:
         """The task whose own token this is, or None."""
@@ -205,18 +260,24 @@ class BaseHandler(web.RequestHandler):
         self.set_status(410)
         self.finish({"command": "stop", "error": str(e)})
 
-    async def wait_change(self, timeout: float) -> None:
-        await self.am.changed.wait(timeout=timedelta(seconds=min(timeout, MAX_LONG_POLL_S)))
+    async def wait_change(self, timeout: float, on: Waiters | None = None) -> None:
+        """Until the job changes (``on``: turns) or ``timeout`` seconds have passed."""
+        await (on or self.am.changed).wait(min(timeout, MAX_LONG_POLL_S))
 
     async def long_poll_task(
-        self, task: str, attempt: int, found: Callable[[], T | None]
+        self,
+        task: str,
+        attempt: int,
+        found: Callable[[], T | None],
+        on: Waiters | None = None,
     ) -> T | None:
         """An executor's long-poll (``?timeout=``): ``found()``'s first answer that is not None,
-        or None at the deadline; :class:`StaleAttempt` as soon as the task's attempt is over."""
+        or None at the deadline; :class:`StaleAttempt` as soon as the task's attempt is over.
+        It looks again when ``on`` (default: any change) is notified."""
         deadline = time.monotonic() + self.seconds_arg("timeout", 10)
         while True:
             self.coord.live_task(task, attempt)
             got = found()
             if got is not None or time.monotonic() >= deadline:
                 return got
-            await self.wait_change(deadline - time.monotonic())
+            await self.wait_change(deadline - time.monotonic(), on)

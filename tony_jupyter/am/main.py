@@ -8,6 +8,7 @@ released it (or ``tony.am.linger-sec`` passes), so results and logs can still be
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import signal
@@ -26,6 +27,10 @@ from .local import LocalProvider
 from .provider import Provider
 
 TICK_MS = 200
+# Connections not yet accepted, per listening socket (the kernel caps it at somaxconn): a
+# large job's executors connect in a burst, and a connection the queue drops waits for TCP's
+# SYN retries (1 s, 3 s, 7 s, ...), longer than the missed-heartbeat limit at 10,000 tasks.
+BACKLOG = 4096
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
@@ -91,13 +96,14 @@ class AM:
             self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             self.socket.bind((host, 0))
-            self.socket.listen(1024)
+            self.socket.listen(BACKLOG)
             self.socket.setblocking(False)
             self.url = f"http://{advertise or host}:{self.socket.getsockname()[1]}"
         self.port = self.socket.getsockname()[1]
         env = executor_env(self.job_id, self.spec, self.url, self.token, job_dir)
         self.coordinator = Coordinator(self.job_id, self.spec, job_dir, provider, env)
         self.launched = False
+        self._frozen = False  # gc.freeze() done (_tick)
         self._loop: Any = None  # the running loop, once run() started
         self._early_exits: list[tuple] = []  # exits reported before the event loop ran
         self._exits_lock = threading.Lock()
@@ -142,6 +148,12 @@ class AM:
 
     def _tick(self) -> None:
         self.coordinator.tick()
+        if self.coordinator.state == JobState.RUNNING and not self._frozen:
+            # What the job's start made (tasks, tokens, connections) lives as long as the job:
+            # out of the collector's full passes, which at 5,000 tasks took 0.2-0.6 s each,
+            # with the event loop (every heartbeat) stopped.
+            gc.freeze()
+            self._frozen = True
         if self.state.cells is not None:
             self.state.cells.tick()
 
@@ -197,7 +209,7 @@ class AM:
         ticker.start()
         try:
             while self.coordinator.state not in TERMINAL_JOB_STATES:
-                await self.state.changed.wait()
+                await self.state.turned.wait()  # the job's end is a turn
         finally:
             ticker.stop()
             self.provider.set_outcome(self.coordinator.state, self.coordinator.reason)

@@ -55,7 +55,7 @@ class CellHandler(SessionHandler):
             await self.wait_change(timeout)
         answer = cell.view(with_value=True)
         if read is not None:
-            answer["job"] = self.coord.snapshot().to_json()
+            answer["job"] = self.coord.snapshot_json()
             answer["logs"] = {
                 task: self._cell_log(task, read.get(task, start), cell.log_end.get(task))
                 for task, start in cell.log_start.items()

@@ -31,6 +31,7 @@ from tornado import httpserver, routing, web
 from ... import warm
 from ...protocol import task_token
 from ...spec import JobSpec, TaskSpec
+from ..main import AM, BACKLOG
 from .provider import Launch, YarnProvider
 
 log = logging.getLogger("tony_jupyter.am.yarn")
@@ -225,7 +226,7 @@ def serve(argv: list[str]) -> int:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, 0))
-    sock.listen(1024)
+    sock.listen(BACKLOG)
     sock.setblocking(False)
     url = f"http://{args.advertise or args.host}:{sock.getsockname()[1]}"
     provider = YarnProvider(job_dir)
@@ -274,8 +275,6 @@ async def _run(job_dir, provider, pool, sock, url, args, idle: float) -> int:
         server.stop()
         return 0
     pool.adopt(job_dir, files)
-    from ..main import AM
-
     am = AM(job_dir, provider, args.host, args.advertise, listening=(sock, url, server, switch))
     am.launch()
     pool.release_rest()
