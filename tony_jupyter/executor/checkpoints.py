@@ -3,7 +3,8 @@ directory (``<staging>/checkpoints/``, through WebHDFS), so it survives attempts
 
 Every task restores it before the user code starts: tf-keras' ``BackupAndRestore`` under
 MultiWorkerMirroredStrategy restores every worker from ``<dir>/chief``. Only the chief saves
-it back: the other workers write to ``<dir>/workertemp_<id>`` and delete it again (tf-keras'
+it back (in an elastic PyTorch job, each rendezvous round's rank 0: ``for_round``): the
+other workers write to ``<dir>/workertemp_<id>`` and delete it again (tf-keras'
 ``distributed_file_utils.write_dirpath``), so theirs is never the one to keep. Locally the
 directory is shared by every task and needs none of this.
 """
@@ -201,6 +202,24 @@ def from_env(is_chief: bool) -> CheckpointMirror | None:
             flush=True,
         )
     if is_chief:
+        mirror.start()
+    return mirror
+
+
+def for_round(rank0: bool) -> CheckpointMirror | None:
+    """An elastic job on YARN (executor/elastic.py): rank 0 of a rendezvous round may run on any
+    task, so each task's first process restores the newest checkpoint from HDFS as its round
+    starts, and the round's rank 0 alone mirrors it back while it runs. The agents stop every
+    process of a round before the next one starts: one writer at a time."""
+    remote = os.environ.get("TONY_CHECKPOINT_REMOTE")
+    if not remote:
+        return None
+    user = os.environ.get("HADOOP_USER_NAME") or os.environ.get("USER", "")
+    local = Path(os.environ["TONY_CHECKPOINT_DIR"])
+    mirror = CheckpointMirror(local, remote, os.environ["TONY_WEBHDFS_URL"], user)
+    restored = mirror.restore()
+    print(f"[tony] this round starts from {restored} checkpoint files from hdfs", flush=True)
+    if rank0:
         mirror.start()
     return mirror
 

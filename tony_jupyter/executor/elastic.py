@@ -46,11 +46,18 @@ def rank_main(bundle_dir: str) -> dict:
         threading.Thread(
             target=_hand_progress, args=(Path(os.environ[PROGRESS_VAR]),), daemon=True
         ).start()
+    from . import checkpoints
+
+    rank0 = os.environ["RANK"] == "0"
+    mirror = checkpoints.for_round(rank0) if os.environ.get("LOCAL_RANK") == "0" else None
     try:
-        return run_user_code(Path(bundle_dir), is_chief=os.environ["RANK"] == "0", src=src)
+        outcome = run_user_code(Path(bundle_dir), is_chief=rank0, src=src)
     except BaseException:
         traceback.print_exc()  # into the task's log; the agent restarts or gives up
         raise
+    if mirror is not None:
+        mirror.close()  # the last save reaches HDFS before this round's rank 0 reports
+    return outcome
 
 
 def _hand_progress(path: Path) -> None:

@@ -114,7 +114,8 @@ def main() -> int:
         serve(am, bg, bundle_dir, is_chief=is_chief)  # never returns
     try:
         # YARN: checkpoint_dir() restored from HDFS before the user code runs (checkpoints.py).
-        mirror = checkpoints.from_env(is_chief=is_chief)
+        # Elastic: each round's rank 0 mirrors, from its own process (executor/elastic.py).
+        mirror = checkpoints.from_env(is_chief=is_chief and not env.min_workers)
         if env.min_workers:
             from . import elastic  # imports torch
 
