@@ -33,9 +33,10 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
         # Before the application exists: packing a large venv takes a while, and a failure
         # here leaves nothing to clean up (the cache only ever holds complete archives).
         env_entry, env_info = staging.env_archive(packenv.venv_root(spec.pack_env))
-    src_entry, src_info = staging.src_archive(bundle.src) if bundle.src else (None, None)
     record = warm.take(cluster, spec, bundle, argv, env_entry)  # the kernel's warm AM, if on
     if record is None:
+        # Only the usual way localizes the shipped directory from HDFS (a hand-over carries it).
+        src_entry, src_info = staging.src_archive(bundle.src) if bundle.src else (None, None)
         record = _submit(
             cluster, spec, bundle, argv, tokens, (env_entry, env_info, src_entry, src_info)
         )

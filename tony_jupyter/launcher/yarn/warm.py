@@ -58,7 +58,6 @@ class WarmAM:
     token: str
     key: tuple
     cluster: secure.Cluster
-    url: str | None = None
 
 
 _lock = threading.Lock()
@@ -115,7 +114,7 @@ def take(
     rm = cluster.rm
     record_dir = None
     try:
-        url = spare.url or wait_for_url(rm, spare.app_id)
+        url = wait_for_url(rm, spare.app_id)
         files = bundle_files(spec, bundle, argv, spare.token)
         files.pop("token")
         if bundle.src is not None:
@@ -258,7 +257,7 @@ def current() -> WarmAM | None:
 def ready(spare: WarmAM) -> int:
     """How many spare executors of ``spare`` wait for a task now (0 while it starts)."""
     try:
-        url = spare.url or am_url_from_report(spare.cluster.rm.app(spare.app_id) or {})
+        url = am_url_from_report(spare.cluster.rm.app(spare.app_id) or {})
         if not url:
             return 0
         r = requests.get(
