@@ -30,7 +30,7 @@ def _webhdfs(url: str):
             f"{url}: reading hdfs:// needs fsspec (pip install fsspec), which WebHDFS access "
             "goes through"
         ) from None
-    base = os.environ.get("TONY_WEBHDFS_URL") or _namenode_http()
+    base = _active_namenode(os.environ.get("TONY_WEBHDFS_URL") or _namenode_http() or "")
     if not base:
         base = f"http://{urlparse(url).hostname or '127.0.0.1'}:9870"
     b = urlparse(base if "://" in base else f"http://{base}")
@@ -48,6 +48,29 @@ def _webhdfs(url: str):
     except TonyError as e:
         raise DataError(f"{url}: {e}") from None
     return fs
+
+
+def _active_namenode(urls: str) -> str:
+    """One WebHDFS address of ``urls`` (an HA pair is ``;``-separated): the one whose JMX says
+    it is active, else the first (fsspec's WebHDFS speaks to one NameNode)."""
+    candidates = [u.strip() for u in urls.split(";") if u.strip()]
+    if len(candidates) < 2:
+        return candidates[0] if candidates else ""
+    import requests
+
+    for url in candidates:
+        try:
+            r = requests.get(
+                f"{url}/jmx",
+                params={"qry": "Hadoop:service=NameNode,name=NameNodeStatus"},
+                timeout=5,
+            )
+            beans = r.json().get("beans", []) if r.ok else []
+        except (requests.RequestException, ValueError):
+            continue
+        if any(b.get("State") == "active" for b in beans):
+            return url
+    return candidates[0]
 
 
 def _kerberos_cluster() -> bool:

@@ -14,6 +14,7 @@ import requests
 
 from ...errors import BackendError, SpecError
 from ...spec import JobSpec
+from . import transport
 from .conf import Address
 
 APP_TYPE = "TONY-JUPYTER"
@@ -37,28 +38,86 @@ def _resource(info: dict) -> dict[str, int]:
     return out
 
 
+# How long a call looks for the active ResourceManager of an HA pair while a failover is under
+# way (both standby, or the old active down and the new one not yet elected): bounded, not
+# Hadoop's ~15 x 34 s of client retries.
+FAILOVER_WAIT_S = 20.0
+
+
 class RMClient:
     def __init__(self, address: Address, user: str, timeout: float = 10.0, auth=None):
         self.address, self.user, self.timeout = address, user, timeout
-        self.base = address.url.rstrip("/") + "/ws/v1/cluster"
-        self.session = requests.Session()
+        self.urls = address.urls
+        self.active = 0  # the index of the RM that answered last: asked first next time
+        self.session = transport.session(auth)  # SPNEGO on a secure cluster
         self.session.headers["Accept"] = "application/json"
-        self.session.auth = auth  # SPNEGO on a secure cluster
 
     def _request(self, method: str, path: str, ok=(200,), **kw) -> requests.Response:
         params = dict(kw.pop("params", {}) or {})
         if method != "GET" and self.session.auth is None:
             params["user.name"] = self.user
-        try:
-            r = self.session.request(
-                method, self.base + path, params=params, timeout=self.timeout, **kw
-            )
-        except requests.RequestException as e:
+        tried: list[str] = []
+        deadline = time.monotonic() + (FAILOVER_WAIT_S if len(self.urls) > 1 else 0.0)
+        pause = 0.25
+        while True:
+            r = self._try_each(method, path, params, tried, kw)
+            if r is not None:
+                return self._answer(r, method, path, ok)
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(pause)
+            pause = min(2.0, pause * 2)
+        if len(self.urls) == 1:
             raise BackendError(
                 f"cannot reach the YARN ResourceManager at {self.address}: "
-                f"{type(e).__name__}. Is the cluster up (`tony-jupyter devcluster status`), and "
-                "is HADOOP_CONF_DIR the right cluster's?"
-            ) from None
+                f"{tried[-1].split(': ', 1)[-1]}. Is the cluster up (`tony-jupyter devcluster "
+                "status`), and is HADOOP_CONF_DIR the right cluster's?"
+            )
+        raise BackendError(
+            f"cannot reach an active YARN ResourceManager (from {self.address.source}); tried "
+            f"{'; '.join(tried)}. Is a failover under way, or are these the right cluster's "
+            "ResourceManagers (yarn.resourcemanager.ha.rm-ids in HADOOP_CONF_DIR)?"
+        )
+
+    def _try_each(self, method: str, path: str, params: dict, tried: list[str], kw: dict):
+        """One round over the RMs, the last active first: the active one's answer, or None
+        (each failure added to ``tried``)."""
+        for i in [self.active, *(j for j in range(len(self.urls)) if j != self.active)]:
+            url = self.urls[i]
+            try:
+                r = self.session.request(
+                    method,
+                    f"{url}/ws/v1/cluster{path}",
+                    params=params,
+                    timeout=self.timeout,
+                    allow_redirects=False,
+                    **kw,
+                )
+            except requests.exceptions.SSLError as e:
+                raise BackendError(
+                    "cannot reach the YARN ResourceManager: "
+                    + transport.describe(e, url, self.session.verify)
+                ) from None
+            except requests.exceptions.ConnectionError as e:  # never reached the RM: next one
+                tried.append(f"{url}: {transport.describe(e, url, self.session.verify)}")
+                continue
+            except requests.RequestException as e:
+                if method != "GET":  # it may have been done: asking again could do it twice
+                    raise BackendError(
+                        f"the ResourceManager at {url} did not answer {method} {path} "
+                        f"({type(e).__name__}); it may have been done: check with "
+                        "`tony-jupyter list` before trying again"
+                    ) from None
+                tried.append(f"{url}: {type(e).__name__}")
+                continue
+            if len(self.urls) > 1 and _standby(r, path):
+                tried.append(f"{url}: standby")
+                continue
+            self.active = i
+            return r
+        return None
+
+    def _answer(self, r: requests.Response, method: str, path: str, ok) -> requests.Response:
         if r.status_code not in ok:
             if r.status_code == 403 and "/apps" in path:
                 raise BackendError(
@@ -67,7 +126,7 @@ class RMClient:
                     "queue's administrators and yarn.admin.acl only"
                 )
             raise BackendError(
-                f"the ResourceManager ({self.address.url}) answered {method} {path} with "
+                f"the ResourceManager ({self.urls[self.active]}) answered {method} {path} with "
                 f"{r.status_code}: {r.text[:500]}"
             )
         return r
@@ -294,6 +353,21 @@ class RMClient:
             if got.status_code == 200:
                 out += as_list((got.json() or {}).get("container"))
         return out
+
+
+def _standby(r: requests.Response, path: str) -> bool:
+    """A standby RM's answer: its web filter redirects REST calls to the active one (307, "This
+    is standby RM"), or answers 503 while no active is known; ``/info`` it serves itself, with
+    ``haState``. We go to the next configured RM rather than follow the redirect: the address
+    the standby names is its own configuration's, which need not resolve from here."""
+    if 300 <= r.status_code < 400 or r.status_code == 503:
+        return True
+    if r.status_code == 200 and path.rstrip("/") in ("", "/info"):
+        try:
+            return (r.json().get("clusterInfo") or {}).get("haState") == "STANDBY"
+        except ValueError:
+            return False
+    return False
 
 
 def _message(r: requests.Response) -> str:

@@ -65,7 +65,8 @@ def connect(spec: JobSpec | None = None) -> Cluster:
         )
     login = Login.from_env(spec.principal if spec else None, spec.keytab if spec else None)
     for address in (conf.rm, conf.webhdfs):
-        login.check(urlparse(address.url).hostname or "localhost")
+        for url in address.urls:  # each master of an HA pair: either may be the active one
+            login.check(urlparse(url).hostname or "localhost")
     auth, user = login.auth(), login.user()
     conf = replace(conf, user=user)
     return Cluster(

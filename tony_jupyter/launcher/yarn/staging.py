@@ -20,11 +20,13 @@ from pathlib import Path
 
 import requests
 from hdfs import Client, HdfsError, InsecureClient
+from hdfs.client import _Request
 
 from ... import srcdir
 from ...errors import BackendError
 from ...srcdir import SrcDir
 from ...tokens import HDFS_KIND, Token
+from . import transport
 from .conf import Address
 
 STAGING = ".tony-jupyter"
@@ -33,51 +35,47 @@ SRCS = "src"  # shipped directories (srcdir.py), one per content hash, kept acro
 UPLOAD_THREADS = 8
 
 
+class _TokenOps(Client):
+    """HdfsCLI's client with the delegation-token operations it has no method for, declared
+    the way HdfsCLI declares its own, so they fail over between an HA pair's NameNodes (its
+    ``;``-separated URL: a StandbyException or a refused connection moves to the next)."""
+
+    _getdelegationtoken = _Request("GET")
+    _renewdelegationtoken = _Request("PUT")
+
+
 class Staging:
     def __init__(self, address: Address, user: str, default_fs: str, auth=None):
         self.address, self.user = address, user
         # WebHDFS paths are absolute; resources given to YARN need the filesystem's URI.
         self.fs = default_fs.rstrip("/") if default_fs.startswith("hdfs://") else ""
-        self.http = requests.Session()
-        self.http.auth = auth
+        self.http = transport.session(auth)
+        url = ";".join(address.urls)
         if auth is None:
-            self.client = InsecureClient(address.url, user=user, timeout=30)
+            self.client: Client = InsecureClient(url, user=user, timeout=30, session=self.http)
         else:  # a secure cluster: SPNEGO as the user's principal
-            self.client = Client(address.url, session=self.http, timeout=30)
+            self.client = _TokenOps(url, session=self.http, timeout=30)
         self.root = f"/user/{user}/{STAGING}"
 
     def delegation_token(self, renewer: str) -> str:
         """An HDFS delegation token (urlString) for the job's containers, renewable by the RM
-        (``renewer``), labelled for Hadoop's RPC client (tokens.py)."""
-        try:
-            r = self.http.get(
-                f"{self.address.url}/webhdfs/v1/",
-                params={"op": "GETDELEGATIONTOKEN", "renewer": renewer},
-                timeout=30,
-            )
-        except requests.RequestException as e:
+        (``renewer``), labelled for Hadoop's RPC client (tokens.py). From an HA pair, the
+        active NameNode's: its service is the nameservice's (``ha-hdfs:<ns>``)."""
+        ops = _TokenOps(";".join(self.address.urls), session=self.http, timeout=30)
+        r = self._call("getting a delegation token", ops._getdelegationtoken, "/", renewer=renewer)
+        if not (r.json() or {}).get("Token"):
             raise BackendError(
-                f"could not get an HDFS delegation token from {self.address}: {type(e).__name__}"
-            ) from None
-        if r.status_code != 200 or not (r.json() or {}).get("Token"):
-            raise BackendError(
-                f"could not get an HDFS delegation token from the NameNode at "
-                f"{self.address.url}: {r.status_code} {r.text[:300]}"
+                f"could not get an HDFS delegation token from {self.address}: {r.text[:300]}"
             )
         token = Token.decode(r.json()["Token"]["urlString"])
         return token.relabel(HDFS_KIND).encode()
 
     def renew_token(self, url_string: str) -> float:
         """Renew a token whose renewer is this client's user; its new expiry (epoch s)."""
-        r = self.http.put(
-            f"{self.address.url}/webhdfs/v1/",
-            params={"op": "RENEWDELEGATIONTOKEN", "token": url_string},
-            timeout=30,
+        ops = _TokenOps(";".join(self.address.urls), session=self.http, timeout=30)
+        r = self._call(
+            "renewing a delegation token", ops._renewdelegationtoken, "/", token=url_string
         )
-        if r.status_code != 200:
-            raise BackendError(
-                f"HDFS did not renew a delegation token: {r.status_code} {r.text[:300]}"
-            )
         return int(r.json()["long"]) / 1000
 
     def job_dir(self, app_id: str) -> str:
@@ -87,12 +85,19 @@ class Staging:
         try:
             return fn(*args, **kw)
         except requests.RequestException as e:
+            why = transport.describe(e, self.address.urls[-1], self.http.verify)
             raise BackendError(
-                f"cannot reach HDFS (WebHDFS) at {self.address}: {type(e).__name__}. Is the "
+                f"cannot reach HDFS (WebHDFS) at {self.address}: {why}. Is the "
                 "NameNode up (`tony-jupyter devcluster status`)?"
             ) from None
         except HdfsError as e:
             msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if getattr(e, "exception", None) in ("StandbyException", "RetriableException"):
+                raise BackendError(
+                    f"no active NameNode for {what}: {' and '.join(self.address.urls)} answered "
+                    f"as standby (from {self.address.source}). Is a failover under way? Try "
+                    "again in a minute, or ask the cluster's administrators which is active"
+                ) from None
             if "Permission denied" in msg or "AccessControlException" in msg:
                 raise BackendError(
                     f"HDFS permission denied {what} as user {self.user!r}: {msg}. The staging "

@@ -1,0 +1,367 @@
+"""The notebook side on HA and TLS clusters: HADOOP_CONF_DIR read as Hadoop reads it (an HA
+pair of ResourceManagers, a nameservice of NameNodes, HTTPS_ONLY policies, ViewFS), the active
+master found at each call and a failover survived, TLS verified against a CA bundle.
+
+Unit tests: the masters are small HTTP(S) servers on 127.0.0.1 that answer as a standby or an
+active Hadoop master does (a standby RM's 307, a standby NameNode's StandbyException)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import trustme
+
+from tony_jupyter.errors import BackendError
+from tony_jupyter.launcher.yarn import rm as rm_mod
+from tony_jupyter.launcher.yarn.conf import Address, HadoopConf
+from tony_jupyter.launcher.yarn.rm import RMClient
+from tony_jupyter.launcher.yarn.staging import Staging
+
+# --- configuration ---------------------------------------------------------------------------
+
+
+def _site(path: Path, props: dict[str, str]) -> None:
+    body = "".join(
+        f"<property><name>{k}</name><value>{v}</value></property>" for k, v in props.items()
+    )
+    path.write_text(f"<configuration>{body}</configuration>")
+
+
+@pytest.fixture
+def conf_dir(tmp_path, monkeypatch):
+    for name in ("TONY_YARN_RM_URL", "TONY_WEBHDFS_URL", "HADOOP_CONF_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HADOOP_USER_NAME", "alice")
+
+    def write(core=None, hdfs=None, yarn=None) -> Path:
+        _site(tmp_path / "core-site.xml", core or {})
+        _site(tmp_path / "hdfs-site.xml", hdfs or {})
+        _site(tmp_path / "yarn-site.xml", yarn or {})
+        return tmp_path
+
+    return write
+
+
+HA_HDFS = {
+    "dfs.nameservices": "nameservice1",
+    "dfs.ha.namenodes.nameservice1": "nn1,nn2",
+    "dfs.namenode.rpc-address.nameservice1.nn1": "master1.example:8020",
+    "dfs.namenode.rpc-address.nameservice1.nn2": "master2.example:8020",
+}
+HA_YARN = {
+    "yarn.resourcemanager.ha.enabled": "true",
+    "yarn.resourcemanager.ha.rm-ids": "rm1,rm2",
+    "yarn.resourcemanager.hostname.rm1": "master1.example",
+    "yarn.resourcemanager.hostname.rm2": "master2.example",
+}
+
+
+def test_an_ha_cluster_is_read_as_hadoop_reads_it(conf_dir):
+    d = conf_dir({"fs.defaultFS": "hdfs://nameservice1"}, HA_HDFS, HA_YARN)
+    conf = HadoopConf.load(d)
+    # RPC addresses only: each NameNode's host with the default web port
+    assert conf.webhdfs.urls == ("http://master1.example:9870", "http://master2.example:9870")
+    assert conf.rm.urls == ("http://master1.example:8088", "http://master2.example:8088")
+    assert "dfs.ha.namenodes.nameservice1" in conf.webhdfs.source
+    assert "rm-ids" in conf.rm.source
+    assert conf.default_fs == "hdfs://nameservice1"
+
+
+def test_explicit_web_addresses_and_https_only_policies(conf_dir):
+    hdfs = {
+        **HA_HDFS,
+        "dfs.http.policy": "HTTPS_ONLY",
+        "dfs.namenode.https-address.nameservice1.nn1": "nn-a.example:50470",
+    }
+    yarn = {
+        **HA_YARN,
+        "yarn.http.policy": "HTTPS_ONLY",
+        "yarn.resourcemanager.webapp.https.address.rm2": "rm-b.example:8443",
+    }
+    conf = HadoopConf.load(conf_dir({"fs.defaultFS": "hdfs://nameservice1"}, hdfs, yarn))
+    assert conf.webhdfs.urls == ("https://nn-a.example:50470", "https://master2.example:9871")
+    assert conf.rm.urls == ("https://master1.example:8090", "https://rm-b.example:8443")
+
+
+def test_a_single_https_only_master_uses_its_https_address(conf_dir):
+    conf = HadoopConf.load(
+        conf_dir(
+            {"fs.defaultFS": "hdfs://nn.example:8020"},
+            {"dfs.http.policy": "HTTPS_ONLY"},
+            {"yarn.http.policy": "HTTPS_ONLY", "yarn.resourcemanager.hostname": "rm.example"},
+        )
+    )
+    assert conf.webhdfs.urls == ("https://nn.example:9871",)
+    assert conf.rm.urls == ("https://rm.example:8090",)
+
+
+def test_the_rm_token_service_names_every_rm_of_the_pair(conf_dir):
+    yarn = {
+        **HA_YARN,
+        "yarn.resourcemanager.address.rm1": "127.0.0.1:8032",
+        "yarn.resourcemanager.address.rm2": "127.0.0.2:8032",
+    }
+    conf = HadoopConf.load(conf_dir({"fs.defaultFS": "hdfs://nameservice1"}, HA_HDFS, yarn))
+    assert conf.rm_token_service == "127.0.0.1:8032,127.0.0.2:8032"
+
+
+@pytest.mark.parametrize(
+    "hdfs, yarn, words",
+    [
+        (
+            HA_HDFS,
+            {**HA_YARN, "yarn.resourcemanager.ha.rm-ids": "rm1,rm3"},
+            ["'rm3'", "hostname.rm3"],
+        ),
+        (
+            {**HA_HDFS, "dfs.ha.namenodes.nameservice1": "nn1,nn9"},
+            HA_YARN,
+            ["'nn9'", "dfs.namenode.http-address.nameservice1.nn9"],
+        ),
+        ({"dfs.nameservices": "nameservice1"}, HA_YARN, ["dfs.ha.namenodes.nameservice1"]),
+    ],
+)
+def test_a_master_id_without_an_address_is_named(conf_dir, hdfs, yarn, words):
+    d = conf_dir({"fs.defaultFS": "hdfs://nameservice1"}, hdfs, yarn)
+    with pytest.raises(BackendError) as e:
+        HadoopConf.load(d)
+    for w in words:
+        assert w in str(e.value)
+
+
+def test_viewfs_stages_on_the_filesystem_that_mounts_the_users_home(conf_dir):
+    core = {
+        "fs.defaultFS": "viewfs://cluster1",
+        "fs.viewfs.mounttable.cluster1.link./data": "hdfs://other/data",
+        "fs.viewfs.mounttable.cluster1.link./user": "hdfs://nameservice1/user",
+    }
+    conf = HadoopConf.load(conf_dir(core, HA_HDFS, HA_YARN))
+    assert conf.default_fs == "hdfs://nameservice1"
+    assert conf.webhdfs.urls == ("http://master1.example:9870", "http://master2.example:9870")
+
+
+@pytest.mark.parametrize(
+    "links, words",
+    [
+        (
+            {"fs.viewfs.mounttable.cluster1.link./data": "hdfs://x/data"},
+            ["mounts nothing at /user/alice", "link./user"],
+        ),
+        ({"fs.viewfs.mounttable.cluster1.link./user": "hdfs://x/home"}, ["another path", "/user"]),
+        ({"fs.viewfs.mounttable.cluster1.link./user": "s3a://bucket/user"}, ["HDFS only"]),
+    ],
+)
+def test_a_viewfs_home_without_a_usable_mount_is_a_clear_error(conf_dir, links, words):
+    d = conf_dir({"fs.defaultFS": "viewfs://cluster1", **links}, HA_HDFS, HA_YARN)
+    with pytest.raises(BackendError) as e:
+        HadoopConf.load(d)
+    for w in words:
+        assert w in str(e.value)
+
+
+# --- masters that answer as standby or active ----------------------------------------------
+
+
+class Master:
+    """An RM or NameNode stand-in; ``role`` is 'active', 'standby' or 'down' (closed port)."""
+
+    def __init__(self, kind: str, tls: trustme.LeafCert | None = None):
+        self.kind, self.role, self.hits = kind, "active", 0
+        master = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _answer(self):
+                master.hits += 1
+                if master.kind == "rm":
+                    status, body = master.rm_answer()
+                else:
+                    status, body = master.nn_answer(self.path)
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                if status == 307:
+                    self.send_header("Location", "http://elsewhere.invalid:8088/")
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = _answer
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        scheme = "http"
+        if tls is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            tls.configure_cert(ctx)
+            self.server.socket = ctx.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def rm_answer(self):
+        if self.role == "standby":
+            return 307, {"message": "This is standby RM. The redirect url is: elsewhere"}
+        return 200, {"apps": {"app": [{"id": "application_1_0001", "state": "RUNNING"}]}}
+
+    def nn_answer(self, path: str):
+        if path.startswith("/jmx"):
+            return 200, {"beans": [{"State": self.role}]}
+        if self.role == "standby":
+            return 403, {
+                "RemoteException": {
+                    "exception": "StandbyException",
+                    "javaClassName": "org.apache.hadoop.ipc.StandbyException",
+                    "message": "Operation category READ is not supported in state standby",
+                }
+            }
+        return 200, {"boolean": True}
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def masters() -> Iterator[list[Master]]:
+    made: list[Master] = []
+    yield made
+    for m in made:
+        m.stop()
+
+
+def _closed_port() -> str:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}"
+
+
+def test_the_rm_client_finds_the_active_rm_and_follows_a_failover(masters, monkeypatch):
+    monkeypatch.setattr(rm_mod, "FAILOVER_WAIT_S", 3.0)
+    a, b = Master("rm"), Master("rm")
+    masters += [a, b]
+    a.role = "standby"
+    rm = RMClient(Address(f"{a.url};{b.url}", "test"), "alice")
+    assert [x["id"] for x in rm.apps()] == ["application_1_0001"]
+    assert rm.active == 1
+    # failover: b goes standby, a becomes active; the next call goes on through a
+    a.role, b.role = "active", "standby"
+    before = a.hits
+    assert rm.apps()
+    assert rm.active == 0 and a.hits > before
+
+
+def test_a_down_rm_is_skipped(masters):
+    b = Master("rm")
+    masters.append(b)
+    rm = RMClient(Address(f"{_closed_port()};{b.url}", "test"), "alice")
+    assert rm.apps()
+    assert rm.active == 1
+
+
+def test_no_active_rm_is_a_bounded_error_naming_every_address(masters, monkeypatch):
+    monkeypatch.setattr(rm_mod, "FAILOVER_WAIT_S", 1.0)
+    a, b = Master("rm"), Master("rm")
+    masters += [a, b]
+    a.role = b.role = "standby"
+    rm = RMClient(Address(f"{a.url};{b.url}", "yarn.resourcemanager.ha.rm-ids"), "alice")
+    t0 = time.monotonic()
+    with pytest.raises(BackendError) as e:
+        rm.apps()
+    assert time.monotonic() - t0 < 5
+    msg = str(e.value)
+    assert "cannot reach an active YARN ResourceManager" in msg
+    assert f"{a.url}: standby" in msg and f"{b.url}: standby" in msg
+    assert "rm-ids" in msg
+
+
+def test_staging_goes_through_the_active_namenode(masters, monkeypatch):
+    a, b = Master("nn"), Master("nn")
+    masters += [a, b]
+    a.role = "standby"
+    staging = Staging(Address(f"{a.url};{b.url}", "test"), "alice", "hdfs://nameservice1")
+    staging.check()  # MKDIRS: refused by the standby, done by the active
+    assert a.hits >= 1 and b.hits >= 1
+
+
+def test_both_namenodes_standby_is_named(masters):
+    a, b = Master("nn"), Master("nn")
+    masters += [a, b]
+    a.role = b.role = "standby"
+    staging = Staging(Address(f"{a.url};{b.url}", "dfs.ha.namenodes.ns1"), "alice", "")
+    with pytest.raises(BackendError) as e:
+        staging.check()
+    msg = str(e.value)
+    assert "no active NameNode" in msg and a.url in msg and b.url in msg
+
+
+def test_a_tasks_dataset_reads_from_the_active_namenode(masters):
+    from tony_jupyter.data.sources import _active_namenode
+
+    a, b = Master("nn"), Master("nn")
+    masters += [a, b]
+    a.role = "standby"
+    assert _active_namenode(f"{a.url};{b.url}") == b.url
+    a.role, b.role = "active", "standby"
+    assert _active_namenode(f"{a.url};{b.url}") == a.url
+    assert _active_namenode(a.url) == a.url
+
+
+# --- TLS -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+def test_https_is_verified_against_tony_ca_bundle(masters, ca, tmp_path, monkeypatch):
+    m = Master("rm", tls=ca.issue_cert("127.0.0.1", "localhost"))
+    masters.append(m)
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    monkeypatch.setenv("TONY_CA_BUNDLE", str(bundle))
+    assert RMClient(Address(m.url, "test"), "alice").apps()
+
+
+def test_a_certificate_that_does_not_verify_names_the_host_and_the_bundle(
+    masters, ca, tmp_path, monkeypatch
+):
+    m = Master("rm", tls=ca.issue_cert("127.0.0.1", "localhost"))
+    masters.append(m)
+    other = tmp_path / "other-ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(other))
+    monkeypatch.setenv("TONY_CA_BUNDLE", str(other))
+    with pytest.raises(BackendError) as e:
+        RMClient(Address(m.url, "test"), "alice").apps()
+    msg = str(e.value)
+    assert "127.0.0.1" in msg and str(other) in msg and "TONY_CA_BUNDLE" in msg
+    assert m.hits == 0  # nothing was sent over the unverified connection
+
+
+def test_plain_http_against_an_https_only_master_says_so(masters, ca):
+    m = Master("rm", tls=ca.issue_cert("127.0.0.1"))
+    masters.append(m)
+    plain = m.url.replace("https://", "http://")
+    with pytest.raises(BackendError) as e:
+        RMClient(Address(plain, "yarn.resourcemanager.webapp.address"), "alice").apps()
+    assert "speaks HTTPS" in str(e.value) and "HTTPS_ONLY" in str(e.value)
+
+
+def test_verification_is_on_by_default(monkeypatch):
+    from tony_jupyter.launcher.yarn import transport
+
+    for name in ("TONY_CA_BUNDLE", "REQUESTS_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    assert transport.session().verify not in (False, None, "")
