@@ -431,3 +431,23 @@ def test_up_the_other_way_while_running_is_refused(tmp_path, running_secure) -> 
         for s in sleepers:
             s.kill()
             s.wait()
+
+
+def test_another_hadoop_release_resolves_with_the_same_poms(tmp_path, monkeypatch) -> None:
+    """TONY_JUPYTER_DEVCLUSTER_HADOOP_VERSION: Maven is asked for that release's jars, cached
+    apart from the pinned release's (dev/test-hadoop-versions)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    asked: list[str] = []
+
+    def fake_copy(pom, cached, java_home, timeout, version):
+        asked.append(pom)
+        cached.mkdir(parents=True)
+        (cached / ".resolved").write_text(version)
+
+    monkeypatch.setattr(maven, "_copy_dependencies", fake_copy)
+    maven.resolve_jars("pom.xml", tmp_path / "lib", tmp_path, version="3.3.6")
+    assert "<hadoop.version>3.3.6</hadoop.version>" in asked[0]
+    assert maven.HADOOP_VERSION not in asked[0].split("<hadoop.version>")[1].split("<")[0]
+    assert (tmp_path / "lib").resolve().name.startswith("lib-3.3.6-")
+    maven.resolve_jars("pom.xml", tmp_path / "lib2", tmp_path)
+    assert (tmp_path / "lib2").resolve().name.startswith(f"lib2-{maven.HADOOP_VERSION}-")

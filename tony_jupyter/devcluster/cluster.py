@@ -125,7 +125,13 @@ class DevCluster:
 
     @property
     def hadoop_version(self) -> str:
-        return maven.HADOOP_VERSION
+        """The running cluster's Hadoop release, else the one `up` would start:
+        ``$TONY_JUPYTER_DEVCLUSTER_HADOOP_VERSION``, else the pinned one."""
+        return str(
+            _state(self.dir).get("hadoop_version")
+            or os.environ.get(maven.VERSION_ENV)
+            or maven.HADOOP_VERSION
+        )
 
     @property
     def java_home(self) -> Path:
@@ -254,11 +260,12 @@ class DevCluster:
             kerberos.check_hosts()
         preflight.check_ports(self.layout.all_ports())
         log.info("resolving Hadoop %s jars through Maven", self.hadoop_version)
-        maven.resolve_jars("pom.xml", self.layout.lib, java_home)
-        maven.resolve_jars("apps-pom.xml", self.layout.apps, java_home)
+        version = os.environ.get(maven.VERSION_ENV) or maven.HADOOP_VERSION
+        maven.resolve_jars("pom.xml", self.layout.lib, java_home, version=version)
+        maven.resolve_jars("apps-pom.xml", self.layout.apps, java_home, version=version)
         state = {
             "java_home": str(java_home),
-            "hadoop_version": self.hadoop_version,
+            "hadoop_version": version,
             "port_offset": self.layout.port_offset,
             "python": sys.executable,
             "security": self.security.to_json() if self.security else None,

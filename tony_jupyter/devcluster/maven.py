@@ -32,6 +32,17 @@ def _pinned_version() -> str:
 
 
 HADOOP_VERSION = _pinned_version()
+# Another Hadoop release for a devcluster (`up` records it): the versions people run (3.3.6,
+# 3.4.x) besides the pinned one, with the same poms.
+VERSION_ENV = "TONY_JUPYTER_DEVCLUSTER_HADOOP_VERSION"
+
+
+def _pom_for(pom_name: str, version: str) -> str:
+    return re.sub(
+        r"<hadoop\.version>[^<]+</hadoop\.version>",
+        f"<hadoop.version>{version}</hadoop.version>",
+        _pom(pom_name),
+    )
 
 
 def cache_root() -> Path:
@@ -39,13 +50,20 @@ def cache_root() -> Path:
     return Path(base) / "tony-jupyter" / "devcluster"
 
 
-def resolve_jars(pom_name: str, link: Path, java_home: Path, timeout: float = 1200) -> None:
-    """Make ``link`` a symlink to a directory holding the runtime closure of ``pom_name``."""
-    pom = _pom(pom_name)
+def resolve_jars(
+    pom_name: str,
+    link: Path,
+    java_home: Path,
+    timeout: float = 1200,
+    version: str = HADOOP_VERSION,
+) -> None:
+    """Make ``link`` a symlink to a directory holding the runtime closure of ``pom_name``
+    (with Hadoop ``version``)."""
+    pom = _pom_for(pom_name, version)
     digest = hashlib.sha256(pom.encode()).hexdigest()[:16]
-    cached = cache_root() / f"{link.name}-{HADOOP_VERSION}-{digest}"
+    cached = cache_root() / f"{link.name}-{version}-{digest}"
     if not (cached / _STAMP).is_file():
-        _copy_dependencies(pom, cached, java_home, timeout)
+        _copy_dependencies(pom, cached, java_home, timeout, version)
     if link.is_symlink() and link.resolve() == cached.resolve():
         return
     if link.is_dir() and not link.is_symlink():
@@ -56,7 +74,9 @@ def resolve_jars(pom_name: str, link: Path, java_home: Path, timeout: float = 12
     link.symlink_to(cached, target_is_directory=True)
 
 
-def _copy_dependencies(pom: str, cached: Path, java_home: Path, timeout: float) -> None:
+def _copy_dependencies(
+    pom: str, cached: Path, java_home: Path, timeout: float, version: str
+) -> None:
     mvn = shutil.which("mvn")
     if mvn is None:
         raise DevClusterError(
@@ -88,7 +108,7 @@ def _copy_dependencies(pom: str, cached: Path, java_home: Path, timeout: float) 
     except subprocess.TimeoutExpired as err:
         shutil.rmtree(work, ignore_errors=True)
         raise DevClusterError(
-            f"Maven did not finish resolving Hadoop {HADOOP_VERSION} within {timeout:.0f} s. "
+            f"Maven did not finish resolving Hadoop {version} within {timeout:.0f} s. "
             "Check that https://repo.maven.apache.org is reachable (or a mirror is set in "
             "~/.m2/settings.xml) and run `up` again; jars already downloaded stay in ~/.m2."
         ) from err
@@ -96,11 +116,11 @@ def _copy_dependencies(pom: str, cached: Path, java_home: Path, timeout: float) 
         shutil.rmtree(work, ignore_errors=True)
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
         raise DevClusterError(
-            f"Maven could not resolve Hadoop {HADOOP_VERSION}'s jars (exit {proc.returncode}). "
+            f"Maven could not resolve Hadoop {version}'s jars (exit {proc.returncode}). "
             "Check network access to Maven Central (or the mirror in ~/.m2/settings.xml), then "
             f"run `up` again; to retry by hand: `{' '.join(cmd)}`. Maven said:\n{tail}"
         )
-    (work / _STAMP).write_text(HADOOP_VERSION)
+    (work / _STAMP).write_text(version)
     try:
         work.rename(cached)
     except OSError:
