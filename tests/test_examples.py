@@ -87,7 +87,11 @@ def test_tony_mnist_distributed_tf1(shell, notebook, tmp_path):
     model = tmp_path / "model"
     shell.run_line_magic(
         "tony",
-        "run mnist_distributed.py --conf-file tony-test.xml --no-tensorboard -- "
+        # A TF1 non-chief worker polls for the chief's initialised model every 30 s; one that
+        # joins after the chief's last step trains its own --steps alone (StopAtStepHook counts
+        # from its join), past the default 30 s grace on a loaded machine: both must finish.
+        "run mnist_distributed.py --conf-file tony-test.xml --no-tensorboard "
+        "--conf tony.task.completion-grace-sec=300 -- "
         f"--steps 200 --data_dir {tmp_path / 'data'} --working_dir {model}",
     )
     for i in (0, 1):
