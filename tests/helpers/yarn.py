@@ -55,6 +55,10 @@ class Cluster:
             got = requests.get(f"{base}/{a['appAttemptId']}/containers", timeout=10).json()
             c = (got or {}).get("container") or []
             out += c if isinstance(c, list) else [c]
+        for c in out:  # Hadoop 3.3/3.4's REST (Jersey 1) writes these numbers as strings
+            for key in ("allocatedMB", "allocatedVCores"):
+                if key in c:
+                    c[key] = int(c[key])
         return out
 
     def staging(self) -> list[str]:
