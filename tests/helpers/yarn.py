@@ -48,6 +48,7 @@ class Cluster:
         return [a for a in self.apps(name) if a["state"] in LIVE]
 
     def containers(self, app_id: str) -> list[dict]:
+        """Every container of the app's attempts, its sizes as numbers."""
         base = f"{self.rm}/ws/v1/cluster/apps/{app_id}/appattempts"
         attempts = requests.get(base, timeout=10).json()["appAttempts"]["appAttempt"]
         out = []
@@ -59,6 +60,8 @@ class Cluster:
             for key in ("allocatedMB", "allocatedVCores"):
                 if key in c:
                     c[key] = int(c[key])
+            for entry in as_entries(c.get("allocatedResources")):
+                entry["value"] = int(entry["value"])
         return out
 
     def staging(self) -> list[str]:
@@ -102,3 +105,9 @@ def jobs_to_yarn(monkeypatch, yarn_cluster):
     yield "yarn"
     ours = {a["id"] for a in cluster.apps()} - before
     cluster.wait_nothing_left(ours)
+
+
+def as_entries(resources: dict | None) -> list[dict]:
+    """A container's ``allocatedResources`` entries (one entry comes as an object)."""
+    entry = (resources or {}).get("entry") or []
+    return entry if isinstance(entry, list) else [entry]
