@@ -67,8 +67,9 @@ def test_junk_is_not_shipped(shell, tony_home):
 
 def test_a_huge_directory_is_refused_before_anything_starts(shell, tony_home):
     notebook = tony_home.parent / "notebook"
-    with open(notebook / "data.bin", "wb") as f:  # sparse: it costs no disk
-        f.truncate(srcdir.MAX_BYTES + 1)
+    for i in range(srcdir.MAX_BYTES // srcdir.MAX_FILE_BYTES + 1):  # none left out for its size
+        with open(notebook / f"part{i}.bin", "wb") as f:  # sparse: it costs no disk
+            f.truncate(srcdir.MAX_FILE_BYTES)
     with pytest.raises(UsageError) as e:
         shell.run_cell_magic("tony", RUN, "x = 1")
     msg = str(e.value)
@@ -93,7 +94,7 @@ def test_the_hash_follows_the_content(tmp_path):
     d.mkdir()
     (d / "a.py").write_text("A = 1\n")
     first = srcdir.collect(d, cwd=tmp_path)
-    assert first.rel == "d" and [n for n, _ in first.files] == ["d/a.py"]
+    assert first.rel == "d" and [f.name for f in first.files] == ["d/a.py"]
     (d / "__pycache__").mkdir()
     (d / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"junk")
     assert srcdir.collect(d, cwd=tmp_path).digest == first.digest

@@ -28,7 +28,7 @@ from typing import Any
 
 from tornado import httpserver, routing, web
 
-from ... import warm
+from ... import safefiles, warm
 from ...protocol import task_token
 from ...spec import JobSpec, TaskSpec
 from ..main import AM, BACKLOG
@@ -114,10 +114,10 @@ class SparePool:
     def adopt(self, job_dir: Path, files: dict[str, str]) -> None:
         """Write the job's files over the template's (localized files are symlinks into
         NodeManager's cache: replaced, not written through)."""
+        for name in files:  # every name checked before any is written (safefiles.py)
+            safefiles.inside(job_dir, name)
         for name, b64 in files.items():
-            path = job_dir / name
-            path.unlink(missing_ok=True)
-            path.write_bytes(base64.b64decode(b64))
+            safefiles.write_file(job_dir, name, base64.b64decode(b64))
         self.files = {n: files[n] for n in EXECUTOR_FILES if n in files}
         spec = JobSpec.from_json((job_dir / "spec.json").read_text())
         self.provider.keep_staging = spec.keep_staging
