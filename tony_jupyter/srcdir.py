@@ -218,6 +218,8 @@ class _Walk:
     def _file(self, shipped: str, real: str, st: os.stat_result, asked: bool) -> None:
         limit = MAX_BYTES if asked else MAX_FILE_BYTES
         if st.st_size > limit:
+            if asked:  # asked for by name: not left out unsaid
+                raise _too_big(self.top, f"{shipped}, more than {MAX_BYTES >> 20} MB")
             self.left_out.append((LARGE, shipped, _mb(st.st_size)))
             return
         try:
@@ -229,6 +231,8 @@ class _Walk:
             return  # replaced since it was looked at
         size, sha = got
         if size > limit:  # it said fewer bytes than it had: counted as read
+            if asked:
+                raise _too_big(self.top, f"{shipped}, more than {MAX_BYTES >> 20} MB")
             self.left_out.append((LARGE, shipped, f"more than {_mb(limit)} read"))
             return
         self.total += size
