@@ -59,7 +59,9 @@ def _parent_dirs(root: str, target: Path) -> None:
             os.mkdir(here, 0o755)
         except FileExistsError:
             if here.is_symlink() or not here.is_dir():
-                raise UnsafeFileError(f"refused {target}: {here} is not a plain directory") from None
+                raise UnsafeFileError(
+                    f"refused {target}: {here} is not a plain directory"
+                ) from None
 
 
 def _create(target: Path, mode: int) -> int:
@@ -100,7 +102,9 @@ def _kind(m: tarfile.TarInfo) -> str:
     return f"a member of type {m.type!r}"
 
 
-def extract_tar(fileobj: IO[bytes], dest: str | os.PathLike, max_bytes: int, max_members: int) -> int:
+def extract_tar(
+    fileobj: IO[bytes], dest: str | os.PathLike, max_bytes: int, max_members: int
+) -> int:
     """Unpack a (gzipped) tar of directories and regular files into ``dest``, which must be
     new or empty; the bytes written. Any other member (a link, a device, a FIFO), a name that
     leaves ``dest``, a name seen twice, more than ``max_members`` members or more than
@@ -154,4 +158,3 @@ def extract_tar(fileobj: IO[bytes], dest: str | os.PathLike, max_bytes: int, max
             raise
         raise UnsafeFileError(f"refused the archive: {e}") from None
     return total
-

@@ -320,7 +320,7 @@ class _Source(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:  # type: ignore[override]
+    def readinto(self, b) -> int:
         while not self._buf:
             try:
                 self._buf = next(self._it)
