@@ -292,3 +292,14 @@ def test_a_pseudo_filesystem_or_contradicting_flags_are_refused(shell, tony_home
     with pytest.raises(UsageError, match="contradict"):
         shell.run_cell_magic("tony", f"{RUN} --src-follow-links --no-src-dir", "x = 1")
     assert not (tony_home / "jobs").exists() or list((tony_home / "jobs").iterdir()) == []
+
+
+def test_links_to_directories_inside_are_walked_once_and_never_back_up(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "m.py").write_text("M = 1\n")
+    (tmp_path / "alias").symlink_to("sub")  # a directory link inside: its files, under its name
+    (tmp_path / "sub" / "up").symlink_to("..")  # back up the tree: not walked again
+    (tmp_path / "sub" / "self").symlink_to(tmp_path / "sub")
+    src = srcdir.collect(tmp_path)
+    assert [f.name for f in src.files] == ["alias/m.py", "sub/m.py"]
+    assert src.left_out == ()

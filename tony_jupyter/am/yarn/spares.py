@@ -29,6 +29,7 @@ from typing import Any
 from tornado import httpserver, routing, web
 
 from ... import safefiles, warm
+from ...errors import UnsafeFileError
 from ...protocol import task_token
 from ...spec import JobSpec, TaskSpec
 from ..main import AM, BACKLOG
@@ -167,7 +168,15 @@ class JobHandler(_Handler):
         job = self.pool.job
         if job is None or job.done():
             raise web.HTTPError(409, "this warm AM has its job already")
-        job.set_result(json.loads(self.request.body)["files"])
+        files = json.loads(self.request.body)["files"]
+        try:
+            for name in files:  # before the job is taken: a refused one leaves this AM waiting
+                safefiles.inside(self.pool.provider.job_dir, name)
+        except UnsafeFileError as e:
+            self.set_status(400)
+            self.finish({"error": str(e)})
+            return
+        job.set_result(files)
         self.finish({"ok": True})
 
 
