@@ -233,7 +233,8 @@ def test_ignore_files_and_large_files(tmp_path):
     (d / "data").mkdir(parents=True)
     (d / "sub").mkdir()
     (d / ".gitignore").write_text("*.h5\ndata/\n")
-    (d / ".tonyignore").write_text("!keep.h5\n!big/asked.bin\n")
+    (d / ".tonyignore").write_text("!keep.h5\n!big/asked.bin\n!.config.json\n")
+    (d / ".config.json").write_text("{}")  # hidden: left out by default, brought back
     (d / "sub" / ".gitignore").write_text("local.cfg\n")
     for name in ("a.py", "model.h5", "keep.h5", "data/x.csv", "sub/local.cfg", "sub/b.py", "r.log"):
         (d / name).write_text(name)
@@ -242,8 +243,10 @@ def test_ignore_files_and_large_files(tmp_path):
         with open(d / "big" / name, "wb") as f:
             f.truncate(srcdir.MAX_FILE_BYTES + 1)
     src = srcdir.collect(d, cwd=d)
-    assert [f.name for f in src.files] == ["a.py", "big/asked.bin", "keep.h5", "sub/b.py"]
-    assert src.size == srcdir.MAX_FILE_BYTES + 1 + len("a.py") + len("keep.h5") + len("sub/b.py")
+    assert [f.name for f in src.files] == [
+        ".config.json", "a.py", "big/asked.bin", "keep.h5", "sub/b.py"
+    ]  # fmt: skip
+    assert src.size == srcdir.MAX_FILE_BYTES + 1 + len("{}a.py") + len("keep.h5") + len("sub/b.py")
     assert src.left_out == ((srcdir.LARGE, "big/large.bin", "10 MB"),)
 
 
