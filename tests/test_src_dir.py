@@ -306,3 +306,16 @@ def test_links_to_directories_inside_are_walked_once_and_never_back_up(tmp_path)
     src = srcdir.collect(tmp_path)
     assert [f.name for f in src.files] == ["alias/m.py", "sub/m.py"]
     assert src.left_out == ()
+
+
+def test_a_directory_git_ignores_is_shipped_when_asked_for(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("scratch/\n*.log\n")
+    d = tmp_path / "scratch" / "exp"
+    d.mkdir(parents=True)
+    (d / "train.py").write_text("x = 1\n")
+    (d / "run.log").write_text("log")
+    # --src-dir scratch/exp: git's rules would leave out everything; the user asked for it
+    assert [f.name for f in srcdir.collect(d).files] == ["run.log", "train.py"]
+    (tmp_path / ".gitignore").write_text("*.log\n")  # rules that leave it in still apply
+    assert [f.name for f in srcdir.collect(d).files] == ["train.py"]

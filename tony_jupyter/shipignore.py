@@ -3,7 +3,8 @@ files, in git's syntax and with git's precedence, over a few defaults.
 
 Matching is ``pathspec``'s (the gitignore implementation that tools such as black and mypy
 use). Rules are read from the shipped directory and every directory under it, and, when it is
-inside a git work tree, from the directories above it up to the tree's top. A deeper file wins
+inside a git work tree, from the directories above it up to the tree's top (unless those leave
+out the shipped directory itself, which the user asked for). A deeper file wins
 over a shallower one, ``.tonyignore`` over ``.gitignore`` in the same directory, a later line
 over an earlier one; a directory left out is not entered, as in git. A file matched by a ``!``
 line of a ``.tonyignore`` is *asked for*: it is shipped even when larger than the per-file
@@ -78,9 +79,14 @@ class Rules:
             above = []
         if not os.path.exists(os.path.join(here, ".git")):
             above = []  # not in a git work tree: only the directory's own files count
-        for d in reversed(above):
-            prefix = os.path.relpath(root, d).replace(os.sep, "/")
-            specs.extend(_load(d, "../" + prefix))
+        outer = [
+            (d, s)
+            for d in reversed(above)
+            for s in _load(d, "../" + os.path.relpath(root, d).replace(os.sep, "/"))
+        ]
+        if not _leaves_out_root(root, outer):
+            specs.extend(s for _, s in outer)  # else the user ships what git ignores: theirs
+            # would leave out everything
         return cls(tuple(specs)).child(root, "")
 
     def child(self, real_dir: str, rel: str) -> Rules:
@@ -103,6 +109,27 @@ class Rules:
                 left_out = bool(got.include)
                 asked = s.asks and not left_out
         return Decision(left_out, asked)
+
+
+def _leaves_out_root(root: str, outer: list[tuple[str, _Spec]]) -> bool:
+    """Whether the ignore files above ``root`` leave out ``root`` or a directory on the way
+    to it (each judged by the files of the directories above it, the last word winning)."""
+    if not outer:
+        return False
+    top, chain, a = outer[0][0], [], root
+    while a != top and os.path.commonpath([top, a]) == top:
+        chain.append(a)
+        a = os.path.dirname(a)
+    for a in reversed(chain):
+        left_out = False
+        for d, s in outer:
+            if a != d and os.path.commonpath([d, a]) == d:
+                got = s.spec.check_file(os.path.relpath(a, d) + "/")  # type: ignore[attr-defined]
+                if got.include is not None:
+                    left_out = bool(got.include)
+        if left_out:
+            return True
+    return False
 
 
 def _load(real_dir: str, base: str) -> list[_Spec]:
