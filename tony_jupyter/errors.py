@@ -19,6 +19,11 @@ class BackendError(TonyError, RuntimeError):
     """The backend could not start or reach the job (AM did not start, cluster unreachable)."""
 
 
+class UnsafeFileError(TonyError, ValueError):
+    """A file name or an archive member that would land outside where it is put, or that is
+    not a plain file or directory (safefiles.py): refused, nothing written."""
+
+
 class JobNotFoundError(TonyError, KeyError):
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else "job not found"

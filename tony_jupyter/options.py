@@ -168,6 +168,12 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
         help="ship no directory with the job",
     )
     p.add_argument(
+        "--src-follow-links",
+        action="store_true",
+        help="ship what links that lead out of the shipped directory point at (left out by "
+        "default; pseudo-files and special files never are)",
+    )
+    p.add_argument(
         "--no-tensorboard",
         dest="tensorboard",
         action="store_false",
@@ -180,13 +186,18 @@ def src_dir(args: argparse.Namespace, script: str | None = None) -> SrcDir | Non
     """The directory shipped with the job (srcdir.py): checked and hashed here, before
     anything is submitted."""
     if not args.ship_src:
-        if args.src_dir is not None:
-            raise SpecError("--src-dir and --no-src-dir contradict each other; keep one")
+        if args.src_dir is not None or args.src_follow_links:
+            flag = "--src-dir" if args.src_dir is not None else "--src-follow-links"
+            raise SpecError(f"{flag} and --no-src-dir contradict each other; keep one")
         return None
     from .launcher.client import home
 
     chosen = args.src_dir or (os.path.dirname(os.path.abspath(script)) if script else os.getcwd())
-    return collect(os.path.expanduser(chosen), exclude=(home(),))
+    src = collect(os.path.expanduser(chosen), exclude=(home(),), follow_links=args.src_follow_links)
+    if src.notice and src.notice not in _reported:  # said once, not at every cell
+        _reported.add(src.notice)
+        print(src.notice, file=sys.stderr)
+    return src
 
 
 def default_backend() -> str:

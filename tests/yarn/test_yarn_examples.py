@@ -5,6 +5,7 @@ unchanged (tests/examples/). Nothing of the notebook host's directory is read by
 import json
 import os
 import re
+import secrets
 
 import pytest
 from helpers.examples import fixed_output_dir, place, pymp_dirs
@@ -28,7 +29,8 @@ def src_info(job_id: str) -> dict:
 
 def test_a_cell_imports_beside_the_notebook_from_the_shipped_archive(shell, tony_home, cluster):
     notebook = tony_home.parent / "notebook"
-    (notebook / "mnist_setup.py").write_text("BATCH = 64\n")
+    # content of this run only: an archive from an earlier run on the same cluster is not there
+    (notebook / "mnist_setup.py").write_text(f"BATCH = 64  # {secrets.token_hex(8)}\n")
     cell = "import os, sys, mnist_setup\nseen = (mnist_setup.BATCH, sys.path[0], os.getcwd())"
     first = shell.run_cell_magic("tony", f"{RUN} --async --pull seen", cell)
     first.result(timeout=300)

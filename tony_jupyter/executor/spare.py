@@ -24,33 +24,47 @@ def serve_yarn() -> int:
     """In a warm YARN AM's spare container (am/yarn/spares.py): imported, wait for the task,
     write the job's files where a fresh container would have them localized, take the task's
     environment, and run it."""
-    import base64
     import encodings.idna  # noqa: F401
-    import io
     import os
     import secrets  # noqa: F401
-    import tarfile
-    from pathlib import Path
+    import sys
 
+    from ..errors import UnsafeFileError
     from . import main, tensorboard  # noqa: F401
 
     job = _wait_for_task()
     if job is None:
         return 0  # released (the job did not need it), or the warm AM is gone
     cwd = os.getcwd()
-    for name, b64 in job["files"].items():
-        data = base64.b64decode(b64)
-        if name == "src.tar.gz":  # the shipped directory, where a fresh container unpacks it
-            Path(cwd, "src").mkdir(exist_ok=True)  # an empty one too, as NodeManager's
-            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-                tar.extractall(Path(cwd, "src"), filter="data")
-        else:
-            Path(cwd, name).write_bytes(data)
+    try:
+        write_job_files(cwd, job["files"])
+    except UnsafeFileError as e:
+        print(f"tony-jupyter: the job's files were refused: {e}", file=sys.stderr)
+        return 1
     for var in (warm.SPARE_URL, warm.SPARE_TOKEN):
         os.environ.pop(var, None)
     # NodeManager expands {{PWD}} in a fresh container's environment; here it is this one's.
     os.environ.update({k: v.replace("{{PWD}}", cwd) for k, v in job["env"].items()})
     return main.main()
+
+
+def write_job_files(cwd: str, files: dict[str, str]) -> None:
+    """The job's files (base64, from the warm AM) where a fresh container would have them
+    localized; names checked and the shipped directory unpacked by safefiles.py, which refuses
+    what would land outside ``cwd``."""
+    import base64
+    import io
+
+    from .. import safefiles, srcdir
+
+    for name, b64 in files.items():
+        data = base64.b64decode(b64)
+        if name == "src.tar.gz":  # the shipped directory, where a fresh container unpacks it
+            # an empty one too, as NodeManager's
+            dest = safefiles.inside(cwd, "src")
+            safefiles.extract_tar(io.BytesIO(data), dest, srcdir.MAX_BYTES, srcdir.MAX_FILES)
+        else:
+            safefiles.write_file(cwd, name, data)
 
 
 def _wait_for_task(give_up_s: float = 120.0) -> dict | None:

@@ -28,7 +28,8 @@ from typing import Any
 
 from tornado import httpserver, routing, web
 
-from ... import warm
+from ... import safefiles, warm
+from ...errors import UnsafeFileError
 from ...protocol import task_token
 from ...spec import JobSpec, TaskSpec
 from ..main import AM, BACKLOG
@@ -114,10 +115,10 @@ class SparePool:
     def adopt(self, job_dir: Path, files: dict[str, str]) -> None:
         """Write the job's files over the template's (localized files are symlinks into
         NodeManager's cache: replaced, not written through)."""
+        for name in files:  # every name checked before any is written (safefiles.py)
+            safefiles.inside(job_dir, name)
         for name, b64 in files.items():
-            path = job_dir / name
-            path.unlink(missing_ok=True)
-            path.write_bytes(base64.b64decode(b64))
+            safefiles.write_file(job_dir, name, base64.b64decode(b64))
         self.files = {n: files[n] for n in EXECUTOR_FILES if n in files}
         spec = JobSpec.from_json((job_dir / "spec.json").read_text())
         self.provider.keep_staging = spec.keep_staging
@@ -167,7 +168,15 @@ class JobHandler(_Handler):
         job = self.pool.job
         if job is None or job.done():
             raise web.HTTPError(409, "this warm AM has its job already")
-        job.set_result(json.loads(self.request.body)["files"])
+        files = json.loads(self.request.body)["files"]
+        try:
+            for name in files:  # before the job is taken: a refused one leaves this AM waiting
+                safefiles.inside(self.pool.provider.job_dir, name)
+        except UnsafeFileError as e:
+            self.set_status(400)
+            self.finish({"error": str(e)})
+            return
+        job.set_result(files)
         self.finish({"ok": True})
 
 
