@@ -105,6 +105,54 @@ def test_an_endpoint_is_on_a_host_of_the_jobs_tasks(job):
     assert "evil" not in job.snapshot().endpoints
 
 
+def test_a_tasks_host_is_where_its_provider_put_it_not_what_it_registers(job):
+    worker1 = bearer(task_token(job.record.token, "worker:1"))
+    body = {"task": "worker:1", "attempt": 1, "host": "internal-admin.example", "port": 2222,
+            "pid": 1, "container": "container_forged"}  # fmt: skip
+    r = requests.post(api(job, "executor/register"), json=body, headers=worker1, timeout=5)
+    assert r.status_code == 200, r.text
+    task = job.snapshot().task("worker:1")
+    assert task.host == "127.0.0.1" and task.port == 2222
+    assert job.snapshot().task("worker:1").container is None  # a claim, not the provider's fact
+    # An endpoint is only a port on that host: the claimed host is refused.
+    for url in ("http://internal-admin.example:80/", "http://127.0.0.1:80/admin",
+                "http://127.0.0.1:80/?next=x", "http://u:p@127.0.0.1:80/", "http://127.0.0.1/"):  # fmt: skip
+        r = requests.post(api(job, "endpoints"), json={"name": "web", "url": url},
+                          headers=worker1, timeout=5)  # fmt: skip
+        assert (
+            r.status_code == 400
+            and "http://host:port/" in r.json()["error"]
+            or ("not on the host" in r.json()["error"])
+        ), (url, r.text)
+    assert "web" not in job.snapshot().endpoints
+
+
+def test_a_task_registers_only_its_own_endpoints_and_only_the_chief_tensorboard(job):
+    chief = bearer(task_token(job.record.token, "worker:0"))  # worker:0: the chief here
+    worker1 = bearer(task_token(job.record.token, "worker:1"))
+    url = "http://127.0.0.1:6006/"
+
+    def post(headers, name, port):
+        body = {"name": name, "url": f"http://127.0.0.1:{port}/"}
+        return requests.post(api(job, "endpoints"), json=body, headers=headers, timeout=5)
+
+    r = post(worker1, "tensorboard", 6006)
+    assert r.status_code == 403 and "only the chief (worker:0)" in r.json()["error"]
+    assert "tensorboard" not in job.snapshot().endpoints
+    assert post(chief, "tensorboard", 6006).status_code == 200
+    assert post(worker1, "tensorboard", 6666).status_code == 403
+    assert post(worker1, "metrics", 7000).status_code == 200  # its own: fine
+    r = post(chief, "metrics", 7001)
+    assert r.status_code == 403 and "worker:1's, not worker:0's" in r.json()["error"]
+    assert post(worker1, "metrics", 7002).status_code == 200  # it may move its own
+    assert job.snapshot().endpoints == {
+        "tensorboard": url, "metrics": "http://127.0.0.1:7002/"
+    }  # fmt: skip
+    events, _ = job.events(0)
+    owners = {e["name"]: e["task"] for e in events if e["kind"] == "endpoint"}
+    assert owners == {"tensorboard": "worker:0", "metrics": "worker:1"}
+
+
 def test_an_endpoints_key_goes_to_the_job_token_only_and_never_into_the_snapshot(job):
     host = job.snapshot().task("worker:0").host
     url, key, path_key = f"http://{host}:6006/", "k" * 43, "p" * 32

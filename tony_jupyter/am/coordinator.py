@@ -84,6 +84,7 @@ class Coordinator:
         # An endpoint's credentials (TensorBoard's "key" and "path_key"): never in a snapshot or
         # in the events served or kept beside the job; only in YARN's recovery log (below).
         self.endpoint_keys: dict[str, dict[str, str]] = {}
+        self.endpoint_owners: dict[str, str | None] = {}  # the task that registered it (None: job)
         self.result: dict | None = None
         self.started_at = clock()
         self.finished_at: float | None = None
@@ -203,12 +204,18 @@ class Coordinator:
 
     # --- executor calls ---------------------------------------------------------------------
 
-    def add_endpoint(self, name: str, url: str, keys: dict[str, str]) -> None:
-        """A task's endpoint (TensorBoard) at ``url``; ``keys`` (its "key" and "path_key", if
-        it has them) are kept out of the snapshot and the events the AM serves."""
+    def add_endpoint(
+        self, name: str, url: str, keys: dict[str, str], owner: str | None = None
+    ) -> None:
+        """Task ``owner``'s endpoint (TensorBoard) at ``url`` (None: the job's own); ``keys``
+        (its "key" and "path_key", if it has them) are kept out of the snapshot and the events
+        the AM serves."""
         self.endpoints[name] = url
         self.endpoint_keys[name] = {k: v for k, v in keys.items() if k in ENDPOINT_SECRETS}
-        self.emit(EventKind.ENDPOINT, private=self.endpoint_keys[name], name=name, url=url)
+        self.endpoint_owners[name] = owner
+        self.emit(
+            EventKind.ENDPOINT, private=self.endpoint_keys[name], name=name, url=url, task=owner
+        )
         self.provider.endpoint_registered(name, url, self.endpoint_keys[name].get("path_key"))
 
     def register(

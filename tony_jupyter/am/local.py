@@ -12,9 +12,10 @@ from pathlib import Path
 from .. import warm
 from ..protocol import ExecutorEnv
 from ..spec import TaskSpec
-from .provider import Provider
+from .provider import Placement, Provider
 
 STOP_GRACE_S = 3.0
+HOST = "127.0.0.1"  # every local task's host: its executor and what it serves listen here
 
 
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
@@ -58,7 +59,7 @@ class LocalProvider(Provider):
     def launch(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> None:
         full_env = dict(os.environ, **env)
         full_env[ExecutorEnv.var("bundle_dir")] = str(self.job_dir)
-        full_env[ExecutorEnv.var("executor_host")] = "127.0.0.1"
+        full_env[ExecutorEnv.var("executor_host")] = HOST
         if task.gpus:
             ids = range(self._gpu_next, self._gpu_next + task.gpus)
             self._gpu_next += task.gpus
@@ -91,6 +92,9 @@ class LocalProvider(Provider):
                 )
         self.procs[(task_id, attempt)] = proc
         self._markers[(task_id, attempt)] = markers
+
+    def placement(self, task_id: str, attempt: int) -> Placement | None:
+        return Placement(HOST) if (task_id, attempt) in self.procs else None
 
     def _spare_for(self, env: dict[str, str]) -> warm.Spare | None:
         if self.python != sys.executable:
