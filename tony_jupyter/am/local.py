@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import warm
+from .. import hostenv, warm
 from ..protocol import ExecutorEnv
 from ..spec import TaskSpec
 from .provider import Placement, Provider
@@ -57,7 +57,9 @@ class LocalProvider(Provider):
         self._markers: dict[tuple[str, int], list[dict[str, str]]] = {}
 
     def launch(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> None:
-        full_env = dict(os.environ, **env)
+        # Without the Jupyter server's variables, also where an AM was started some other way.
+        full_env = hostenv.without_jupyter({**os.environ, **env})
+        full_env[hostenv.RUNTIME_DIR] = hostenv.private_runtime_dir(self.job_dir)
         full_env[ExecutorEnv.var("bundle_dir")] = str(self.job_dir)
         full_env[ExecutorEnv.var("executor_host")] = HOST
         if task.gpus:
