@@ -10,7 +10,6 @@ discovery (``jupyter server list``, ``list_running_servers()``) finds nothing fr
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 

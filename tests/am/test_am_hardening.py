@@ -85,12 +85,27 @@ def test_an_unauthenticated_body_is_refused_before_it_is_read(job):
         ("GET", "logs?task=worker:0&offset=100000000000000000000", None, 400),
         ("GET", "logs?task=worker:0&attempt=x", None, 400),
         ("GET", "logs?task=worker:0&limit=1e3", None, 400),
+        ("GET", "logs?task=worker:0&offset=\uff11\uff12", None, 400),
+        ("GET", f"logs?task=worker:0&offset={2**62 + 1}", None, 400),
+        ("GET", f"feed?offsets=worker:0={10**26}", None, 400),
+        ("GET", "feed?offsets=worker:0=\u0661", None, 400),
+        ("GET", "events?since=" + "9" * 5000, None, 400),
     ],
 )
 def test_malformed_input_is_a_4xx_not_a_500(job, method, path, body, status):
     r = job.session.request(method, api(job, path), json=body, timeout=5)
     assert r.status_code == status, r.text
     assert r.json()["error"]
+
+
+@pytest.mark.parametrize("offset", [2**62, 2**44, 2**63 // 2 - 1])
+def test_a_log_offset_past_its_end_reads_nothing(job, offset):
+    r = job.session.get(api(job, "logs"), params={"task": "worker:0", "offset": offset})
+    assert r.status_code == 200, r.text
+    assert r.json()["text"] == "" and r.json()["offset"] == offset
+    r = job.session.get(api(job, "feed"), params={"offsets": f"worker:0={offset}"}, timeout=5)
+    assert r.status_code == 200, r.text
+    assert r.json()["logs"]["worker:0"]["text"] == ""
 
 
 def test_non_ascii_authorization_is_refused_not_a_500(job):
@@ -115,15 +130,17 @@ def test_a_tasks_host_is_where_its_provider_put_it_not_what_it_registers(job):
     assert task.host == "127.0.0.1" and task.port == 2222
     assert job.snapshot().task("worker:1").container is None  # a claim, not the provider's fact
     # An endpoint is only a port on that host: the claimed host is refused.
-    for url in ("http://internal-admin.example:80/", "http://127.0.0.1:80/admin",
-                "http://127.0.0.1:80/?next=x", "http://u:p@127.0.0.1:80/", "http://127.0.0.1/"):  # fmt: skip
-        r = requests.post(api(job, "endpoints"), json={"name": "web", "url": url},
-                          headers=worker1, timeout=5)  # fmt: skip
-        assert (
-            r.status_code == 400
-            and "http://host:port/" in r.json()["error"]
-            or ("not on the host" in r.json()["error"])
-        ), (url, r.text)
+    refused = {
+        "http://internal-admin.example:80/": "not on the host",
+        "http://127.0.0.1:80/admin": "expected http://host:port/",
+        "http://127.0.0.1:80/?next=x": "expected http://host:port/",
+        "http://u:p@127.0.0.1:80/": "expected http://host:port/",
+        "http://127.0.0.1/": "expected http://host:port/",
+    }
+    for url, message in refused.items():
+        body = {"name": "web", "url": url}
+        r = requests.post(api(job, "endpoints"), json=body, headers=worker1, timeout=5)
+        assert r.status_code == 400 and message in r.json()["error"], (url, r.text)
     assert "web" not in job.snapshot().endpoints
 
 

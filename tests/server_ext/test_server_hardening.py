@@ -128,11 +128,21 @@ async def test_logs_of_an_ended_job_stay_inside_it(jp_fetch, tony_home, tmp_path
     assert json.loads(got.body)["text"] == "the job's own log\n"
 
 
-@pytest.mark.parametrize("offset", ["100000000000000000000", "-1", "1e20", "x"])
+@pytest.mark.parametrize(
+    "offset", ["100000000000000000000", "-1", "1e20", "x", "\uff11", "1_0", "9" * 5000]
+)
 async def test_a_bad_offset_is_a_400(jp_fetch, tony_home, tmp_path, offset):
     job = ended_job_with_a_task(tony_home, tmp_path)
     params = {"task": "worker:0", "offset": offset}
     assert await status(jp_fetch, "tony", "api", "jobs", job, "logs", params=params) == 400
+
+
+@pytest.mark.parametrize("offset", [2**62, 2**44])
+async def test_an_offset_past_the_logs_end_reads_nothing(jp_fetch, tony_home, tmp_path, offset):
+    job = ended_job_with_a_task(tony_home, tmp_path)  # read from its file, its AM gone
+    params = {"task": "worker:0", "offset": str(offset)}
+    got = await jp_fetch("tony", "api", "jobs", job, "logs", params=params)
+    assert json.loads(got.body) == {"task": "worker:0", "offset": offset, "text": ""}
 
 
 VALUES = ["", "0", "-1", "1e20", "100000000000000000000", "nan", "worker:0", "../../x", "\u00e9"]
