@@ -255,26 +255,39 @@ def test_a_token_in_the_query_string_is_not_logged(job):
 # --- fuzz: bounded, seeded, 127.0.0.1 only ---------------------------------------------------
 
 PATHS = [
-    "job", "events", "logs", "result", "endpoints", "executor/register",
-    "executor/cluster-spec", "executor/heartbeat", "executor/logs", "executor/result",
-    "nope", "cells", "cells/1",
+    "job", "events", "feed", "logs", "result", "endpoints", "endpoints/tensorboard",
+    "endpoints/" + "x" * 64, "metrics", "executor/register", "executor/cluster-spec",
+    "executor/heartbeat", "executor/logs", "executor/result", "nope", "cells", "cells/1",
 ]  # fmt: skip
 VALUES = ["", "0", "-1", "1e20", "nan", "inf", "abc", "worker:0", "worker:9", "../../etc/passwd",
-          "/tmp/x", "%00", "\u00e9", "9" * 30, "1", "0.5"]  # fmt: skip
+          "/tmp/x", "%00", "\u00e9", "9" * 30, "1", "0.5", str(2**62), str(2**44), str(10**26),
+          "9" * 400, "NaN", "-inf", "\x00", "\uff11\uff12", "\u0663", "1_0", "x" * 5000,
+          "worker:0=" + str(10**26), "worker:0=\uff11,worker:1=0",
+          "worker:" + "9" * 400]  # fmt: skip
 BODIES = [None, b"", b"{", b"[]", b"null", b"3", b'"s"', b"\xff\xfe", b'{"task": 1}',
           b'{"task": "worker:0", "attempt": "x"}', b'{"task": "worker:0", "attempt": 1e99}',
           b'{"task": "worker:0", "attempt": 1, "text": 5, "host": [], "port": -1}',
           b'{"task": ["worker:0"], "attempt": true, "progress": "x", "rss": "big"}',
-          b'{"name": {}, "url": null}', b'{"reason": ["x"]}']  # fmt: skip
-FIELDS = ["task", "attempt", "offset", "limit", "since", "timeout", "after"]
+          b'{"name": {}, "url": null}', b'{"reason": ["x"]}',
+          b'{"name": "tensorboard", "url": "http://internal-admin.example:80/"}',
+          b'{"name": "tensorboard", "url": "http://127.0.0.1:6006/x?y#z"}',
+          b'{"name": "w\\u0000b", "url": "http://127.0.0.1:1/"}',
+          b'{"name": "' + b"x" * 5000 + b'", "url": "http://127.0.0.1:1/"}',
+          b'{"name": "tb", "url": "http://127.0.0.1:' + b"9" * 400 + b'/"}',
+          b'{"task": "worker:1", "attempt": 1, "host": "evil.example", "port": 1, "pid": 1}',
+          b'{"task": "worker:0", "attempt": 1, "port": ' + b"9" * 400 + b', "pid": NaN}',
+          b'{"task": "worker:0", "attempt": Infinity, "rss": -Infinity}',
+          b'{"task": "' + b"w" * 5000 + b'", "attempt": 1}']  # fmt: skip
+FIELDS = ["task", "attempt", "offset", "offsets", "limit", "since", "version", "timeout", "after"]
 
 
 def test_fuzz_the_am_api_no_500_and_the_job_goes_on(job):
     rng = random.Random(20240601)
     job_token = job.record.token
-    tokens = [job_token, task_token(job_token, "worker:0"), "", "x", "t\u00f6k", job_token + " "]
+    tokens = [job_token, task_token(job_token, "worker:0"), task_token(job_token, "worker:1"),
+              "", "x", "t\u00f6k", job_token + " "]  # fmt: skip
     started = time.monotonic()
-    for _ in range(300):
+    for _ in range(400):
         path = rng.choice(PATHS)
         params = {k: rng.choice(VALUES) for k in rng.sample(FIELDS, rng.randint(0, 4))}
         token = rng.choice(tokens)
@@ -285,8 +298,12 @@ def test_fuzz_the_am_api_no_500_and_the_job_goes_on(job):
             method, api(job, path), params=params, data=body, headers=headers, timeout=5
         )
         assert r.status_code < 500, (method, path, params, body, r.status_code, r.text)
-        assert time.monotonic() - started < 90
+        assert time.monotonic() - started < 120
     assert job.snapshot().state == "RUNNING"
+    # Endpoints are facts: whatever was posted, none is off the tasks' host, none but the chief's
+    # is tensorboard (worker:0 is the chief: its token was among the fuzz's).
+    assert all(url.startswith("http://127.0.0.1:") for url in job.snapshot().endpoints.values())
+    assert {t.host for t in job.snapshot().tasks} == {"127.0.0.1"}
     assert job.kill("after the fuzz")
     deadline = time.monotonic() + 15
     while job.snapshot().state != "KILLED" and time.monotonic() < deadline:
