@@ -1,8 +1,9 @@
 import pytest
 
 from tony_jupyter.errors import SpecError
+from tony_jupyter.numbers import parse_memory
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.spec import JobSpec, SpecBuilder, parse_memory
+from tony_jupyter.spec import JobSpec, SpecBuilder
 
 
 @pytest.mark.parametrize(

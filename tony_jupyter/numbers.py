@@ -66,3 +66,38 @@ def seconds(value: str | float, what: str, maximum: float = MAX_SECONDS) -> floa
             f"{what}: must be a positive number of seconds, at most {maximum:g}, got {shown(value)}"
         )
     return s
+
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE | re.ASCII)
+_UNIT_MB = {"": 1, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
+
+
+def parse_memory(value: str | int, what: str = "--memory") -> int:
+    """'2g' -> 2048, '512m' -> 512, '1024' -> 1024 (MB, as TonY reads a bare number); at
+    most what YARN's Resource holds."""
+    if isinstance(value, int):
+        mb = value
+    else:
+        m = _SIZE_RE.match(value)
+        if not m:
+            raise SpecError(
+                f"{what}: malformed size {shown(value)}; write a number with a unit (digits "
+                "0-9), e.g. 512m or 2g"
+            )
+        exact = float(m.group(1)) * _UNIT_MB[m.group(2).lower()]  # inf for 400 digits
+        if not exact <= JAVA_INT_MAX:
+            raise SpecError(
+                f"{what}: {shown(value)} is more memory than YARN can ask for "
+                f"(at most {JAVA_INT_MAX} MB); e.g. 512m or 2g"
+            )
+        mb = int(exact)
+        if mb <= 0 < float(m.group(1)):
+            raise SpecError(
+                f"{what}: {value!r} is less than 1 MB (a number without a unit is megabytes, "
+                f"as in TonY); write the unit, e.g. {m.group(1)}g or 512m"
+            )
+    if mb <= 0:
+        raise SpecError(f"{what}: size must be positive, got {shown(value)}; e.g. 512m or 2g")
+    if mb > JAVA_INT_MAX:
+        raise SpecError(f"{what}: at most {JAVA_INT_MAX} MB, got {shown(value)}")
+    return mb

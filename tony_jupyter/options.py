@@ -11,7 +11,8 @@ import sys
 from . import numbers
 from .errors import SpecError
 from .frameworks import NAMES, missing_modules, parse_framework
-from .spec import JobSpec, SpecBuilder, parse_memory
+from .numbers import parse_memory
+from .spec import JobSpec, SpecBuilder
 from .srcdir import SrcDir, collect
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .errors import SpecError
 from .frameworks import check_tasks, parse_framework
-from .numbers import JAVA_INT_MAX, MAX_SECONDS, shown, whole
+from .numbers import MAX_SECONDS, parse_memory, shown, whole
 from .tonyconf import HARMLESS, NOT_APPLICABLE
 
 # Set in the notebook's environment, these reach every task as they are (the chief's MLflow run,
@@ -40,40 +40,6 @@ SCHEMA_VERSION = 1
 # The order tasks are listed and launched in; custom types sort after these.
 KNOWN_TYPES = ("chief", "worker", "ps", "evaluator")
 _TYPE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE | re.ASCII)
-_UNIT_MB = {"": 1, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
-
-
-def parse_memory(value: str | int, what: str = "--memory") -> int:
-    """'2g' -> 2048, '512m' -> 512, '1024' -> 1024 (MB, as TonY reads a bare number)."""
-    if isinstance(value, int):
-        mb = value
-    else:
-        m = _SIZE_RE.match(value)
-        if not m:
-            raise SpecError(
-                f"{what}: malformed size {shown(value)}; write a number with a unit (digits "
-                "0-9), e.g. 512m or 2g"
-            )
-        exact = float(m.group(1)) * _UNIT_MB[m.group(2).lower()]  # inf for 400 digits
-        if not exact <= JAVA_INT_MAX:
-            raise SpecError(
-                f"{what}: {shown(value)} is more memory than YARN can ask for "
-                f"(at most {JAVA_INT_MAX} MB); e.g. 512m or 2g"
-            )
-        mb = int(exact)
-        if mb <= 0 < float(m.group(1)):
-            raise SpecError(
-                f"{what}: {value!r} is less than 1 MB (a number without a unit is megabytes, "
-                f"as in TonY); write the unit, e.g. {m.group(1)}g or 512m"
-            )
-    if mb <= 0:
-        raise SpecError(f"{what}: size must be positive, got {shown(value)}; e.g. 512m or 2g")
-    if mb > JAVA_INT_MAX:
-        raise SpecError(f"{what}: at most {JAVA_INT_MAX} MB, got {shown(value)}")
-    return mb
-
-
 MAX_MS = int(MAX_SECONDS * 1000)
 MAX_HEARTBEAT_MS = 3_600_000  # an hour between heartbeats already detects nothing
 MAX_MISSED_HEARTBEATS = 1_000_000

@@ -316,8 +316,9 @@ def _finished_job_pages(page, panel, job_id: str) -> None:
     tabs.filter(has_text="TensorBoard · digits").click()
     frame = page.locator(".tony-tensorboard-frame iframe")
     expect(frame.content_frame.locator("body")).to_contain_text("epoch_loss", timeout=150_000)
-    frame.evaluate("f => { f.contentWindow.location.hash = '#scalars' }")  # its scalars page
     board = frame.content_frame
+    # its scalars page, from inside: the frame is another origin than the page (sandbox.py)
+    board.locator("html").evaluate("() => { location.hash = '#scalars' }")
     expect(board.locator("body")).to_contain_text("epoch_loss", timeout=60_000)
     expect(board.locator("canvas, svg path.line, line-chart").first).to_be_attached(timeout=60_000)
     time.sleep(2)  # the charts draw after the page has loaded

@@ -15,6 +15,7 @@ behind a capability instead of Jupyter's cookie, which a sandboxed page cannot s
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from urllib.parse import parse_qsl, quote, urlencode, urlparse
 
 from jupyter_server.base.handlers import JupyterHandler
@@ -48,13 +49,13 @@ class EndpointProxyHandler(ProxyHandler):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         # WebSocketHandlerMixin sets flush (and finish) on the instance, past any override.
-        plain = self.flush
+        plain: Callable = getattr(self, "flush")  # noqa: B009 - the instance's, not the class's
 
         def flush(include_footers: bool = False):
             self._seal()
             return plain(include_footers)
 
-        self.flush = flush  # type: ignore[method-assign]
+        setattr(self, "flush", flush)  # noqa: B010 - as the mixin does
 
     def _seal(self) -> None:
         """Every answer, upstream's or ours: sandboxed (an opaque origin), and no cookie."""

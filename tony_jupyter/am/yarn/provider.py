@@ -149,11 +149,8 @@ class YarnProvider(Provider):
     def placement(self, task_id: str, attempt: int) -> Placement | None:
         """The node YARN put the task's container on (its NodeId's host), never the task's say."""
         with self.lock:
-            launch = self.by_task.get((task_id, attempt))
-            c = launch.container if launch is not None else None
-        if c is None:
-            return None
-        return Placement(str(c.getNodeId().getHost()), str(c.getId().toString()))
+            c = getattr(self.by_task.get((task_id, attempt)), "container", None)
+        return None if c is None else Placement(str(c.getNodeId().getHost()), str(c.getId()))
 
     def request(self, launch: Launch) -> None:
         J, task = self.J, launch.task
