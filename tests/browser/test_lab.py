@@ -296,7 +296,8 @@ def _in_an_origin_of_its_own(frame_el, job_id: str) -> None:
             try { out.parent = String(parent.document.cookie); } catch (e) { out.parent = e.name; }
             try { out.cookie = document.cookie; } catch (e) { out.cookie = e.name; }
             try {
-                const r = await fetch('/user/tester/api/kernels');
+                const signal = AbortSignal.timeout(15000);
+                const r = await fetch('/user/tester/api/kernels', {signal});
                 out.kernels = r.status;
             } catch (e) { out.kernels = e.name; }
             return out;
@@ -305,7 +306,7 @@ def _in_an_origin_of_its_own(frame_el, job_id: str) -> None:
     assert seen["origin"] == "null", seen
     assert f"/tony/framed/{job_id}/tensorboard/" in seen["url"], seen
     assert seen["parent"] == "SecurityError" and seen["cookie"] == "SecurityError", seen
-    assert seen["kernels"] in ("TypeError", 403), seen  # no session: refused, or unreadable
+    assert seen["kernels"] != 200, seen  # no session: refused (403) or unreadable (an error)
 
 
 def _finished_job_pages(page, panel, job_id: str) -> None:
