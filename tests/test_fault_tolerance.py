@@ -78,6 +78,9 @@ class RecordingProvider(Provider):
     def launch(self, task, task_id, attempt, env):
         pass
 
+    def placement(self, task_id, attempt):
+        return None
+
     def stop_task(self, task_id, attempt):
         pass
 

@@ -6,11 +6,12 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from helpers.jobs import assert_refused_before_submission
+from helpers.jobs import assert_refused_before_submission, processes_under
 from IPython.core.error import UsageError
 
 from tony_jupyter.am.main import executor_env
 from tony_jupyter.errors import SpecError
+from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.local import check_capacity
 from tony_jupyter.options import parse_job_args
 
@@ -19,15 +20,50 @@ from tony_jupyter.options import parse_job_args
     "line,message",
     [
         ("--workers 100000", "asks for 100000 tasks, one process each"),
-        ("--timeout nan", "--timeout must be a positive number of seconds, not nan"),
-        ("--timeout inf", "--timeout must be a positive number of seconds, not inf"),
+        ("--timeout nan", "--timeout: expected a number (digits 0-9), got 'nan'"),
+        ("--timeout inf", "--timeout: expected a number (digits 0-9), got 'inf'"),
+        ("--timeout 1e400", "--timeout: expected a finite number, got '1e400'"),
+        ("--timeout 1e12", "--timeout: must be a positive number of seconds, at most 3.16224e+07"),
+        ("--timeout \uff11\uff12", "--timeout: expected a number (digits 0-9)"),
         ("--memory 0.5", "'0.5' is less than 1 MB (a number without a unit is megabytes"),
+        ("--memory " + "9" * 400, "is more memory than YARN can ask for (at most 2147483647 MB)"),
+        ("--memory \uff12g", "malformed size '\uff12g'; write a number with a unit (digits 0-9)"),
+        ("--conf tony.worker.memory=" + "9" * 400 + "g", "tony.worker.memory: '9999999999999"),
+        ("--workers \uff12", "--workers: expected a whole number (digits 0-9), got '\uff12'"),
+        ("--workers " + "9" * 400, "--workers: expected a whole number (digits 0-9), got '999"),
+        ("--workers 1:\u0662", "--workers MAX: expected a whole number (digits 0-9)"),
+        ("--vcores 1_0", "--vcores: expected a whole number (digits 0-9), got '1_0'"),
+        ("--conf tony.worker.instances=\uff12", "tony.worker.instances: expected a whole number"),
+        ("--conf tony.worker.gpus=" + "9" * 20, "tony.worker.gpus: must be at most 2147483647"),
+        ("--conf tony.application.timeout=" + "9" * 400, "tony.application.timeout: expected"),
+        ("--conf tony.application.timeout=" + "9" * 15, "tony.application.timeout: must be at"),
+        ("--conf tony.task.registration-timeout-sec=" + "9" * 12, "must be at most 31622400"),
+        ("--conf tony.task.heartbeat-interval-ms=" + "9" * 12, "must be at most 3600000"),
+        ("--conf tony.task.max-missed-heartbeats=" + "9" * 12, "must be at most 1000000"),
+        ("--conf tony.containers.envs=A=x\0y", "holds a NUL character, which no environment"),
+        ("--conf tony.containers.envs=A\0B=1", "holds a NUL character"),
         ("--conf tony.containers.envs=TONY_TOKEN=x", "TONY_TOKEN is tony-jupyter's own"),
         ("--conf tony.execution.envs=A=1,tony_am_url=x", "tony_am_url is tony-jupyter's own"),
     ],
 )
 def test_bad_input_is_a_usage_error_and_submits_nothing(shell, tony_home, line, message):
     assert_refused_before_submission(shell, tony_home, line, message)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-5", "\uff13\uff10", "1e999"])
+def test_a_sessions_idle_timeout_is_a_finite_positive_number(shell, tony_home, value):
+    with pytest.raises(UsageError) as e:
+        shell.run_line_magic("tony", f"session start --idle-timeout {value} --workers 1")
+    assert "--idle-timeout" in str(e.value)
+    assert list_jobs() == [] and processes_under(tony_home) == []
+
+
+@pytest.mark.parametrize("words", ["status", "logs", "kill", "attach"])
+def test_a_very_long_job_id_is_a_usage_error(shell, tony_home, words):
+    with pytest.raises(UsageError) as e:
+        shell.run_line_magic("tony", f"{words} {'x' * 5000}")
+    assert "is not a job id (up to 128 letters, digits, _ and -)" in str(e.value)
+    assert "x" * 100 not in str(e.value)  # named, not printed whole
 
 
 def test_an_unclosed_quote_in_a_line_magic_is_a_usage_error(shell, tony_home):

@@ -16,7 +16,7 @@ def test_dollar_and_braces_are_expanded_from_the_notebook(shell, tony_home):
 
 
 def test_a_name_the_notebook_lacks_stays_as_written(shell, tony_home):
-    with pytest.raises(UsageError, match=r"no job '\{not_defined_here\}'"):
+    with pytest.raises(UsageError, match=r"'\{not_defined_here\}' is not a job id"):
         shell.run_line_magic("tony", "status {not_defined_here}")
 
 

@@ -132,7 +132,7 @@ def test_idle_session_stops_with_a_clear_message(shell, tony_home):
 def test_session_flag_errors(shell, tony_home):
     with pytest.raises(UsageError, match="--max-attempts does not apply to a session"):
         shell.run_line_magic("tony", "session start --workers 1 --max-attempts 2")
-    with pytest.raises(UsageError, match="--idle-timeout takes a number"):
+    with pytest.raises(UsageError, match="--idle-timeout: expected a number"):
         shell.run_line_magic("tony", "session start --idle-timeout soon")
     with pytest.raises(UsageError, match="no session is running"):
         shell.run_line_magic("tony", "session stop")

@@ -1,8 +1,9 @@
 import pytest
 
 from tony_jupyter.errors import SpecError
+from tony_jupyter.numbers import parse_memory
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.spec import JobSpec, SpecBuilder, parse_memory
+from tony_jupyter.spec import JobSpec, SpecBuilder
 
 
 @pytest.mark.parametrize(
@@ -96,8 +97,8 @@ def test_conf_file_in_tony_xml_format(tmp_path):
     [
         ("--wrokers 2", "unrecognized arguments: --wrokers 2; `%tony help` lists the flags"),
         ("--workers 0", "--workers 0: a job needs at least one worker"),
-        ("--workers -1", "--workers cannot be negative"),
-        ("--workers two", "--workers takes a whole number"),
+        ("--workers -1", "--workers: must be at least 0, got -1"),
+        ("--workers two", "--workers: expected a whole number (digits 0-9), got 'two'"),
         ("--memory 2x", "malformed size '2x'"),
         ("--conf tony.wroker.instances=2", "did you mean tony.worker.instances?"),
         ("--conf tony.application.timeot=5", "did you mean tony.application.timeout?"),

@@ -13,7 +13,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.utils.text import DollarFormatter
 
-from . import commands, shards
+from . import commands, numbers, shards
 from .bundle import Bundle, make_bundle
 from .errors import BundleError, JobNotFoundError, SpecError
 from .job import TonyJob, submit
@@ -220,10 +220,10 @@ def _session_flags(words: list[str]) -> tuple[str, float | None, bool]:
         if w == "--detach":
             detach = True
         elif w == "--idle-timeout":
-            try:
-                idle = float(next(it))
-            except (StopIteration, ValueError):
-                raise SpecError("--idle-timeout takes a number of seconds") from None
+            value = next(it, None)
+            if value is None:
+                raise SpecError("--idle-timeout takes a number of seconds")
+            idle = numbers.seconds(value, "--idle-timeout")
         else:
             rest.append(w)
     return shlex.join(rest), idle, detach

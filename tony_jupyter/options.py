@@ -8,9 +8,11 @@ import os
 import shlex
 import sys
 
+from . import numbers
 from .errors import SpecError
 from .frameworks import NAMES, missing_modules, parse_framework
-from .spec import JobSpec, SpecBuilder, parse_memory
+from .numbers import parse_memory
+from .spec import JobSpec, SpecBuilder
 from .srcdir import SrcDir, collect
 
 
@@ -29,13 +31,19 @@ class _Parser(argparse.ArgumentParser):
 def _count(flag: str):
     def parse(value: str) -> int:
         try:
-            n = int(value)
-        except ValueError:
-            msg = f"{flag} takes a whole number, not {value!r}"
-            raise argparse.ArgumentTypeError(msg) from None
-        if n < 0:
-            raise argparse.ArgumentTypeError(f"{flag} cannot be negative ({n})")
-        return n
+            return numbers.whole(value, flag)
+        except SpecError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    return parse
+
+
+def _seconds(flag: str):
+    def parse(value: str) -> float:
+        try:
+            return numbers.seconds(value, flag)
+        except SpecError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
 
     return parse
 
@@ -46,9 +54,9 @@ def _workers(value: str) -> int | tuple[int, int]:
         return _count("--workers")(value)
     low, _, high = value.partition(":")
     try:
-        lo, hi = int(low), int(high)
-    except ValueError:
-        msg = f"--workers takes N or MIN:MAX (whole numbers, e.g. 2:4), not {value!r}"
+        lo, hi = numbers.whole(low, "--workers MIN"), numbers.whole(high, "--workers MAX")
+    except SpecError as e:
+        msg = f"--workers takes N or MIN:MAX (whole numbers, e.g. 2:4): {e}"
         raise argparse.ArgumentTypeError(msg) from None
     if lo < 1 or hi < 1:
         raise argparse.ArgumentTypeError(f"--workers {value}: MIN and MAX must be at least 1")
@@ -103,7 +111,9 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
     )
     p.add_argument("--name", default=None, help="job name")
     p.add_argument("--max-attempts", type=_count("--max-attempts"), default=None)
-    p.add_argument("--timeout", type=float, default=None, help="seconds before the job fails")
+    p.add_argument(
+        "--timeout", type=_seconds("--timeout"), default=None, help="seconds before the job fails"
+    )
     p.add_argument("--async", dest="async_", action="store_true", help="return at once")
     p.add_argument("--backend", choices=("local", "yarn"), default=None)
     p.add_argument("--queue", default=None, help="YARN queue")

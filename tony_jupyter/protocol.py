@@ -21,6 +21,9 @@ from typing import Any, ClassVar
 from .records import Record
 
 SCHEMA_VERSION = 1
+# A job's id: local ids (tony_20250101_120000_abcdef) and YARN application ids; no dots, no
+# slashes (it names a directory), no more than a path segment can hold.
+JOB_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
 
 
 class JobState(str, Enum):

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .errors import SpecError
 from .frameworks import check_tasks, parse_framework
+from .numbers import MAX_SECONDS, parse_memory, shown, whole
 from .tonyconf import HARMLESS, NOT_APPLICABLE
 
 # Set in the notebook's environment, these reach every task as they are (the chief's MLflow run,
@@ -39,39 +40,9 @@ SCHEMA_VERSION = 1
 # The order tasks are listed and launched in; custom types sort after these.
 KNOWN_TYPES = ("chief", "worker", "ps", "evaluator")
 _TYPE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
-_UNIT_MB = {"": 1, "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
-
-
-def parse_memory(value: str | int, what: str = "--memory") -> int:
-    """'2g' -> 2048, '512m' -> 512, '1024' -> 1024 (MB, as TonY reads a bare number)."""
-    if isinstance(value, int):
-        mb = value
-    else:
-        m = _SIZE_RE.match(value)
-        if not m:
-            raise SpecError(
-                f"{what}: malformed size {value!r}; write a number with a unit, e.g. 512m or 2g"
-            )
-        mb = int(float(m.group(1)) * _UNIT_MB[m.group(2).lower()])
-        if mb <= 0 < float(m.group(1)):
-            raise SpecError(
-                f"{what}: {value!r} is less than 1 MB (a number without a unit is megabytes, "
-                f"as in TonY); write the unit, e.g. {m.group(1)}g or 512m"
-            )
-    if mb <= 0:
-        raise SpecError(f"{what}: size must be positive, got {value!r}; e.g. 512m or 2g")
-    return mb
-
-
-def _parse_int(value: str | int, what: str, minimum: int = 0) -> int:
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        raise SpecError(f"{what}: expected a whole number, got {value!r}") from None
-    if n < minimum:
-        raise SpecError(f"{what}: must be at least {minimum}, got {n}")
-    return n
+MAX_MS = int(MAX_SECONDS * 1000)
+MAX_HEARTBEAT_MS = 3_600_000  # an hour between heartbeats already detects nothing
+MAX_MISSED_HEARTBEATS = 1_000_000
 
 
 def _parse_bool(value: str | bool, what: str) -> bool:
@@ -264,13 +235,13 @@ class SpecBuilder:
 
     def _apply_type_key(self, type_: str, what: str, value: str, key: str) -> None:
         if what == "instances":
-            self.instances[type_] = _parse_int(value, key)
+            self.instances[type_] = whole(value, key)
         elif what == "memory":
             self.memory[type_] = parse_memory(value, key)
         elif what == "vcores":
-            self.vcores[type_] = _parse_int(value, key, minimum=1)
+            self.vcores[type_] = whole(value, key, minimum=1)
         elif what == "gpus":
-            self.gpus[type_] = _parse_int(value, key)
+            self.gpus[type_] = whole(value, key)
         else:
             self.node_label[type_] = value
 
@@ -278,9 +249,9 @@ class SpecBuilder:
         if what in ("name", "queue"):
             self.job[what] = value
         elif what == "num_retries":
-            self.job["max_attempts"] = _parse_int(value, key) + 1
+            self.job["max_attempts"] = whole(value, key) + 1
         elif what == "timeout_ms":
-            self.job["timeout_s"] = _parse_int(value, key) / 1000.0
+            self.job["timeout_s"] = whole(value, key, maximum=MAX_MS) / 1000.0
         elif what == "other_namenodes":
             self.job[what] = tuple(u.strip() for u in value.split(",") if u.strip())
         elif what == "untracked":
@@ -288,18 +259,27 @@ class SpecBuilder:
         elif what == "node_label":
             self.default_node_label = value or None
         elif what == "am_retries":
-            self.job["am_retries"] = _parse_int(value, key)
+            self.job["am_retries"] = whole(value, key)
         elif what == "am_memory":
             self.job["am_memory_mb"] = parse_memory(value, key)
-        elif what in ("heartbeat_interval_ms", "max_missed_heartbeats", "am_vcores"):
-            self.job[what] = _parse_int(value, key, minimum=1)
+        elif what == "heartbeat_interval_ms":
+            self.job[what] = whole(value, key, minimum=1, maximum=MAX_HEARTBEAT_MS)
+        elif what == "max_missed_heartbeats":
+            self.job[what] = whole(value, key, minimum=1, maximum=MAX_MISSED_HEARTBEATS)
+        elif what == "am_vcores":
+            self.job[what] = whole(value, key, minimum=1)
         elif what in ("registration_timeout_s", "completion_grace_s", "am_linger_s"):
-            self.job[what] = float(_parse_int(value, key))
+            self.job[what] = float(whole(value, key, maximum=int(MAX_SECONDS)))
         elif what == "env":
             for pair in filter(None, (p.strip() for p in value.split(","))):
                 k, sep, v = pair.partition("=")
                 if not sep or not k:
-                    raise SpecError(f"{key}: expected NAME=VALUE pairs, got {pair!r}")
+                    raise SpecError(f"{key}: expected NAME=VALUE pairs, got {shown(pair)}")
+                if "\0" in pair:
+                    raise SpecError(
+                        f"{key}: {shown(pair)} holds a NUL character, which no environment "
+                        "variable can; remove it"
+                    )
                 if k.upper().startswith("TONY_"):
                     raise SpecError(
                         f"{key}: {k} is tony-jupyter's own (TONY_* variables tell each task its "
@@ -311,11 +291,11 @@ class SpecBuilder:
         elif what == "framework":
             self.job["framework"] = parse_framework(value, key)
         elif what in ("max_total_instances", "max_total_gpus"):
-            limit = _parse_int(value, key, minimum=-1)
+            limit = whole(value, key, minimum=-1)
             if limit >= 0:
                 self.limits[key] = limit
         elif what == "allocation_timeout_ms":
-            timeout_ms = _parse_int(value, key, minimum=-1)
+            timeout_ms = whole(value, key, minimum=-1, maximum=MAX_MS)
             if timeout_ms > 0:
                 self.job["registration_timeout_s"] = timeout_ms / 1000.0
 

@@ -14,14 +14,10 @@ export interface ITensorBoardOptions {
 export class TensorBoardTab extends MainAreaWidget<IFrame> {
   constructor(options: ITensorBoardOptions) {
     const frame = new IFrame({
-      // TensorBoard is a script-driven page on this origin (the proxy, behind Jupyter's auth)
-      sandbox: [
-        'allow-scripts',
-        'allow-same-origin',
-        'allow-forms',
-        'allow-downloads',
-        'allow-popups'
-      ]
+      // TensorBoard is a script-driven page a job serves: its scripts run, but in an origin
+      // of their own, never Jupyter's (no allow-same-origin; the proxy's answers say the same
+      // in their CSP: server_ext/sandbox.py).
+      sandbox: ['allow-scripts', 'allow-forms', 'allow-downloads', 'allow-popups']
     });
     frame.url = proxyUrl(options.jobId, 'tensorboard');
     frame.addClass('tony-tensorboard-frame');

@@ -89,8 +89,11 @@ def test_the_feed_answers_on_a_change_with_the_snapshot_and_new_log_text(running
     [
         ("worker:9=0", 404, "no task 'worker:9' in this job"),
         ("../../etc/passwd=0", 404, "no task"),
-        ("worker:0=x", 400, "'x' is not a whole number"),
-        ("worker:0=-5", 400, "negative"),
+        ("worker:0=x", 400, "offsets (worker:0) must be a whole number (digits 0-9), not 'x'"),
+        ("worker:0=-5", 400, "offsets (worker:0) must be between 0 and"),
+        (f"worker:0={10**26}", 400, "must be a whole number (digits 0-9)"),
+        ("worker:0=\uff11\uff12", 400, "must be a whole number (digits 0-9)"),
+        ("worker:0=1_0", 400, "must be a whole number (digits 0-9)"),
     ],
 )
 def test_the_feed_refuses_offsets_of_no_task_or_no_number(running_job, offsets, status, message):

@@ -85,12 +85,27 @@ def test_an_unauthenticated_body_is_refused_before_it_is_read(job):
         ("GET", "logs?task=worker:0&offset=100000000000000000000", None, 400),
         ("GET", "logs?task=worker:0&attempt=x", None, 400),
         ("GET", "logs?task=worker:0&limit=1e3", None, 400),
+        ("GET", "logs?task=worker:0&offset=\uff11\uff12", None, 400),
+        ("GET", f"logs?task=worker:0&offset={2**62 + 1}", None, 400),
+        ("GET", f"feed?offsets=worker:0={10**26}", None, 400),
+        ("GET", "feed?offsets=worker:0=\u0661", None, 400),
+        ("GET", "events?since=" + "9" * 5000, None, 400),
     ],
 )
 def test_malformed_input_is_a_4xx_not_a_500(job, method, path, body, status):
     r = job.session.request(method, api(job, path), json=body, timeout=5)
     assert r.status_code == status, r.text
     assert r.json()["error"]
+
+
+@pytest.mark.parametrize("offset", [2**62, 2**44, 2**63 // 2 - 1])
+def test_a_log_offset_past_its_end_reads_nothing(job, offset):
+    r = job.session.get(api(job, "logs"), params={"task": "worker:0", "offset": offset})
+    assert r.status_code == 200, r.text
+    assert r.json()["text"] == "" and r.json()["offset"] == offset
+    r = job.session.get(api(job, "feed"), params={"offsets": f"worker:0={offset}"}, timeout=5)
+    assert r.status_code == 200, r.text
+    assert r.json()["logs"]["worker:0"]["text"] == ""
 
 
 def test_non_ascii_authorization_is_refused_not_a_500(job):
@@ -103,6 +118,56 @@ def test_an_endpoint_is_on_a_host_of_the_jobs_tasks(job):
         r = job.session.post(api(job, "endpoints"), json={"name": "evil", "url": url}, timeout=5)
         assert r.status_code == 400, (url, r.text)
     assert "evil" not in job.snapshot().endpoints
+
+
+def test_a_tasks_host_is_where_its_provider_put_it_not_what_it_registers(job):
+    worker1 = bearer(task_token(job.record.token, "worker:1"))
+    body = {"task": "worker:1", "attempt": 1, "host": "internal-admin.example", "port": 2222,
+            "pid": 1, "container": "container_forged"}  # fmt: skip
+    r = requests.post(api(job, "executor/register"), json=body, headers=worker1, timeout=5)
+    assert r.status_code == 200, r.text
+    task = job.snapshot().task("worker:1")
+    assert task.host == "127.0.0.1" and task.port == 2222
+    assert job.snapshot().task("worker:1").container is None  # a claim, not the provider's fact
+    # An endpoint is only a port on that host: the claimed host is refused.
+    refused = {
+        "http://internal-admin.example:80/": "not on the host",
+        "http://127.0.0.1:80/admin": "expected http://host:port/",
+        "http://127.0.0.1:80/?next=x": "expected http://host:port/",
+        "http://u:p@127.0.0.1:80/": "expected http://host:port/",
+        "http://127.0.0.1/": "expected http://host:port/",
+    }
+    for url, message in refused.items():
+        body = {"name": "web", "url": url}
+        r = requests.post(api(job, "endpoints"), json=body, headers=worker1, timeout=5)
+        assert r.status_code == 400 and message in r.json()["error"], (url, r.text)
+    assert "web" not in job.snapshot().endpoints
+
+
+def test_a_task_registers_only_its_own_endpoints_and_only_the_chief_tensorboard(job):
+    chief = bearer(task_token(job.record.token, "worker:0"))  # worker:0: the chief here
+    worker1 = bearer(task_token(job.record.token, "worker:1"))
+    url = "http://127.0.0.1:6006/"
+
+    def post(headers, name, port):
+        body = {"name": name, "url": f"http://127.0.0.1:{port}/"}
+        return requests.post(api(job, "endpoints"), json=body, headers=headers, timeout=5)
+
+    r = post(worker1, "tensorboard", 6006)
+    assert r.status_code == 403 and "only the chief (worker:0)" in r.json()["error"]
+    assert "tensorboard" not in job.snapshot().endpoints
+    assert post(chief, "tensorboard", 6006).status_code == 200
+    assert post(worker1, "tensorboard", 6666).status_code == 403
+    assert post(worker1, "metrics", 7000).status_code == 200  # its own: fine
+    r = post(chief, "metrics", 7001)
+    assert r.status_code == 403 and "worker:1's, not worker:0's" in r.json()["error"]
+    assert post(worker1, "metrics", 7002).status_code == 200  # it may move its own
+    assert job.snapshot().endpoints == {
+        "tensorboard": url, "metrics": "http://127.0.0.1:7002/"
+    }  # fmt: skip
+    events, _ = job.events(0)
+    owners = {e["name"]: e["task"] for e in events if e["kind"] == "endpoint"}
+    assert owners == {"tensorboard": "worker:0", "metrics": "worker:1"}
 
 
 def test_an_endpoints_key_goes_to_the_job_token_only_and_never_into_the_snapshot(job):
@@ -190,26 +255,39 @@ def test_a_token_in_the_query_string_is_not_logged(job):
 # --- fuzz: bounded, seeded, 127.0.0.1 only ---------------------------------------------------
 
 PATHS = [
-    "job", "events", "logs", "result", "endpoints", "executor/register",
-    "executor/cluster-spec", "executor/heartbeat", "executor/logs", "executor/result",
-    "nope", "cells", "cells/1",
+    "job", "events", "feed", "logs", "result", "endpoints", "endpoints/tensorboard",
+    "endpoints/" + "x" * 64, "metrics", "executor/register", "executor/cluster-spec",
+    "executor/heartbeat", "executor/logs", "executor/result", "nope", "cells", "cells/1",
 ]  # fmt: skip
 VALUES = ["", "0", "-1", "1e20", "nan", "inf", "abc", "worker:0", "worker:9", "../../etc/passwd",
-          "/tmp/x", "%00", "\u00e9", "9" * 30, "1", "0.5"]  # fmt: skip
+          "/tmp/x", "%00", "\u00e9", "9" * 30, "1", "0.5", str(2**62), str(2**44), str(10**26),
+          "9" * 400, "NaN", "-inf", "\x00", "\uff11\uff12", "\u0663", "1_0", "x" * 5000,
+          "worker:0=" + str(10**26), "worker:0=\uff11,worker:1=0",
+          "worker:" + "9" * 400]  # fmt: skip
 BODIES = [None, b"", b"{", b"[]", b"null", b"3", b'"s"', b"\xff\xfe", b'{"task": 1}',
           b'{"task": "worker:0", "attempt": "x"}', b'{"task": "worker:0", "attempt": 1e99}',
           b'{"task": "worker:0", "attempt": 1, "text": 5, "host": [], "port": -1}',
           b'{"task": ["worker:0"], "attempt": true, "progress": "x", "rss": "big"}',
-          b'{"name": {}, "url": null}', b'{"reason": ["x"]}']  # fmt: skip
-FIELDS = ["task", "attempt", "offset", "limit", "since", "timeout", "after"]
+          b'{"name": {}, "url": null}', b'{"reason": ["x"]}',
+          b'{"name": "tensorboard", "url": "http://internal-admin.example:80/"}',
+          b'{"name": "tensorboard", "url": "http://127.0.0.1:6006/x?y#z"}',
+          b'{"name": "w\\u0000b", "url": "http://127.0.0.1:1/"}',
+          b'{"name": "' + b"x" * 5000 + b'", "url": "http://127.0.0.1:1/"}',
+          b'{"name": "tb", "url": "http://127.0.0.1:' + b"9" * 400 + b'/"}',
+          b'{"task": "worker:1", "attempt": 1, "host": "evil.example", "port": 1, "pid": 1}',
+          b'{"task": "worker:0", "attempt": 1, "port": ' + b"9" * 400 + b', "pid": NaN}',
+          b'{"task": "worker:0", "attempt": Infinity, "rss": -Infinity}',
+          b'{"task": "' + b"w" * 5000 + b'", "attempt": 1}']  # fmt: skip
+FIELDS = ["task", "attempt", "offset", "offsets", "limit", "since", "version", "timeout", "after"]
 
 
 def test_fuzz_the_am_api_no_500_and_the_job_goes_on(job):
     rng = random.Random(20240601)
     job_token = job.record.token
-    tokens = [job_token, task_token(job_token, "worker:0"), "", "x", "t\u00f6k", job_token + " "]
+    tokens = [job_token, task_token(job_token, "worker:0"), task_token(job_token, "worker:1"),
+              "", "x", "t\u00f6k", job_token + " "]  # fmt: skip
     started = time.monotonic()
-    for _ in range(300):
+    for _ in range(400):
         path = rng.choice(PATHS)
         params = {k: rng.choice(VALUES) for k in rng.sample(FIELDS, rng.randint(0, 4))}
         token = rng.choice(tokens)
@@ -220,8 +298,12 @@ def test_fuzz_the_am_api_no_500_and_the_job_goes_on(job):
             method, api(job, path), params=params, data=body, headers=headers, timeout=5
         )
         assert r.status_code < 500, (method, path, params, body, r.status_code, r.text)
-        assert time.monotonic() - started < 90
+        assert time.monotonic() - started < 120
     assert job.snapshot().state == "RUNNING"
+    # Endpoints are facts: whatever was posted, none is off the tasks' host, none but the chief's
+    # is tensorboard (worker:0 is the chief: its token was among the fuzz's).
+    assert all(url.startswith("http://127.0.0.1:") for url in job.snapshot().endpoints.values())
+    assert {t.host for t in job.snapshot().tasks} == {"127.0.0.1"}
     assert job.kill("after the fuzz")
     deadline = time.monotonic() + 15
     while job.snapshot().state != "KILLED" and time.monotonic() < deadline:

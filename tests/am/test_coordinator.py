@@ -23,6 +23,9 @@ class FakeProvider(Provider):
     def launch(self, task, task_id, attempt, env):
         self.launched.append((task_id, attempt, env))
 
+    def placement(self, task_id, attempt):
+        return None
+
     def stop_task(self, task_id, attempt):
         self.stopped.append((task_id, attempt))
 

@@ -213,6 +213,7 @@ def _run(page, lab):
     # TensorBoard's own page, through the proxy, drawing the scalars progress() writes
     expect(frame.locator("body")).to_contain_text("epoch_loss", timeout=180_000)
     expect(frame.locator("canvas, svg path.line, line-chart").first).to_be_attached(timeout=60_000)
+    _in_an_origin_of_its_own(frame_el, _job_id(lab))
     expect(train).to_contain_text("RUNNING")
     cells.nth(1).scroll_into_view_if_needed()
     shot(page, "1-widget-tensorboard")
@@ -226,6 +227,7 @@ def _run(page, lab):
     job.locator("button.tony-open-tensorboard").click()
     main_frame = page.locator(".tony-tensorboard-frame iframe")
     expect(main_frame.content_frame.locator("body")).to_contain_text("epoch_loss", timeout=120_000)
+    _in_an_origin_of_its_own(main_frame, _job_id(lab))
     shot(page, "2-panel-tensorboard-tab")
     job.locator("button.tony-open-logs").click()
     expect(page.locator(".tony-logs-text")).to_contain_text("Epoch 3/3", timeout=60_000)
@@ -281,6 +283,32 @@ def _run(page, lab):
     _finished_job_pages(page, panel, job_id)
 
 
+def _in_an_origin_of_its_own(frame_el, job_id: str) -> None:
+    """A TensorBoard iframe (the widget's, the panel's): sandboxed without allow-same-origin,
+    its page on the framed route (server_ext/sandbox.py), its scripts in an opaque origin,
+    where Jupyter's session, cookies and API are out of reach."""
+    sandbox = frame_el.get_attribute("sandbox") or ""
+    assert "allow-scripts" in sandbox and "allow-same-origin" not in sandbox, sandbox
+    frame = frame_el.content_frame
+    seen = frame.locator("html").evaluate(
+        """async () => {
+            const out = {origin: self.origin, url: location.href};
+            try { out.parent = String(parent.document.cookie); } catch (e) { out.parent = e.name; }
+            try { out.cookie = document.cookie; } catch (e) { out.cookie = e.name; }
+            try {
+                const signal = AbortSignal.timeout(15000);
+                const r = await fetch('/user/tester/api/kernels', {signal});
+                out.kernels = r.status;
+            } catch (e) { out.kernels = e.name; }
+            return out;
+        }"""
+    )
+    assert seen["origin"] == "null", seen
+    assert f"/tony/framed/{job_id}/tensorboard/" in seen["url"], seen
+    assert seen["parent"] == "SecurityError" and seen["cookie"] == "SecurityError", seen
+    assert seen["kernels"] != 200, seen  # no session: refused (403) or unreadable (an error)
+
+
 def _finished_job_pages(page, panel, job_id: str) -> None:
     """The finished job's TensorBoard (from its history), its job page, and two runs compared."""
     from playwright.sync_api import expect
@@ -289,8 +317,9 @@ def _finished_job_pages(page, panel, job_id: str) -> None:
     tabs.filter(has_text="TensorBoard · digits").click()
     frame = page.locator(".tony-tensorboard-frame iframe")
     expect(frame.content_frame.locator("body")).to_contain_text("epoch_loss", timeout=150_000)
-    frame.evaluate("f => { f.contentWindow.location.hash = '#scalars' }")  # its scalars page
     board = frame.content_frame
+    # its scalars page, from inside: the frame is another origin than the page (sandbox.py)
+    board.locator("html").evaluate("() => { location.hash = '#scalars' }")
     expect(board.locator("body")).to_contain_text("epoch_loss", timeout=60_000)
     expect(board.locator("canvas, svg path.line, line-chart").first).to_be_attached(timeout=60_000)
     time.sleep(2)  # the charts draw after the page has loaded

@@ -12,6 +12,8 @@ import tornado.web
 from helpers.server import finished_job, status
 from tornado import httpserver, netutil
 
+from tony_jupyter.server_ext.sandbox import capability
+
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 SEEN: list[dict] = []
@@ -128,37 +130,54 @@ async def test_logs_of_an_ended_job_stay_inside_it(jp_fetch, tony_home, tmp_path
     assert json.loads(got.body)["text"] == "the job's own log\n"
 
 
-@pytest.mark.parametrize("offset", ["100000000000000000000", "-1", "1e20", "x"])
+@pytest.mark.parametrize(
+    "offset", ["100000000000000000000", "-1", "1e20", "x", "\uff11", "1_0", "9" * 5000]
+)
 async def test_a_bad_offset_is_a_400(jp_fetch, tony_home, tmp_path, offset):
     job = ended_job_with_a_task(tony_home, tmp_path)
     params = {"task": "worker:0", "offset": offset}
     assert await status(jp_fetch, "tony", "api", "jobs", job, "logs", params=params) == 400
 
 
-VALUES = ["", "0", "-1", "1e20", "100000000000000000000", "nan", "worker:0", "../../x", "\u00e9"]
+@pytest.mark.parametrize("offset", [2**62, 2**44])
+async def test_an_offset_past_the_logs_end_reads_nothing(jp_fetch, tony_home, tmp_path, offset):
+    job = ended_job_with_a_task(tony_home, tmp_path)  # read from its file, its AM gone
+    params = {"task": "worker:0", "offset": str(offset)}
+    got = await jp_fetch("tony", "api", "jobs", job, "logs", params=params)
+    assert json.loads(got.body) == {"task": "worker:0", "offset": offset, "text": ""}
+
+
+VALUES = ["", "0", "-1", "1e20", "100000000000000000000", "nan", "worker:0", "../../x", "\u00e9",
+          str(2**62), str(2**44), str(10**26), "9" * 400, "NaN", "-inf", "\x00", "a\x00b",
+          "\uff11\uff12", "\u0663", "1_0", "x" * 5000, "worker:" + "9" * 400]  # fmt: skip
 
 
 async def test_fuzz_the_server_routes_no_500(jp_fetch, running_job, tony_home, tmp_path):
     rng = random.Random(1234)
     old = ended_job_with_a_task(tony_home, tmp_path)
     started = time.monotonic()
-    for _ in range(120):
-        job = rng.choice([running_job.job_id, old, "tony_nope", "..", "a" * 200])
+    for _ in range(160):
+        job = rng.choice([running_job.job_id, old, "tony_nope", "..", "a" * 200, "a" * 5000])
+        endpoint = rng.choice(["tensorboard", "nope", "..", "x" * 80, "\uff54b"])
+        cap = rng.choice([capability(running_job.job_id, "tensorboard"), "A" * 43, "x" * 5000])
         parts = rng.choice(
             [
                 ("tony", "api", "jobs"),
                 ("tony", "api", "jobs", job),
+                ("tony", "api", "jobs", job, "detail"),
                 ("tony", "api", "jobs", job, "events"),
                 ("tony", "api", "jobs", job, "logs"),
-                ("tony", "proxy", job, rng.choice(["tensorboard", "nope", "..", "x" * 80]), "a"),
+                ("tony", "proxy", job, endpoint, "a"),
+                ("tony", "framed", job, endpoint, cap, "a"),
             ]
         )
         keys = rng.sample(["task", "offset", "attempt", "since", "timeout"], rng.randint(0, 3))
         params = {k: rng.choice(VALUES) for k in keys}
         if "timeout" in params:
             params["timeout"] = "0"  # long-polls are not what this is about
-        code = await status(jp_fetch, *parts, params=params)
-        assert code < 500, (parts, params, code)
+        headers = {"Sec-Fetch-Mode": "navigate"} if rng.random() < 0.3 else {}  # a browser's
+        code = await status(jp_fetch, *parts, params=params, headers=headers)
+        assert code < 500, (parts, params, headers, code)
         assert time.monotonic() - started < 60
     kill = await status(jp_fetch, "tony", "api", "jobs", old, "kill", method="POST", body="")
     assert kill == 200  # an ended job's: nothing to kill, and no error

@@ -18,7 +18,6 @@ from .session_api import ROUTES as SESSION_ROUTES
 
 MAX_LOG_READ = 8 << 20
 ENDPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-HOST = re.compile(r"^[A-Za-z0-9._:\[\]-]{1,255}$")
 SECRET = re.compile(r"^[A-Za-z0-9_-]{16,128}$")  # URL-safe: path_key is a path segment
 
 log = logging.getLogger("tony_jupyter.am")
@@ -77,8 +76,11 @@ class ReleaseHandler(BaseHandler):
 
 
 class EndpointHandler(BaseHandler):
-    """A task registers a named endpoint (e.g. TensorBoard) that the job exposes: on the host
-    of one of the job's own tasks, never anywhere else (the proxy forwards the user there)."""
+    """A task registers a named endpoint (e.g. TensorBoard) that the job exposes. Endpoints are
+    facts the AM checks, not claims: an endpoint is a port on the host its provider put the
+    task on (am/provider.py ``placement``); a task registers its own endpoints only (never one
+    another task registered) and only the chief ``tensorboard``. The job token (the notebook
+    side) may register one on the host of any of the job's tasks."""
 
     task_may_call = True
 
@@ -87,24 +89,57 @@ class EndpointHandler(BaseHandler):
         name, url = self.field(b, "name"), self.field(b, "url")
         if not ENDPOINT_NAME.match(name):
             raise web.HTTPError(400, f"endpoint name {name!r}: letters, digits, _ and - only")
-        try:
-            parsed = urlparse(url)
-            port = parsed.port
-        except ValueError:
-            port, parsed = None, None
-        hosts = {t.host for t in self.coord.tasks.values() if t.host}
-        if parsed is None or parsed.scheme != "http" or not port:
-            raise web.HTTPError(400, f"endpoint URL {url!r}: expected http://host:port/")
-        if parsed.hostname not in hosts or parsed.username or parsed.password:
-            raise web.HTTPError(
-                400, f"endpoint URL {url!r}: not on a host of this job's tasks ({sorted(hosts)})"
-            )
         keys = {k: self.field(b, k, str, None) for k in ENDPOINT_SECRETS}
         for k, v in keys.items():
             if v is not None and not SECRET.match(v):
                 raise web.HTTPError(400, f"endpoint {k}: 16 to 128 of A-Z a-z 0-9 _ -")
-        self.coord.add_endpoint(name, url, {k: v for k, v in keys.items() if v})
+        owner = self.task_scope
+        host, port = endpoint_address(url)
+        if owner is None:
+            hosts = {t.host for t in self.coord.tasks.values() if t.host}
+        else:
+            if name == "tensorboard" and owner != self.coord.spec.chief_id:
+                raise web.HTTPError(
+                    403, f"only the chief ({self.coord.spec.chief_id}) registers tensorboard"
+                )
+            held = self.coord.endpoint_owners.get(name)
+            if name in self.coord.endpoints and held != owner:
+                raise web.HTTPError(
+                    403, f"endpoint {name!r} is {held or 'the job'}'s, not {owner}'s"
+                )
+            own = self.coord.tasks[owner].host
+            hosts = {own} if own else set()
+        if host not in hosts:
+            raise web.HTTPError(
+                400, f"endpoint URL {url!r}: not on the host of this job's tasks {sorted(hosts)}"
+            )
+        self.coord.add_endpoint(
+            name, f"http://{host}:{port}/", {k: v for k, v in keys.items() if v}, owner
+        )
         self.finish({"ok": True})
+
+
+def endpoint_address(url: str) -> tuple[str, int]:
+    """``http://host:port/`` → (host, port), or 400: an endpoint is a port on a host, nothing
+    more (no path, query, user or password the proxy would carry along)."""
+    try:
+        parsed = urlparse(url)
+        port = parsed.port
+    except ValueError:
+        parsed, port = None, None
+    if (
+        parsed is None
+        or parsed.scheme != "http"
+        or not port
+        or not parsed.hostname
+        or parsed.path not in ("", "/")
+        or parsed.query
+        or parsed.fragment
+        or parsed.username is not None
+        or parsed.password is not None
+    ):
+        raise web.HTTPError(400, f"endpoint URL {url!r}: expected http://host:port/ and no more")
+    return parsed.hostname, port
 
 
 class CredentialsHandler(BaseHandler):
@@ -154,12 +189,17 @@ class RegisterHandler(ExecutorHandler):
     def post(self) -> None:
         b = self.body()
         task, attempt = self.task_and_attempt(b)
-        host, port = self.field(b, "host"), self.field(b, "port", int)
-        if not HOST.match(host) or not 0 < port < 65536:
-            raise web.HTTPError(400, f"not a host and port: {host!r}, {port!r}")
+        port = self.field(b, "port", int)
+        if not 0 < port < 65536:
+            raise web.HTTPError(400, f"not a port: {port!r}")
+        pid = self.field(b, "pid", int)
+        # Where the task is, the provider knows: the "host" and "container" a task sends are
+        # claims, and a claim would let it point its endpoints (and the proxy) anywhere.
+        placed = self.coord.provider.placement(task, attempt)
+        if placed is None:
+            raise web.HTTPError(409, f"{task} attempt {attempt} was not launched by this AM")
         try:
-            pid, container = self.field(b, "pid", int), self.field(b, "container", str, None)
-            self.coord.register(task, attempt, host, port, pid, container)
+            self.coord.register(task, attempt, placed.host, port, pid, placed.container)
         except StaleAttempt as e:
             return self.stale(e)
         self.finish({"ok": True})

@@ -84,6 +84,7 @@ class Coordinator:
         # An endpoint's credentials (TensorBoard's "key" and "path_key"): never in a snapshot or
         # in the events served or kept beside the job; only in YARN's recovery log (below).
         self.endpoint_keys: dict[str, dict[str, str]] = {}
+        self.endpoint_owners: dict[str, str | None] = {}  # the task that registered it (None: job)
         self.result: dict | None = None
         self.started_at = clock()
         self.finished_at: float | None = None
@@ -203,13 +204,13 @@ class Coordinator:
 
     # --- executor calls ---------------------------------------------------------------------
 
-    def add_endpoint(self, name: str, url: str, keys: dict[str, str]) -> None:
-        """A task's endpoint (TensorBoard) at ``url``; ``keys`` (its "key" and "path_key", if
-        it has them) are kept out of the snapshot and the events the AM serves."""
-        self.endpoints[name] = url
-        self.endpoint_keys[name] = {k: v for k, v in keys.items() if k in ENDPOINT_SECRETS}
-        self.emit(EventKind.ENDPOINT, private=self.endpoint_keys[name], name=name, url=url)
-        self.provider.endpoint_registered(name, url, self.endpoint_keys[name].get("path_key"))
+    def add_endpoint(self, name: str, url: str, keys: dict, owner: str | None = None) -> None:
+        """Task ``owner``'s endpoint (None: the job's) at ``url``; ``keys`` (its "key" and
+        "path_key") are kept out of the snapshot and the events the AM serves."""
+        self.endpoints[name], self.endpoint_owners[name] = url, owner
+        private = self.endpoint_keys[name] = {k: keys[k] for k in ENDPOINT_SECRETS if k in keys}
+        self.emit(EventKind.ENDPOINT, private=private, name=name, url=url, task=owner)
+        self.provider.endpoint_registered(name, url, private.get("path_key"))
 
     def register(
         self, task_id: str, attempt: int, host: str, port: int, pid: int, container=None

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import time
 
-from tornado import web
-
 from ..protocol import TERMINAL_JOB_STATES
-from .http import BaseHandler
+from .http import BaseHandler, whole_arg
 
 # Per task and answer: a task that wrote more is read again at once (follow.py's chunks).
 FEED_LOG_READ = 256 << 10
@@ -58,11 +56,5 @@ class FeedHandler(BaseHandler):
         out = {}
         for pair in filter(None, self.get_argument("offsets", "").split(",")):
             task, _, raw = pair.rpartition("=")
-            task = self.job_task(task)
-            try:
-                out[task] = int(raw)
-            except ValueError:
-                raise web.HTTPError(400, f"offsets: {raw!r} is not a whole number") from None
-            if out[task] < 0:
-                raise web.HTTPError(400, f"offsets: {raw!r} is negative")
+            out[self.job_task(task)] = whole_arg(f"offsets ({task})", raw)
         return out

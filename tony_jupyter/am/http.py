@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import os
 import re
 import time
 from collections.abc import Callable
@@ -117,6 +118,30 @@ class AMState:
         return self._task_tokens.get(token)
 
 
+_WHOLE = re.compile(r"-?[0-9]{1,19}")  # ASCII digits (int() takes "１２" and "1_0" too)
+
+
+def whole_arg(name: str, raw: str | None, minimum: int = 0) -> int:
+    """A query argument's whole number from ``minimum`` to ``MAX_OFFSET``, or 400."""
+    if raw is None or not _WHOLE.fullmatch(raw):
+        shown = raw if raw is None or len(raw) <= 40 else raw[:28] + f"... ({len(raw)} chars)"
+        raise web.HTTPError(400, f"{name} must be a whole number (digits 0-9), not {shown!r}")
+    n = int(raw)
+    if not minimum <= n <= MAX_OFFSET:
+        raise web.HTTPError(400, f"{name} must be between {minimum} and {MAX_OFFSET}")
+    return n
+
+
+def read_at(path, offset: int, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``path`` from ``offset``; none past its end (a seek there,
+    e.g. to 2**44 or 2**62, is an OSError or OverflowError of its own)."""
+    with open(path, "rb") as f:
+        if offset >= os.fstat(f.fileno()).st_size:
+            return b""
+        f.seek(offset)
+        return f.read(limit)
+
+
 def redacted_uri(uri: str) -> str:
     return _TOKEN_IN_QUERY.sub(r"\1[redacted]", uri)
 
@@ -206,13 +231,7 @@ class BaseHandler(web.RequestHandler):
 
     def int_arg(self, name: str, default: int | None = None, minimum: int = 0) -> int:
         raw = self.get_argument(name, None if default is None else str(default))
-        try:
-            n = int(raw)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise web.HTTPError(400, f"{name} must be a whole number, not {raw!r}") from None
-        if not minimum <= n <= MAX_OFFSET:
-            raise web.HTTPError(400, f"{name} must be between {minimum} and {MAX_OFFSET}")
-        return n
+        return whole_arg(name, raw, minimum)
 
     def seconds_arg(self, name: str, default: float) -> float:
         raw = self.get_argument(name, str(default))
@@ -252,9 +271,7 @@ class BaseHandler(web.RequestHandler):
         path = self.coord.log_path(task, attempt)
         if not path.exists():
             return b""
-        with open(path, "rb") as f:
-            f.seek(offset)
-            return f.read(limit)
+        return read_at(path, offset, limit)
 
     def stale(self, e: StaleAttempt) -> None:
         self.set_status(410)

@@ -9,12 +9,13 @@ import sys
 import time
 from pathlib import Path
 
-from .. import warm
+from .. import hostenv, warm
 from ..protocol import ExecutorEnv
 from ..spec import TaskSpec
-from .provider import Provider
+from .provider import Placement, Provider
 
 STOP_GRACE_S = 3.0
+HOST = "127.0.0.1"  # every local task's host: its executor and what it serves listen here
 
 
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
@@ -56,9 +57,11 @@ class LocalProvider(Provider):
         self._markers: dict[tuple[str, int], list[dict[str, str]]] = {}
 
     def launch(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> None:
-        full_env = dict(os.environ, **env)
+        # Without the Jupyter server's variables, also where an AM was started some other way.
+        full_env = hostenv.without_jupyter({**os.environ, **env})
+        full_env[hostenv.RUNTIME_DIR] = hostenv.private_runtime_dir(self.job_dir)
         full_env[ExecutorEnv.var("bundle_dir")] = str(self.job_dir)
-        full_env[ExecutorEnv.var("executor_host")] = "127.0.0.1"
+        full_env[ExecutorEnv.var("executor_host")] = HOST
         if task.gpus:
             ids = range(self._gpu_next, self._gpu_next + task.gpus)
             self._gpu_next += task.gpus
@@ -91,6 +94,9 @@ class LocalProvider(Provider):
                 )
         self.procs[(task_id, attempt)] = proc
         self._markers[(task_id, attempt)] = markers
+
+    def placement(self, task_id: str, attempt: int) -> Placement | None:
+        return Placement(HOST) if (task_id, attempt) in self.procs else None
 
     def _spare_for(self, env: dict[str, str]) -> warm.Spare | None:
         if self.python != sys.executable:

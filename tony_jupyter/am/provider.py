@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..spec import TaskSpec
 
 # on_exit(task_id, attempt, exit_code, diagnostics); may be called from any thread.
 ExitCallback = Callable[[str, int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the provider put a task: facts of the provider's own, never what the task says
+    (a task's host is where its endpoints may be; see am/api.py)."""
+
+    host: str
+    container: str | None = None  # YARN: the task's container id
 
 
 class Provider(abc.ABC):
@@ -27,6 +37,10 @@ class Provider(abc.ABC):
     @abc.abstractmethod
     def stop_task(self, task_id: str, attempt: int) -> None:
         """Stop one task's process; its end is still reported through on_exit."""
+
+    @abc.abstractmethod
+    def placement(self, task_id: str, attempt: int) -> Placement | None:
+        """Where this provider put ``task_id``'s ``attempt``; None if it did not (yet)."""
 
     def start(self, am_url: str) -> None:  # noqa: B027 - optional hook, not abstract
         """Called once the AM serves at ``am_url``, before the first launch (YARN registers)."""

@@ -39,6 +39,7 @@ def recover(c: Coordinator, events: list[dict]) -> None:
         elif old.kind is EventKind.ENDPOINT:
             c.endpoints[str(d["name"])] = str(d["url"])
             c.endpoint_keys[str(d["name"])] = {k: str(d[k]) for k in ENDPOINT_SECRETS if d.get(k)}
+            c.endpoint_owners[str(d["name"])] = str(d["task"]) if d.get("task") else None
         elif old.kind is EventKind.JOB:
             c.state = d["state"]
             c.reason = d.get("reason") or c.reason

@@ -218,9 +218,12 @@ class JobClient(ABC):
         path = self.record.dir / "logs" / f"attempt-{attempt}" / (task.replace(":", "-") + ".log")
         if not path.exists():
             return "", offset
+        data = b""
         with open(path, "rb") as f:
-            f.seek(offset)
-            data = f.read()
+            # Not past the end: a seek to 2**62 is an OSError (the server's logs?offset=).
+            if offset < os.fstat(f.fileno()).st_size:
+                f.seek(offset)
+                data = f.read()
         return data.decode("utf-8", errors="replace"), offset + len(data)
 
     def result(self) -> dict | None:

@@ -14,6 +14,7 @@ longer ago than that, and nothing else: not a running job's, not one without a f
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +23,8 @@ from pathlib import Path
 
 from .. import retention
 from ..errors import JobNotFoundError, TonyError
-from ..protocol import JobSnapshot, JobState, JobSummary
+from ..numbers import shown
+from ..protocol import JOB_ID, JobSnapshot, JobState, JobSummary
 from .client import JobRecord, find_job, jobs_dir, list_jobs, pid_alive
 from .clients import open_client
 
@@ -135,6 +137,11 @@ def all_jobs(root: Path | None = None, remote: bool | None = None) -> Listing:
 def open_job(job_id: str, root: Path | None = None) -> JobRecord:
     """The job's record here; else, with a cluster, one made here from its HDFS history
     entry or (still running) its staging directory."""
+    if not re.fullmatch(JOB_ID, job_id):  # or a 5,000-character name is an OSError below
+        raise JobNotFoundError(
+            f"{shown(job_id)} is not a job id (up to 128 letters, digits, _ and -); "
+            "`%tony list` shows the jobs there are"
+        )
     try:
         if root is None:
             return find_job(job_id)

@@ -14,7 +14,7 @@ import time
 
 import psutil
 
-from .. import shards, srcdir
+from .. import hostenv, shards, srcdir
 from ..bundle import Bundle
 from ..errors import BackendError, SpecError
 from ..protocol import JobSnapshot
@@ -65,7 +65,7 @@ def start_am(record: JobRecord) -> None:
     and wait until it serves; on any failure leave nothing behind."""
     d = record.dir
     argv = [sys.executable, "-m", "tony_jupyter.am", str(d)]
-    env = dict(os.environ)
+    env = hostenv.without_jupyter(os.environ)  # the AM's, and so its tasks'
     spare = spare_am.take(env)
     if spare is not None and spare.hand(env, str(d), str(d / "am.log"), [str(d)]):
         proc = spare.proc
@@ -73,6 +73,7 @@ def start_am(record: JobRecord) -> None:
         with open(d / "am.log", "ab") as log:
             proc = subprocess.Popen(
                 argv,
+                env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

@@ -9,7 +9,7 @@ import os
 import sys
 import threading
 
-from .. import warm
+from .. import hostenv, warm
 
 # After a job started: its own tasks have the CPU first, then the spare starts.
 START_DELAY_S = 0.5
@@ -50,7 +50,7 @@ def replenish(tasks: int, delay: float = START_DELAY_S) -> None:
 def start(tasks: int) -> None:
     """Start a spare AM now with ``tasks`` spare executors (unless one that fits waits)."""
     global _spare, _spare_tasks
-    env = dict(os.environ)
+    env = hostenv.without_jupyter(os.environ)  # as launcher/local.py starts an AM
     if not warm.enabled(env):
         return
     with _lock:

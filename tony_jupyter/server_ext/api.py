@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
@@ -29,10 +31,10 @@ class TonyAPIHandler(APIHandler):
 
     def int_argument(self, name: str, default: int) -> int:
         value = self.get_argument(name, str(default))
-        try:
-            n = int(value)
-        except ValueError:
-            raise web.HTTPError(400, f"{name} must be a whole number, not {value!r}") from None
+        if not re.fullmatch(r"[0-9]{1,19}", value):  # ASCII digits: int() takes "１２" too
+            shown = value if len(value) <= 40 else value[:28] + f"... ({len(value)} chars)"
+            raise web.HTTPError(400, f"{name} must be a whole number (digits 0-9), not {shown!r}")
+        n = int(value)
         if not 0 <= n <= MAX_OFFSET:
             raise web.HTTPError(400, f"{name} must be between 0 and {MAX_OFFSET}")
         return n

@@ -14,11 +14,9 @@ from ..errors import TonyError
 from ..launcher.client import JobClient, JobRecord, jobs_dir, list_jobs
 from ..launcher.clients import open_client
 from ..launcher.history import all_jobs, cluster_configured
-from ..protocol import JobSnapshot, JobSummary
+from ..protocol import JOB_ID, JobSnapshot, JobSummary
 from .boards import FinishedBoards, has_event_files
 
-# Local ids (tony_20250101_120000_abcdef) and YARN application ids: no dots, no slashes.
-JOB_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
 _JOB_ID_RE = re.compile(f"^{JOB_ID}$")
 
 

@@ -6,28 +6,69 @@ upstream host and port come only from the job's registered endpoints (``{"tensor
 open proxy. Everything after the endpoint is a path on that one upstream. The upstream gets the
 endpoint's key (``Authorization: Bearer``; TensorBoard's guard takes it), which the AM gives
 the job's token only, and none of the user's own credentials.
+
+Nothing it serves runs in Jupyter's origin (sandbox.py): every answer is sandboxed by its CSP
+and carries no cookie; a browser's navigation goes on to ``/tony/framed/...``, the same proxy
+behind a capability instead of Jupyter's cookie, which a sandboxed page cannot send.
 """
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode, urlparse
+import re
+from collections.abc import Callable
+from urllib.parse import parse_qsl, quote, urlencode, urlparse
 
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server_proxy.handlers import AddSlashHandler, ProxyHandler
 from tornado import web
 
-from . import tensorboard
+from . import sandbox, tensorboard
 from .api import SETTINGS_KEY
 from .jobs import JOB_ID, ServerJobs
 
 ENDPOINT = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
-STRIPPED_HEADERS = ("Authorization", "Cookie", "X-XSRFToken")
+# Referer: a framed page's URL holds its capability, which the upstream never gets.
+STRIPPED_HEADERS = ("Authorization", "Cookie", "X-XSRFToken", "Referer")
+# jupyter-server-proxy tells the upstream its context path in these.
+CONTEXT_HEADERS = ("X-Forwarded-Context", "X-ProxyContextPath", "X-Forwarded-Prefix")
+FRAMED = re.compile(rf"/tony/framed/({JOB_ID})/({ENDPOINT})/({sandbox.CAPABILITY})(?:/|$)")
+
+
+def _without_token(query: str) -> str:
+    """A query without Jupyter's ``token`` (it never travels on to what a job serves)."""
+    pairs = parse_qsl(query, keep_blank_values=True)
+    return urlencode([(k, v) for k, v in pairs if k != "token"])
 
 
 class EndpointProxyHandler(ProxyHandler):
     """Proxies to the endpoint the job registered (its AM says where), and nowhere else."""
 
     upstream_key: str | None = None  # the endpoint's key: set by upstream(), which runs first
+    framed = False  # /tony/framed/...: a capability, not Jupyter's auth (FramedProxyHandler)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # WebSocketHandlerMixin sets flush (and finish) on the instance, past any override.
+        plain: Callable = getattr(self, "flush")  # noqa: B009 - the instance's, not the class's
+
+        def flush(include_footers: bool = False):
+            self._seal()
+            return plain(include_footers)
+
+        setattr(self, "flush", flush)  # noqa: B010 - as the mixin does
+
+    def _seal(self) -> None:
+        """Every answer, upstream's or ours: sandboxed (an opaque origin), and no cookie."""
+        if self._headers_written:
+            return
+        self.clear_header("Set-Cookie")
+        if hasattr(self, "_new_cookie"):
+            del self._new_cookie  # Jupyter's own (its login by ?token=): not here either
+        self.add_header("Content-Security-Policy", sandbox.POLICY)
+        if self.framed:
+            # A sandboxed page's requests come from an opaque origin ("null"), without
+            # credentials: the capability in the path is what lets them in.
+            self.set_header("Access-Control-Allow-Origin", "*")
 
     async def upstream(self, job_id: str, endpoint: str) -> tuple[str, int]:
         jobs: ServerJobs = self.settings[SETTINGS_KEY + ".jobs"]
@@ -40,7 +81,11 @@ class EndpointProxyHandler(ProxyHandler):
             raise web.HTTPError(502, f"job {job_id} registered an unusable {endpoint} URL")
         # The allowlist is exactly the registered host: ProxyHandler checks it again.
         self.host_allowlist = [parsed.hostname]
-        self.proxy_base = f"tony/proxy/{job_id}/{endpoint}"
+        self.proxy_base = (
+            sandbox.framed_base(job_id, endpoint)
+            if self.framed
+            else f"tony/proxy/{job_id}/{endpoint}"
+        )
         if endpoint == "tensorboard":
             self.rewrite_response = (tensorboard.enable_autoreload,)
         return parsed.hostname, parsed.port
@@ -56,16 +101,27 @@ class EndpointProxyHandler(ProxyHandler):
             headers["Authorization"] = f"Bearer {self.upstream_key}"
         return headers
 
+    def _build_proxy_request(self, host, port, proxied_path, body, **extra_opts):
+        req = super()._build_proxy_request(host, port, proxied_path, body, **extra_opts)
+        if self.framed:  # where it is proxied from, as the upstream may be told: not the capability
+            public = f"{self.base_url}tony/proxy/{self.path_kwargs['job_id']}/"
+            public += self.path_kwargs["endpoint"]
+            for name in CONTEXT_HEADERS:
+                if name in req.headers:
+                    req.headers[name] = public
+        return req
+
     def get_client_uri(self, protocol, host, port, proxied_path):
         uri = super().get_client_uri(protocol, host, port, proxied_path)
         base, sep, query = uri.partition("?")
-        if not sep:
+        if not sep or "token" not in query:
             return uri
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if not any(k == "token" for k, _ in pairs):
-            return uri
-        kept = [(k, v) for k, v in pairs if k != "token"]  # Jupyter's token, in the URL
-        return f"{base}?{urlencode(kept)}" if kept else base
+        kept = _without_token(query)  # Jupyter's token, in the URL
+        return f"{base}?{kept}" if kept else base
+
+    def navigation(self) -> bool:
+        """A browser loading a page (a tab, an iframe), not a page's own request or a client."""
+        return self.request.headers.get("Sec-Fetch-Mode", "").lower() == "navigate"
 
     async def get(self, job_id, endpoint, path=None):
         if self.request.headers.get("Upgrade", "").lower() == "websocket":
@@ -74,6 +130,12 @@ class EndpointProxyHandler(ProxyHandler):
 
     async def _forward(self, job_id: str, endpoint: str, path: str | None):
         host, port = await self.upstream(job_id, endpoint)
+        if not self.framed and self.navigation() and self.request.method in ("GET", "HEAD"):
+            # The page's own requests will carry no Jupyter cookie (sandbox.py): on to the
+            # capability's route, which takes none.
+            query = _without_token(self.request.query)
+            where = self.base_url + sandbox.framed_base(job_id, endpoint) + quote(path or "/")
+            return self.redirect(where + (f"?{query}" if query else ""))
         return await self.proxy(host, port, path or "/")
 
     async def http_get(self, job_id, endpoint, path=None):
@@ -102,6 +164,11 @@ class EndpointProxyHandler(ProxyHandler):
         return await self.proxy_open(host, port, path or "/")
 
     def check_xsrf_cookie(self) -> None:
+        if self.framed:
+            return  # the capability in the path is what a cross-site form cannot know
+        self._check_xsrf_cookie()
+
+    def _check_xsrf_cookie(self) -> None:
         """ProxyHandler leaves XSRF to the proxied app; TensorBoard has none. A state-changing
         request needs Jupyter's XSRF token, or (TensorBoard's own POSTs from its page in an
         iframe) a same-origin ``Origin`` header, which a cross-site form cannot forge."""
@@ -118,9 +185,41 @@ class EndpointProxyHandler(ProxyHandler):
                 ) from None
 
 
+class FramedProxyHandler(EndpointProxyHandler):
+    """``/tony/framed/<job>/<endpoint>/<capability>/<path>``: the proxy for a sandboxed page,
+    whose requests carry no Jupyter cookie; the capability (sandbox.py) opens this one
+    endpoint instead."""
+
+    framed = True
+
+    async def prepare(self, *args, **kwargs) -> None:
+        if not self.check_host():  # Jupyter's DNS-rebinding guard, as its own prepare()
+            raise web.HTTPError(403)
+        m = FRAMED.search(self.request.path)
+        if m is None or not sandbox.opens(m.group(3), m.group(1), m.group(2)):
+            raise web.HTTPError(404, "no such page (a capability of an earlier server?)")
+        self.current_user = self._jupyter_current_user = "tony-framed"
+
+    def check_origin(self, origin=None) -> bool:
+        return True  # a sandboxed page's WebSocket: Origin "null"; the capability let it in
+
+    async def options(self, *args, **kwargs):
+        if self.request.headers.get("Access-Control-Request-Method"):  # a CORS preflight
+            self.set_status(204)
+            self.set_header("Access-Control-Allow-Methods", "GET, HEAD, POST, PUT, DELETE, PATCH")
+            wanted = self.request.headers.get("Access-Control-Request-Headers")
+            if wanted:
+                self.set_header("Access-Control-Allow-Headers", wanted)
+            self.set_header("Access-Control-Max-Age", "600")
+            return self.finish()
+        return await super().options(*args, **kwargs)
+
+
 def proxy_handlers() -> list[tuple]:
     prefix = f"tony/proxy/({JOB_ID})/({ENDPOINT})"  # positional groups: AddSlashHandler
+    framed = f"tony/framed/(?P<job_id>{JOB_ID})/(?P<endpoint>{ENDPOINT})/{sandbox.CAPABILITY}"
     return [
         (prefix, AddSlashHandler),  # TensorBoard's page uses URLs relative to its root
         (f"{prefix}(/.*)", EndpointProxyHandler),
+        (f"{framed}(?P<path>/.*)", FramedProxyHandler),
     ]

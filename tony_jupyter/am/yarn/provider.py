@@ -26,7 +26,7 @@ from ... import shards
 from ...protocol import ExecutorEnv
 from ...spec import JobSpec, TaskSpec
 from ...tokens import tokens_env
-from ..provider import Provider
+from ..provider import Placement, Provider
 from . import eventlog, history, jvm
 from .credentials import Credentials
 from .exits import EXIT_WORDS, FINAL
@@ -145,6 +145,12 @@ class YarnProvider(Provider):
         if self.spares is not None and self.spares.take(task, task_id, attempt, env):
             return  # handed to a spare container's waiting executor
         self.request(Launch(task, task_id, attempt, env))
+
+    def placement(self, task_id: str, attempt: int) -> Placement | None:
+        """The node YARN put the task's container on (its NodeId's host), never the task's say."""
+        with self.lock:
+            c = getattr(self.by_task.get((task_id, attempt)), "container", None)
+        return None if c is None else Placement(str(c.getNodeId().getHost()), str(c.getId()))
 
     def request(self, launch: Launch) -> None:
         J, task = self.J, launch.task
