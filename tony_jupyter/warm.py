@@ -7,12 +7,20 @@ its environment is replaced wholesale, and what only matters when an interpreter
 (``PYTHON*``, ``LD_*``, the locale, ``TZ``, ``MALLOC_*``) must be what it started with, or the
 job starts a fresh process. A spare whose parent goes away reads EOF and exits.
 ``TONY_JUPYTER_WARM=0`` turns spares off.
+
+A spare executor may also have imported its job's framework (TensorFlow, PyTorch, JAX: the
+kernel's last job's) before the job came. Then what a framework reads as it is imported must be
+what the task's would have been too (``at_import``: ``CUDA_VISIBLE_DEVICES`` and the other GPU
+selectors, ``TF_*``, ``XLA_FLAGS``, ``KERAS_*``, ``JAX_*``, ``TORCH_*``, thread settings), and the
+task's cell must not set one of them itself before its import (``sets_load_env``): else the
+task starts in a fresh interpreter.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -31,6 +39,24 @@ SPARE_URL, SPARE_TOKEN = "TONY_SPARE_URL", "TONY_SPARE_TOKEN"
 SPARE_ID = "TONY_SPARE_ID"
 _AT_START_PREFIXES = ("PYTHON", "LD_", "LC_", "MALLOC_")
 _AT_START = ("LANG", "LANGUAGE", "TZ")
+# What a framework (or the numeric libraries under it) reads as it is imported or first loads
+# its runtime: the GPUs it may see, its own settings, its thread pools.
+_AT_IMPORT_PREFIXES = (
+    "TF_", "XLA_", "KERAS_", "JAX_", "TORCH_", "PYTORCH_", "CUDA_", "NVIDIA_", "NCCL_",
+    "HIP_", "ROCR_", "TPU_", "OMP_", "KMP_", "MKL_", "OPENBLAS_", "GOTO_", "NUMEXPR_",
+    "VECLIB_", "ONEDNN_", "DNNL_",
+)  # fmt: skip
+# The modules a spare imports for a framework (``spec.FRAMEWORKS``' names).
+PRELOAD_MODULES = {
+    "tensorflow": ("tensorflow",),
+    "pytorch": ("torch", "torch.distributed", "torch.nn.parallel"),
+    "jax": ("jax", "jax.numpy"),
+}
+# A cell that names one of these variables in a string may set it before its own import, as
+# it would in a fresh interpreter: it gets one. TF_CONFIG is read when a strategy is made, not
+# at import (and MultiWorkerMirroredStrategy cells read it).
+_LOAD_NAMES = "|".join(re.escape(p) for p in _AT_IMPORT_PREFIXES)
+_SETS_LOAD_ENV = re.compile(rf"""["'](?!TF_CONFIG["'])(?:{_LOAD_NAMES})\w*["']|putenv""")
 
 
 def enabled(env: Mapping[str, str] = os.environ) -> bool:
@@ -42,15 +68,26 @@ def at_start(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(_AT_START_PREFIXES) or k in _AT_START}
 
 
+def at_import(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables a framework reads as it is imported (or first loads its runtime)."""
+    return {k: v for k, v in env.items() if k.startswith(_AT_IMPORT_PREFIXES)}
+
+
+def sets_load_env(source: str) -> bool:
+    """Whether a cell may set, itself, a variable a framework reads as it is imported."""
+    return _SETS_LOAD_ENV.search(source) is not None
+
+
 @dataclass
 class Spare:
     proc: subprocess.Popen
     env: dict[str, str]  # what it started with
     id: str = ""
     used: bool = field(default=False)
+    framework: str = ""  # what it imports while it waits ("": none)
 
     @classmethod
-    def start(cls, argv: list[str], env: Mapping[str, str]) -> Spare:
+    def start(cls, argv: list[str], env: Mapping[str, str], framework: str = "") -> Spare:
         spare_id = uuid.uuid4().hex
         start_env = dict(env, **{SPARE_ID: spare_id})
         proc = subprocess.Popen(
@@ -62,10 +99,12 @@ class Spare:
             cwd="/",  # holds no directory busy; the job's cwd comes with the job
             start_new_session=True,  # as a fresh AM or executor is started
         )
-        return cls(proc, start_env, spare_id)
+        return cls(proc, start_env, spare_id, framework=framework)
 
     def fits(self, env: Mapping[str, str]) -> bool:
         fresh_alike = at_start(self.env) == at_start(env)
+        if self.framework:  # imported under its start environment: the task's must match
+            fresh_alike = fresh_alike and at_import(self.env) == at_import(env)
         return fresh_alike and enabled(env) and not self.used and self.proc.poll() is None
 
     def hand(self, env: Mapping[str, str], cwd: str, log: str, args: list[str]) -> bool:
@@ -92,6 +131,18 @@ class Spare:
                 self.proc.stdin.close()
         except OSError:
             pass
+
+
+def preload(framework: str) -> None:
+    """In a spare: import ``framework`` now, while no job waits on it. One that fails to import
+    is left to the task, which reports it as a fresh process would."""
+    import importlib
+
+    for name in PRELOAD_MODULES.get(framework, ()):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the task's own import shows the error, in its log
+            return
 
 
 def wait_for_job() -> dict | None:

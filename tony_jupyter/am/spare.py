@@ -1,22 +1,64 @@
-"""A spare AM: ``python -m tony_jupyter.am --spare N``, started by the kernel before its next
-job (launcher/spare.py; tony_jupyter/warm.py). It starts ``N`` spare executors, imports what an
-AM imports, and waits for its job; handed one, it runs it as ``python -m tony_jupyter.am JOB_DIR``
-would, its tasks in the spare executors where they fit."""
+"""A spare AM: ``python -m tony_jupyter.am --spare N [SPEC_JSON]``, started by the kernel before its
+next job (launcher/spare.py; tony_jupyter/warm.py). It starts ``N`` spare executors, imports what
+an AM imports, and waits for its job; handed one, it runs it as ``python -m tony_jupyter.am
+JOB_DIR`` would, its tasks in the spare executors where they fit.
+
+``SPEC_JSON``: the kernel's last job's spec. Its spare executors then import that job's
+framework, each under the environment that job's task in its place had (``TF_USE_LEGACY_KERAS``,
+the job's ``--env``, its GPUs' ``CUDA_VISIBLE_DEVICES``): a like job finds them fitting. A job
+whose tasks start several processes each (``--procs-per-task``) or an elastic one is not
+pre-imported for: its executor sets ``OMP_NUM_THREADS`` after the spare's import would have."""
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from .. import warm
+from ..spec import JobSpec
 
 MAX_SPARE_EXECUTORS = 8
 
 
-def serve(executors: int) -> int:
+def plan(executors: int, spec_json: str = "") -> list[tuple[str, dict[str, str]]]:
+    """Each spare executor's framework ("": none) and what its environment adds to the AM's."""
+    if not spec_json:
+        return [("", {})] * executors
+    from .local import first_attempt_gpus
+    from .main import executor_env
+
+    spec = JobSpec.from_json(spec_json)
+    task_env = executor_env("", spec, "", "", Path("."))
+    common = {**warm.at_start(task_env), **warm.at_import(task_env)}
+    framework = "" if spec.procs_per_task > 1 or spec.elastic else spec.framework
+    out = []
+    for gpus in first_attempt_gpus(spec)[:executors]:
+        extra = dict(common) if gpus is None else dict(common, CUDA_VISIBLE_DEVICES=gpus)
+        out.append((framework, extra))
+    return out + [("", {})] * (executors - len(out))
+
+
+def fitting(spares: list[warm.Spare], job_dir: Path) -> list[warm.Spare]:
+    """The spares the job may use: none that imported a framework if its cell may set, before
+    its own import, a variable the import reads (those read EOF and exit)."""
+    cell = job_dir / "cell.py"
+    if not (cell.exists() and warm.sets_load_env(cell.read_text(errors="replace"))):
+        return spares
+    for s in spares:
+        if s.framework:
+            s.close()
+    return [s for s in spares if not s.framework]
+
+
+def serve(executors: int, spec_json: str = "") -> int:
     env = dict(os.environ, PYTHONUNBUFFERED="1")  # as every task's (main.executor_env)
     argv = [sys.executable, "-m", "tony_jupyter.executor", "--spare"]
-    spares = [warm.Spare.start(argv, env) for _ in range(min(executors, MAX_SPARE_EXECUTORS))]
+    planned = plan(min(executors, MAX_SPARE_EXECUTORS), spec_json)
+    spares = [
+        warm.Spare.start(argv + [fw] if fw else argv, dict(env, **extra), framework=fw)
+        for fw, extra in planned
+    ]
     import asyncio  # noqa: F401 - what the AM's start would import, imported while idle
 
     from tornado import httpserver, ioloop  # noqa: F401
@@ -27,4 +69,4 @@ def serve(executors: int) -> int:
     if job is None:
         return 0  # the kernel is gone; the spare executors read EOF as we exit
     warm.become(job)
-    return main.main(job["args"], spares=spares)
+    return main.main(job["args"], spares=fitting(spares, Path(job["args"][0])))

@@ -1,18 +1,21 @@
 """A spare executor: started by a spare AM before its job came (tony_jupyter/warm.py), with
 every module a task needs imported; handed its task's environment, cwd and log file, it runs
-the task as ``python -m tony_jupyter.executor`` would."""
+the task as ``python -m tony_jupyter.executor`` would. Given a framework (the kernel's last job's),
+it imports that too while it waits (warm.preload): its AM hands it only a task whose environment
+that import would have read the same (warm.Spare.fits)."""
 
 from __future__ import annotations
 
 from .. import warm
 
 
-def serve() -> int:
+def serve(framework: str = "") -> int:
     import encodings.idna  # noqa: F401 - what a task imports before its user code: here,
     import secrets  # noqa: F401 - while idle, not once the task came
 
     from . import main, tensorboard  # noqa: F401
 
+    warm.preload(framework)
     job = warm.wait_for_job()
     if job is None:
         return 0  # the AM is gone
