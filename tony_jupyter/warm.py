@@ -70,7 +70,7 @@ def at_start(env: Mapping[str, str]) -> dict[str, str]:
 
 def at_import(env: Mapping[str, str]) -> dict[str, str]:
     """The variables a framework reads as it is imported (or first loads its runtime)."""
-    return {k: v for k, v in env.items() if k.startswith(_AT_IMPORT_PREFIXES)}
+    return {k: v for k, v in env.items() if k.startswith(_AT_IMPORT_PREFIXES) and k != "TF_CONFIG"}
 
 
 def sets_load_env(source: str) -> bool:
