@@ -18,9 +18,9 @@ task starts in a fresh interpreter.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
-import re
 import subprocess
 import sys
 import uuid
@@ -52,11 +52,6 @@ PRELOAD_MODULES = {
     "pytorch": ("torch", "torch.distributed", "torch.nn.parallel"),
     "jax": ("jax", "jax.numpy"),
 }
-# A cell that names one of these variables in a string may set it before its own import, as
-# it would in a fresh interpreter: it gets one. TF_CONFIG is read when a strategy is made, not
-# at import (and MultiWorkerMirroredStrategy cells read it).
-_LOAD_NAMES = "|".join(re.escape(p) for p in _AT_IMPORT_PREFIXES)
-_SETS_LOAD_ENV = re.compile(rf"""["'](?!TF_CONFIG["'])(?:{_LOAD_NAMES})\w*["']|putenv""")
 
 
 def enabled(env: Mapping[str, str] = os.environ) -> bool:
@@ -73,9 +68,70 @@ def at_import(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(_AT_IMPORT_PREFIXES) and k != "TF_CONFIG"}
 
 
-def sets_load_env(source: str) -> bool:
-    """Whether a cell may set, itself, a variable a framework reads as it is imported."""
-    return _SETS_LOAD_ENV.search(source) is not None
+def _loads(name: str) -> bool:
+    return name.startswith(_AT_IMPORT_PREFIXES) and name != "TF_CONFIG"
+
+
+def load_env_writes(source: str) -> list[tuple[str, str | None, bool]] | None:
+    """What a cell writes, itself, into variables a framework reads as it is imported:
+    ``(name, value, only_if_unset)``, value None where it is not a constant; None where it
+    cannot be told (a computed name, ``putenv``, a whole-environment change, a syntax error)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    writes: list[tuple[str, str | None, bool]] = []
+
+    def const(node: ast.AST | None) -> str | None:
+        ok = isinstance(node, ast.Constant) and isinstance(node.value, str)
+        return node.value if ok else None  # type: ignore[union-attr]
+
+    def environ(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+            isinstance(node, ast.Name) and node.id == "environ"
+        )
+
+    assigned: dict[int, str | None] = {}  # environ[...] targets: the constant assigned
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                assigned[id(target)] = const(node.value)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and environ(node.value):
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                name = const(node.slice)
+                if name is None:
+                    return None
+                if _loads(name):
+                    writes.append((name, assigned.get(id(node)), False))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            f = node.func
+            if f.attr in ("putenv", "unsetenv"):
+                return None
+            if environ(f.value) and f.attr in ("update", "clear", "__setitem__", "__delitem__"):
+                return None
+            if environ(f.value) and f.attr in ("setdefault", "pop"):
+                name = const(node.args[0]) if node.args else None
+                if name is None:
+                    return None
+                if _loads(name):
+                    default = f.attr == "setdefault"
+                    value = const(node.args[1]) if default and node.args[1:] else None
+                    writes.append((name, value, default))
+    return writes
+
+
+def imports_alike(
+    writes: list[tuple[str, str | None, bool]] | None, env: Mapping[str, str]
+) -> bool:
+    """Whether a cell's ``writes`` (``load_env_writes``) leave the variables a framework reads
+    as they were in ``env``, which it was imported under."""
+    if writes is None:
+        return False
+    for name, value, only_if_unset in writes:
+        if value is None or (env.get(name) != value and not (only_if_unset and name in env)):
+            return False
+    return True
 
 
 @dataclass

@@ -115,6 +115,78 @@ def tony(backend: str, workers: int, conf: dict, flags: str = "", on_job=None) -
     return {**summarize(t0, tasks, t_done), **extra}
 
 
+def tony_local_cold(workers: int, conf: dict) -> dict:
+    """tony-jupyter, local, no spare at all (``TONY_JUPYTER_WARM=0``): fresh interpreters."""
+    from tony_jupyter import warm as switch
+    from tony_jupyter.launcher import spare
+
+    spare.discard()
+    os.environ[switch.SWITCH] = "0"
+    try:
+        return tony("local", workers, conf)
+    finally:
+        os.environ.pop(switch.SWITCH, None)
+        spare.discard()
+
+
+def tony_local_first(workers: int, conf: dict) -> dict:
+    """tony-jupyter, local, a kernel's first job: the spare AM the extension started as it
+    loaded (``on_load``: spare executors that imported no framework), waited for untimed (the
+    time a user takes to type the first cell); let go after the job, untimed."""
+    from tony_jupyter.launcher import spare
+
+    spare.discard()
+    timer = spare.on_load()
+    if timer is not None:
+        timer.join()
+        wait_spare_idle()
+    try:
+        return tony("local", workers, conf)
+    finally:
+        spare.discard()
+
+
+def tony_local_warm(workers: int, conf: dict) -> dict:
+    """tony-jupyter, local, a kernel's later job: the spare AM its previous job (of this shape)
+    left, whose spare executors imported TensorFlow, waited for untimed (think time between two
+    cells); let go after the job, untimed, so that no other side shares the CPUs with it."""
+    from tony_jupyter.launcher import spare
+
+    _, spec = parse_job_args(f"--workers {workers} --backend local --memory 1g")
+    spare.discard()
+    spare.start(workers, spec)
+    wait_spare_idle()
+    try:
+        return tony("local", workers, conf)
+    finally:
+        spare.discard()
+
+
+def wait_spare_idle(timeout: float = 300, quiet_s: float = 0.5) -> None:
+    """Until the kernel's spare AM and its spare executors are all started and idle (their
+    imports done): under ``quiet_s`` x 5 % CPU in the last ``quiet_s`` seconds."""
+    import psutil
+
+    from tony_jupyter.launcher import spare
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        s = spare.current()
+        if s is not None:
+            try:
+                am = psutil.Process(s.proc.pid)
+                family = [am, *am.children()]
+                before = sum(sum(p.cpu_times()[:2]) for p in family)
+                time.sleep(quiet_s)
+                after = sum(sum(p.cpu_times()[:2]) for p in [am, *am.children()])
+                if len(am.children()) == len(family) - 1 > 0 and after - before < 0.05 * quiet_s:
+                    return
+            except psutil.Error:
+                pass
+        time.sleep(0.1)
+    raise TimeoutError("the kernel's spare AM did not come up idle")
+
+
 def distributed_shell(cluster, workers: int, conf: dict) -> dict:
     """Hadoop's own distributed-shell AM launching the same script in ``workers`` containers."""
     from bench.lib import dshell

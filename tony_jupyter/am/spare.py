@@ -40,15 +40,19 @@ def plan(executors: int, spec_json: str = "") -> list[tuple[str, dict[str, str]]
 
 
 def fitting(spares: list[warm.Spare], job_dir: Path) -> list[warm.Spare]:
-    """The spares the job may use: none that imported a framework if its cell may set, before
-    its own import, a variable the import reads (those read EOF and exit)."""
-    cell = job_dir / "cell.py"
-    if not (cell.exists() and warm.sets_load_env(cell.read_text(errors="replace"))):
+    """The spares the job may use: none that imported a framework under a variable its cell
+    sets, before its own import, to another value (those read EOF and exit)."""
+    if not any(s.framework for s in spares):
         return spares
+    cell = job_dir / "cell.py"
+    writes = warm.load_env_writes(cell.read_text(errors="replace")) if cell.exists() else []
+    keep = []
     for s in spares:
-        if s.framework:
+        if s.framework and not warm.imports_alike(writes, s.env):
             s.close()
-    return [s for s in spares if not s.framework]
+        else:
+            keep.append(s)
+    return keep
 
 
 def serve(executors: int, spec_json: str = "") -> int:
