@@ -52,7 +52,13 @@ def run(ctx: Context) -> dict:
             sides = {k: v for k, v in sides.items() if k in only or k == "hand"}
         load_before = round(os.getloadavg()[0], 1)
         rows = interleave(runs, sides, log)
-        keys = ("to_user_code_s", "to_first_step_s", "to_job_end_s", "to_submitted_s")
+        keys = (
+            "to_user_code_s",
+            "to_framework_s",
+            "to_first_step_s",
+            "to_job_end_s",
+            "to_submitted_s",
+        )
         med = {side: {k: median(column(got, k)) for k in keys} for side, got in rows.items()}
         for side in med:
             med[side]["errors"] = sum("error" in r for r in rows[side])
