@@ -24,7 +24,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 SWITCH = "TONY_JUPYTER_WARM"
@@ -46,6 +46,9 @@ _AT_IMPORT_PREFIXES = (
     "HIP_", "ROCR_", "TPU_", "OMP_", "KMP_", "MKL_", "OPENBLAS_", "GOTO_", "NUMEXPR_",
     "VECLIB_", "ONEDNN_", "DNNL_",
 )  # fmt: skip
+# The line that tells a spare to import its framework now: its parent's job has ended, so the
+# import takes no CPU from a job's tasks.
+IMPORT_NOW = {"import": True}
 # The modules a spare imports for a framework (``spec.FRAMEWORKS``' names).
 PRELOAD_MODULES = {
     "tensorflow": ("tensorflow",),
@@ -179,6 +182,15 @@ class Spare:
             return False
         return self.proc.poll() is None
 
+    def import_now(self) -> None:
+        """Tell it to import its framework now (``preload``), then wait on for its job."""
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(json.dumps(IMPORT_NOW).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # gone, or handed a job already: a fresh process would import it too
+
     def close(self) -> None:
         """It reads EOF and exits."""
         self.used = True
@@ -201,10 +213,15 @@ def preload(framework: str) -> None:
             return
 
 
-def wait_for_job() -> dict | None:
-    """In the spare: block until the job comes; None at EOF (the parent is gone)."""
-    line = sys.stdin.buffer.readline()
-    return json.loads(line) if line.strip() else None
+def wait_for_job(on_import: Callable[[], object] = lambda: None) -> dict | None:
+    """In the spare: block until the job comes; None at EOF (the parent is gone). Told to
+    import before (``Spare.import_now``): ``on_import()``, and wait on."""
+    while True:
+        line = sys.stdin.buffer.readline()
+        job = json.loads(line) if line.strip() else None
+        if job != IMPORT_NOW:
+            return job
+        on_import()
 
 
 def become(job: dict) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 from helpers.cells import DDP, JAX, MWMS
-from helpers.jobs import FAST, wait_no_processes
+from helpers.jobs import FAST, submit, wait_no_processes
 from sklearn.datasets import load_digits
 
 from tony_jupyter import warm
@@ -265,3 +265,35 @@ def test_a_spare_that_imported_nothing_still_fits_a_changed_load_environment():
     finally:
         spare.proc.kill()
         spare.proc.wait()
+
+
+def test_after_a_job_its_spares_import_its_framework_once_it_has_ended(tony_home):
+    """The next job's spares start while a job runs, but import its framework only after it
+    ended: the import takes no CPU from the job's tasks."""
+    spare_am.discard()
+    client = submit(
+        JAX_FLAGS.replace(" --pull before,seen_var", ""), "import time\ntime.sleep(8)", {}
+    )
+    try:
+        deadline = time.monotonic() + 60
+        kids: list = []
+        while time.monotonic() < deadline and client.snapshot().state != "SUCCEEDED":
+            s = spare_am.current()
+            kids = psutil.Process(s.proc.pid).children() if s is not None else []
+            if kids:
+                break
+            time.sleep(0.1)
+        assert kids, "no spare executor was started while the job ran"
+        assert all("jax" in p.cmdline() for p in kids)  # started to import the job's framework
+        while client.snapshot().state not in ("SUCCEEDED", "FAILED", "KILLED"):
+            assert not any(_mapped(p.pid, "jax") for p in kids)  # ... not while the job runs
+            time.sleep(0.2)
+        assert client.snapshot().state == "SUCCEEDED"
+        deadline = time.monotonic() + 240
+        while not all(_mapped(p.pid, "jax") for p in kids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert all(_mapped(p.pid, "jax") for p in kids)  # imported once it ended
+    finally:
+        client.release()
+        spare_am.discard()
+    assert wait_no_processes(tony_home) == []

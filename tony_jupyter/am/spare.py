@@ -1,7 +1,8 @@
 """A spare AM: ``python -m tony_jupyter.am --spare N [SPEC_JSON]``, started by the kernel before its
 next job (launcher/spare.py; tony_jupyter/warm.py). It starts ``N`` spare executors, imports what
 an AM imports, and waits for its job; handed one, it runs it as ``python -m tony_jupyter.am
-JOB_DIR`` would, its tasks in the spare executors where they fit.
+JOB_DIR`` would, its tasks in the spare executors where they fit. Told to import (a line
+``warm.IMPORT_NOW``, from the kernel once its last job has ended), it tells its spare executors.
 
 ``SPEC_JSON``: the kernel's last job's spec. Its spare executors then import that job's
 framework, each under the environment that job's task in its place had (``TF_USE_LEGACY_KERAS``,
@@ -69,7 +70,7 @@ def serve(executors: int, spec_json: str = "") -> int:
 
     from . import api, beats, cells, main  # noqa: F401
 
-    job = warm.wait_for_job()
+    job = warm.wait_for_job(lambda: [s.import_now() for s in spares if s.framework])
     if job is None:
         return 0  # the kernel is gone; the spare executors read EOF as we exit
     warm.become(job)

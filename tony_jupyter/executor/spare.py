@@ -1,8 +1,9 @@
 """A spare executor: started by a spare AM before its job came (tony_jupyter/warm.py), with
 every module a task needs imported; handed its task's environment, cwd and log file, it runs
 the task as ``python -m tony_jupyter.executor`` would. Given a framework (the kernel's last job's),
-it imports that too while it waits (warm.preload): its AM hands it only a task whose environment
-that import would have read the same (warm.Spare.fits)."""
+it imports that too while it waits, once told to (warm.Spare.import_now: the kernel's last job
+has ended); its AM hands it only a task whose environment that import would have read the same
+(warm.Spare.fits)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ def serve(framework: str = "") -> int:
 
     from . import main, tensorboard  # noqa: F401
 
-    warm.preload(framework)
-    job = warm.wait_for_job()
+    job = warm.wait_for_job(lambda: warm.preload(framework))  # told once its AM may
     if job is None:
         return 0  # the AM is gone
     warm.become(job)

@@ -1,7 +1,8 @@
 """The kernel's spare AM (tony_jupyter/warm.py): after a local job started, one AM process is
 started, imported and waiting, with spare executors for as many tasks as that job had, which
 import that job's framework (am/spare.py); the next job is handed to it instead of starting an
-interpreter. The first one is started when the extension loads (``on_load``), with spare
+interpreter; their import starts once that job has ended, so it takes no CPU from the job's
+tasks. The first one is started when the extension loads (``on_load``), with spare
 executors that import no framework yet. It dies with the kernel (its stdin is a pipe from
 here). ``TONY_JUPYTER_WARM=0`` turns it off; ``TONY_JUPYTER_WARM_ON_LOAD=0`` only the one at
 load."""
@@ -11,12 +12,16 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
+from pathlib import Path
 
 from .. import warm
 from ..spec import JobSpec
 
 # After a job started: its own tasks have the CPU first, then the spare starts.
 START_DELAY_S = 0.5
+# How often a spare waiting to import checks whether the job before it has ended.
+IMPORT_POLL_S = 0.25
 # The spare executors started as the extension loads (its value; 0: none, and no spare AM).
 ON_LOAD = "TONY_JUPYTER_WARM_ON_LOAD"
 ON_LOAD_EXECUTORS = 2
@@ -55,17 +60,20 @@ def take(env: dict[str, str]) -> warm.Spare | None:
 
 
 def replenish(
-    tasks: int, like: JobSpec | None = None, delay: float = START_DELAY_S
+    tasks: int,
+    like: JobSpec | None = None,
+    delay: float = START_DELAY_S,
+    after: Path | None = None,
 ) -> threading.Timer | None:
     """Start the next spare (with ``tasks`` spare executors, which import the framework of job
-    ``like``) in ``delay`` seconds."""
+    ``like`` once the job in directory ``after`` has ended) in ``delay`` seconds."""
     global _timer
     if not warm.enabled():
         return None
     with _lock:
         if _timer is not None:
             _timer.cancel()
-        _timer = threading.Timer(delay, start, (tasks, like, _generation))
+        _timer = threading.Timer(delay, start, (tasks, like, _generation, after))
         _timer.daemon = True
         _timer.start()
         return _timer
@@ -84,24 +92,47 @@ def on_load() -> threading.Timer | None:
     return replenish(executors, None, delay=0.0)
 
 
-def start(tasks: int, spec: JobSpec | None = None, generation: int | None = None) -> None:
+def start(
+    tasks: int,
+    spec: JobSpec | None = None,
+    generation: int | None = None,
+    after: Path | None = None,
+) -> None:
     """Start a spare AM now with ``tasks`` spare executors, like ``spec``'s tasks (unless one
-    that fits waits)."""
+    that fits waits); they import its framework at once, or once the job in ``after`` ended."""
     with _starting:
-        _start(tasks, spec, generation)
+        spare = _start(tasks, spec, generation)
+    if spare is None or spec is None:
+        return
+    if after is None:
+        spare.import_now()
+    else:
+        threading.Thread(target=_import_when_ended, args=(spare, after), daemon=True).start()
 
 
-def _start(tasks: int, spec: JobSpec | None, generation: int | None) -> None:
+def _import_when_ended(spare: warm.Spare, job_dir: Path) -> None:
+    """Tell ``spare`` to import once the job in ``job_dir`` has ended (its AM wrote the job's
+    history; or its directory is gone): the import's CPU is not taken from that job's tasks.
+    Nothing if the spare was taken or let go meanwhile."""
+    while (job_dir / "spec.json").exists() and not (job_dir / "history.json").exists():
+        if current() is not spare:
+            return
+        time.sleep(IMPORT_POLL_S)
+    if current() is spare:
+        spare.import_now()
+
+
+def _start(tasks: int, spec: JobSpec | None, generation: int | None) -> warm.Spare | None:
     global _spare, _spare_like
     env = dict(os.environ)
     if not warm.enabled(env):
-        return
+        return None
     like = _like(tasks, spec)
     with _lock:
         if generation is not None and generation != _generation:
-            return  # discarded since
+            return None  # discarded since
         if _spare is not None and _spare.fits(env) and _spare_like == like:
-            return  # the one waiting will do
+            return None  # the one waiting will do (told to import already, or about to be)
         old, _spare = _spare, None
     if old is not None:
         old.close()
@@ -111,6 +142,7 @@ def _start(tasks: int, spec: JobSpec | None, generation: int | None) -> None:
         old, _spare, _spare_like = _spare, spare, like
     if old is not None:
         old.close()
+    return spare
 
 
 def current() -> warm.Spare | None:
