@@ -70,7 +70,12 @@ def serve(executors: int, spec_json: str = "") -> int:
 
     from . import api, beats, cells, main  # noqa: F401
 
-    job = warm.wait_for_job(lambda: [s.import_now() for s in spares if s.framework])
+    def import_now() -> None:  # the kernel's last job has ended: the spare executors may import
+        for s in spares:
+            if s.framework:
+                s.import_now()
+
+    job = warm.wait_for_job(import_now)
     if job is None:
         return 0  # the kernel is gone; the spare executors read EOF as we exit
     warm.become(job)
