@@ -27,6 +27,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from .protocol import ExecutorEnv
+
 SWITCH = "TONY_JUPYTER_WARM"
 # YARN's warm AM (launcher/yarn/warm.py, am/yarn/spares.py) is opt-in: it holds containers of a
 # shared cluster. Its value is how long an unused warm AM waits before it gives them back.
@@ -69,6 +71,13 @@ def at_start(env: Mapping[str, str]) -> dict[str, str]:
 def at_import(env: Mapping[str, str]) -> dict[str, str]:
     """The variables a framework reads as it is imported (or first loads its runtime)."""
     return {k: v for k, v in env.items() if k.startswith(_AT_IMPORT_PREFIXES) and k != "TF_CONFIG"}
+
+
+def imports_as(framework: str, imported_under: Mapping[str, str], env: Mapping[str, str]) -> bool:
+    """Whether a task with ``env`` is one of a ``framework`` job and would have imported it
+    as a spare did under ``imported_under``."""
+    same_job = env.get(ExecutorEnv.var("framework"), framework) == framework
+    return same_job and at_import(imported_under) == at_import(env)
 
 
 def _loads(name: str) -> bool:
@@ -163,7 +172,7 @@ class Spare:
     def fits(self, env: Mapping[str, str]) -> bool:
         fresh_alike = at_start(self.env) == at_start(env)
         if self.framework:  # imported under its start environment: the task's must match
-            fresh_alike = fresh_alike and at_import(self.env) == at_import(env)
+            fresh_alike = fresh_alike and imports_as(self.framework, self.env, env)
         return fresh_alike and enabled(env) and not self.used and self.proc.poll() is None
 
     def hand(self, env: Mapping[str, str], cwd: str, log: str, args: list[str]) -> bool:

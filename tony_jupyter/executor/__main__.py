@@ -2,7 +2,7 @@
 is imported once under its own name (an exception class defined in a ``__main__`` module would be
 a second class, which the other modules' ``except`` clauses could not catch).
 ``--spare [FRAMEWORK]``: a spare executor (spare.py), which imports FRAMEWORK and waits for its
-task; ``--spare-yarn``: one in a warm YARN AM's container."""
+task; ``--spare-yarn [FRAMEWORK]``: one in a warm YARN AM's container."""
 
 import sys
 
@@ -13,7 +13,7 @@ if sys.argv[1:2] == ["--spare"]:
 if sys.argv[1:2] == ["--spare-yarn"]:
     from .spare import serve_yarn
 
-    sys.exit(serve_yarn())
+    sys.exit(serve_yarn(*sys.argv[2:3]))
 
 from .main import main
 

@@ -23,10 +23,11 @@ def serve(framework: str = "") -> int:
     return main.main()
 
 
-def serve_yarn() -> int:
-    """In a warm YARN AM's spare container (am/yarn/spares.py): imported, wait for the task,
-    write the job's files where a fresh container would have them localized, take the task's
-    environment, and run it."""
+def serve_yarn(framework: str = "") -> int:
+    """In a warm YARN AM's spare container (am/yarn/spares.py): imported (``framework`` too, at
+    once: while the job that started the warm AM may still run, on a cluster's nodes which
+    that job's containers may share), wait for the task, write the job's files where a fresh container would have them
+    localized, take the task's environment, and run it."""
     import base64
     import encodings.idna  # noqa: F401
     import io
@@ -37,6 +38,7 @@ def serve_yarn() -> int:
 
     from . import main, tensorboard  # noqa: F401
 
+    warm.preload(framework)
     job = _wait_for_task()
     if job is None:
         return 0  # released (the job did not need it), or the warm AM is gone
