@@ -72,6 +72,8 @@ def run(ctx: Context) -> dict:
             if ours not in med:
                 continue
             for other in ("tony", "dshell_yarn"):
+                if other not in med:
+                    continue
                 for k in ("to_user_code_s", "to_first_step_s", "to_job_end_s"):
                     ratios[f"{ours}/{other} {k}"] = ratio(med[ours][k], med[other][k])
         load = [load_before, round(os.getloadavg()[0], 1)]
