@@ -10,15 +10,12 @@ job starts a fresh process. A spare whose parent goes away reads EOF and exits.
 
 A spare executor may also have imported its job's framework (TensorFlow, PyTorch, JAX: the
 kernel's last job's) before the job came. Then what a framework reads as it is imported must be
-what the task's would have been too (``at_import``: ``CUDA_VISIBLE_DEVICES`` and the other GPU
-selectors, ``TF_*``, ``XLA_FLAGS``, ``KERAS_*``, ``JAX_*``, ``TORCH_*``, thread settings), and the
-task's cell must not set one of them itself before its import (``sets_load_env``): else the
-task starts in a fresh interpreter.
+what the task's would have been too (loadenv.py), and the task's cell must not set one of them
+itself to another value: else the task starts in a fresh interpreter.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
@@ -27,7 +24,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from .protocol import ExecutorEnv
+from .loadenv import imports_as
 
 SWITCH = "TONY_JUPYTER_WARM"
 # YARN's warm AM (launcher/yarn/warm.py, am/yarn/spares.py) is opt-in: it holds containers of a
@@ -41,13 +38,6 @@ SPARE_URL, SPARE_TOKEN = "TONY_SPARE_URL", "TONY_SPARE_TOKEN"
 SPARE_ID = "TONY_SPARE_ID"
 _AT_START_PREFIXES = ("PYTHON", "LD_", "LC_", "MALLOC_")
 _AT_START = ("LANG", "LANGUAGE", "TZ")
-# What a framework (or the numeric libraries under it) reads as it is imported or first loads
-# its runtime: the GPUs it may see, its own settings, its thread pools.
-_AT_IMPORT_PREFIXES = (
-    "TF_", "XLA_", "KERAS_", "JAX_", "TORCH_", "PYTORCH_", "CUDA_", "NVIDIA_", "NCCL_",
-    "HIP_", "ROCR_", "TPU_", "OMP_", "KMP_", "MKL_", "OPENBLAS_", "GOTO_", "NUMEXPR_",
-    "VECLIB_", "ONEDNN_", "DNNL_",
-)  # fmt: skip
 # The line that tells a spare to import its framework now: its parent's job has ended, so the
 # import takes no CPU from a job's tasks.
 IMPORT_NOW = {"import": True}
@@ -66,84 +56,6 @@ def enabled(env: Mapping[str, str] = os.environ) -> bool:
 def at_start(env: Mapping[str, str]) -> dict[str, str]:
     """The variables an interpreter reads as it starts (or its runtime as it loads)."""
     return {k: v for k, v in env.items() if k.startswith(_AT_START_PREFIXES) or k in _AT_START}
-
-
-def at_import(env: Mapping[str, str]) -> dict[str, str]:
-    """The variables a framework reads as it is imported (or first loads its runtime)."""
-    return {k: v for k, v in env.items() if k.startswith(_AT_IMPORT_PREFIXES) and k != "TF_CONFIG"}
-
-
-def imports_as(framework: str, imported_under: Mapping[str, str], env: Mapping[str, str]) -> bool:
-    """Whether a task with ``env`` is one of a ``framework`` job and would have imported it
-    as a spare did under ``imported_under``."""
-    same_job = env.get(ExecutorEnv.var("framework"), framework) == framework
-    return same_job and at_import(imported_under) == at_import(env)
-
-
-def _loads(name: str) -> bool:
-    return name.startswith(_AT_IMPORT_PREFIXES) and name != "TF_CONFIG"
-
-
-def load_env_writes(source: str) -> list[tuple[str, str | None, bool]] | None:
-    """What a cell writes, itself, into variables a framework reads as it is imported:
-    ``(name, value, only_if_unset)``, value None where it is not a constant; None where it
-    cannot be told (a computed name, ``putenv``, a whole-environment change, a syntax error)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    writes: list[tuple[str, str | None, bool]] = []
-
-    def const(node: ast.AST | None) -> str | None:
-        ok = isinstance(node, ast.Constant) and isinstance(node.value, str)
-        return node.value if ok else None  # type: ignore[union-attr]
-
-    def environ(node: ast.AST) -> bool:
-        return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
-            isinstance(node, ast.Name) and node.id == "environ"
-        )
-
-    assigned: dict[int, str | None] = {}  # environ[...] targets: the constant assigned
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                assigned[id(target)] = const(node.value)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Subscript) and environ(node.value):
-            if isinstance(node.ctx, (ast.Store, ast.Del)):
-                name = const(node.slice)
-                if name is None:
-                    return None
-                if _loads(name):
-                    writes.append((name, assigned.get(id(node)), False))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            f = node.func
-            if f.attr in ("putenv", "unsetenv"):
-                return None
-            if environ(f.value) and f.attr in ("update", "clear", "__setitem__", "__delitem__"):
-                return None
-            if environ(f.value) and f.attr in ("setdefault", "pop"):
-                name = const(node.args[0]) if node.args else None
-                if name is None:
-                    return None
-                if _loads(name):
-                    default = f.attr == "setdefault"
-                    value = const(node.args[1]) if default and node.args[1:] else None
-                    writes.append((name, value, default))
-    return writes
-
-
-def imports_alike(
-    writes: list[tuple[str, str | None, bool]] | None, env: Mapping[str, str]
-) -> bool:
-    """Whether a cell's ``writes`` (``load_env_writes``) leave the variables a framework reads
-    as they were in ``env``, which it was imported under."""
-    if writes is None:
-        return False
-    for name, value, only_if_unset in writes:
-        if value is None or (env.get(name) != value and not (only_if_unset and name in env)):
-            return False
-    return True
 
 
 @dataclass

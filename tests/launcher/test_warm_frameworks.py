@@ -16,7 +16,7 @@ from helpers.cells import DDP, JAX, MWMS
 from helpers.jobs import FAST, submit, wait_no_processes
 from sklearn.datasets import load_digits
 
-from tony_jupyter import warm
+from tony_jupyter import loadenv, warm
 from tony_jupyter.am import spare as spare_plan
 from tony_jupyter.am.local import LocalProvider
 from tony_jupyter.launcher import spare as spare_am
@@ -251,7 +251,7 @@ def test_a_gpu_task_takes_only_a_spare_that_imported_under_its_devices(tmp_path,
 )
 def test_a_cell_setting_a_load_variable_is_told_from_its_text(cell, alike):
     imported_under = {"TF_USE_LEGACY_KERAS": "1"}
-    assert warm.imports_alike(warm.load_env_writes(cell), imported_under) is alike
+    assert loadenv.imports_alike(loadenv.load_env_writes(cell), imported_under) is alike
 
 
 def test_a_spare_that_imported_nothing_still_fits_a_changed_load_environment():

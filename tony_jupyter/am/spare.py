@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from .. import warm
+from .. import loadenv, warm
 from ..spec import JobSpec
 
 MAX_SPARE_EXECUTORS = 8
@@ -31,7 +31,7 @@ def plan(executors: int, spec_json: str = "") -> list[tuple[str, dict[str, str]]
 
     spec = JobSpec.from_json(spec_json)
     task_env = executor_env("", spec, "", "", Path("."))
-    common = {**warm.at_start(task_env), **warm.at_import(task_env)}
+    common = {**warm.at_start(task_env), **loadenv.at_import(task_env)}
     framework = "" if spec.procs_per_task > 1 or spec.elastic else spec.framework
     out = []
     for gpus in first_attempt_gpus(spec)[:executors]:
@@ -46,10 +46,10 @@ def fitting(spares: list[warm.Spare], job_dir: Path) -> list[warm.Spare]:
     if not any(s.framework for s in spares):
         return spares
     cell = job_dir / "cell.py"
-    writes = warm.load_env_writes(cell.read_text(errors="replace")) if cell.exists() else []
+    writes = loadenv.load_env_writes(cell.read_text(errors="replace")) if cell.exists() else []
     keep = []
     for s in spares:
-        if s.framework and not warm.imports_alike(writes, s.env):
+        if s.framework and not loadenv.imports_alike(writes, s.env):
             s.close()
         else:
             keep.append(s)

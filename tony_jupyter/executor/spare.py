@@ -26,8 +26,8 @@ def serve(framework: str = "") -> int:
 def serve_yarn(framework: str = "") -> int:
     """In a warm YARN AM's spare container (am/yarn/spares.py): imported (``framework`` too, at
     once: while the job that started the warm AM may still run, on a cluster's nodes which
-    that job's containers may share), wait for the task, write the job's files where a fresh container would have them
-    localized, take the task's environment, and run it."""
+    that job's containers may share), wait for the task, write the job's files where a fresh
+    container would have them localized, take the task's environment, and run it."""
     import base64
     import encodings.idna  # noqa: F401
     import io

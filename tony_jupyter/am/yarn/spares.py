@@ -28,7 +28,7 @@ from typing import Any
 
 from tornado import httpserver, routing, web
 
-from ... import warm
+from ... import loadenv, warm
 from ...protocol import task_token
 from ...spec import JobSpec, TaskSpec
 from ..main import AM, BACKLOG, executor_env
@@ -61,7 +61,7 @@ class SparePool:
         self.staged = False
         self.count = 0
         # What the spare executors import while they wait ("": none; am/spare.py's plan), and
-        # the job's cell's writes to what that import reads (warm.load_env_writes).
+        # the job's cell's writes to what that import reads (loadenv.load_env_writes).
         self.framework = ""
         self.writes: list | None = []
 
@@ -88,8 +88,8 @@ class SparePool:
         task = dict(env)
         if spare.gpus:
             task["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, spare.gpus))
-        alike = warm.imports_as(self.framework, spare.env, task)
-        return alike and warm.imports_alike(self.writes, spare.env)
+        alike = loadenv.imports_as(self.framework, spare.env, task)
+        return alike and loadenv.imports_alike(self.writes, spare.env)
 
     def take(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> bool:
         """Hand the task to a spare container that fits; False: ask YARN as usual."""
@@ -145,7 +145,7 @@ class SparePool:
             path.write_bytes(base64.b64decode(b64))
         self.files = {n: files[n] for n in EXECUTOR_FILES if n in files}
         cell = base64.b64decode(files.get("cell.py", "")).decode(errors="replace")
-        self.writes = warm.load_env_writes(cell)
+        self.writes = loadenv.load_env_writes(cell)
         spec = JobSpec.from_json((job_dir / "spec.json").read_text())
         self.provider.keep_staging = spec.keep_staging
         self.provider.shards = None
@@ -269,7 +269,7 @@ def serve(argv: list[str]) -> int:
             env[name] = os.environ[name]
     # What a framework reads as it loads, as the template's tasks will have it (its spare
     # executors import the framework under it).
-    env.update(warm.at_import(executor_env("", template, "", "", job_dir)))
+    env.update(loadenv.at_import(executor_env("", template, "", "", job_dir)))
     pool.ask(template, env)
     # What the AM imports once it has its job, imported while idle: handed a job, the event
     # loop that answers the spare executors would otherwise stall on them (~0.5 s measured).
