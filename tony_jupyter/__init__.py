@@ -4,9 +4,10 @@ __version__ = "0.1.0"
 
 
 def load_ipython_extension(ipython):
-    from .magics import TonyMagics
+    from .magics import TonyMagics, start_spares
 
     ipython.register_magics(TonyMagics(ipython))
+    start_spares()
 
 
 def _jupyter_server_extension_points():

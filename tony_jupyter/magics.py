@@ -17,9 +17,10 @@ from . import commands, numbers, shards
 from .bundle import Bundle, make_bundle
 from .errors import BundleError, JobNotFoundError, SpecError
 from .job import TonyJob, submit
+from .launcher import spare as spare_am
 from .launcher.clients import open_client
 from .launcher.history import open_job
-from .options import job_parser, parse_job_args, src_dir
+from .options import default_backend, job_parser, parse_job_args, src_dir
 
 HELP = """\
 %%tony [flags]            run the cell as a distributed TensorFlow job
@@ -46,6 +47,13 @@ def _wait_processing_ui(thread: threading.Thread) -> None:
         while thread.is_alive():
             poll(20)
             thread.join(0.05)
+
+
+def start_spares() -> None:
+    """As the extension loads: the first local job's spare AM, started in the background
+    (launcher/spare.py; ``TONY_JUPYTER_WARM_ON_LOAD=0`` turns it off)."""
+    if default_backend() == "local":
+        spare_am.on_load()
 
 
 @magics_class

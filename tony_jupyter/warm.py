@@ -7,6 +7,11 @@ its environment is replaced wholesale, and what only matters when an interpreter
 (``PYTHON*``, ``LD_*``, the locale, ``TZ``, ``MALLOC_*``) must be what it started with, or the
 job starts a fresh process. A spare whose parent goes away reads EOF and exits.
 ``TONY_JUPYTER_WARM=0`` turns spares off.
+
+A spare executor may also have imported its job's framework (TensorFlow, PyTorch, JAX: the
+kernel's last job's) before the job came. Then what a framework reads as it is imported must be
+what the task's would have been too (loadenv.py), and the task's cell must not set one of them
+itself to another value: else the task starts in a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+
+from .loadenv import imports_as
 
 SWITCH = "TONY_JUPYTER_WARM"
 # YARN's warm AM (launcher/yarn/warm.py, am/yarn/spares.py) is opt-in: it holds containers of a
@@ -31,6 +38,15 @@ SPARE_URL, SPARE_TOKEN = "TONY_SPARE_URL", "TONY_SPARE_TOKEN"
 SPARE_ID = "TONY_SPARE_ID"
 _AT_START_PREFIXES = ("PYTHON", "LD_", "LC_", "MALLOC_")
 _AT_START = ("LANG", "LANGUAGE", "TZ")
+# The line that tells a spare to import its framework now: its parent's job has ended, so the
+# import takes no CPU from a job's tasks.
+IMPORT_NOW = {"import": True}
+# The modules a spare imports for a framework (``spec.FRAMEWORKS``' names).
+PRELOAD_MODULES = {
+    "tensorflow": ("tensorflow",),
+    "pytorch": ("torch", "torch.distributed", "torch.nn.parallel"),
+    "jax": ("jax", "jax.numpy"),
+}
 
 
 def enabled(env: Mapping[str, str] = os.environ) -> bool:
@@ -48,9 +64,10 @@ class Spare:
     env: dict[str, str]  # what it started with
     id: str = ""
     used: bool = field(default=False)
+    framework: str = ""  # what it imports while it waits ("": none)
 
     @classmethod
-    def start(cls, argv: list[str], env: Mapping[str, str]) -> Spare:
+    def start(cls, argv: list[str], env: Mapping[str, str], framework: str = "") -> Spare:
         spare_id = uuid.uuid4().hex
         start_env = dict(env, **{SPARE_ID: spare_id})
         proc = subprocess.Popen(
@@ -62,10 +79,12 @@ class Spare:
             cwd="/",  # holds no directory busy; the job's cwd comes with the job
             start_new_session=True,  # as a fresh AM or executor is started
         )
-        return cls(proc, start_env, spare_id)
+        return cls(proc, start_env, spare_id, framework=framework)
 
     def fits(self, env: Mapping[str, str]) -> bool:
         fresh_alike = at_start(self.env) == at_start(env)
+        if self.framework:  # imported under its start environment: the task's must match
+            fresh_alike = fresh_alike and imports_as(self.framework, self.env, env)
         return fresh_alike and enabled(env) and not self.used and self.proc.poll() is None
 
     def hand(self, env: Mapping[str, str], cwd: str, log: str, args: list[str]) -> bool:
@@ -84,6 +103,15 @@ class Spare:
             return False
         return self.proc.poll() is None
 
+    def import_now(self) -> None:
+        """Tell it to import its framework now (``preload``), then wait on for its job."""
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(json.dumps(IMPORT_NOW).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # gone, or handed a job already: a fresh process would import it too
+
     def close(self) -> None:
         """It reads EOF and exits."""
         self.used = True
@@ -94,10 +122,27 @@ class Spare:
             pass
 
 
-def wait_for_job() -> dict | None:
-    """In the spare: block until the job comes; None at EOF (the parent is gone)."""
-    line = sys.stdin.buffer.readline()
-    return json.loads(line) if line.strip() else None
+def preload(framework: str) -> None:
+    """In a spare: import ``framework`` now, while no job waits on it. One that fails to import
+    is left to the task, which reports it as a fresh process would."""
+    import importlib
+
+    for name in PRELOAD_MODULES.get(framework, ()):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the task's own import shows the error, in its log
+            return
+
+
+def wait_for_job(on_import: Callable[[], object] = lambda: None) -> dict | None:
+    """In the spare: block until the job comes; None at EOF (the parent is gone). Told to
+    import before (``Spare.import_now``): ``on_import()``, and wait on."""
+    while True:
+        line = sys.stdin.buffer.readline()
+        job = json.loads(line) if line.strip() else None
+        if job != IMPORT_NOW:
+            return job
+        on_import()
 
 
 def become(job: dict) -> None:

@@ -12,6 +12,9 @@ from bench.lib.common import results_dir
 LABELS = {
     "hand": "by hand",
     "tony_local": "tony-jupyter local",
+    "tony_local_cold": "tony-jupyter local, no spares",
+    "tony_local_first": "tony-jupyter local, kernel's first job",
+    "tony_local_warm": "tony-jupyter local, warm (spares imported TF)",
     "tony_local_no_tb": "tony-jupyter local, no TensorBoard",
     "tony_yarn": "tony-jupyter YARN",
     "tony_yarn_warm": "tony-jupyter YARN, warm AM",
@@ -43,6 +46,13 @@ def draw(name: str, data: dict) -> None:
                 for s in sides
             }
             _bars(ax, [f"{g} worker(s)" for g in groups], series, "seconds (median)", key)
+        loads = [data["workers"][g].get("load") for g in groups]
+        if all(loads):
+            fig.suptitle(
+                "load (1 min) "
+                + ", ".join(f"{g}: {a}→{b}" for g, (a, b) in zip(groups, loads, strict=True)),
+                fontsize=9,
+            )
     elif name == "overhead":
         fig, ax = plt.subplots(figsize=(6, 4))
         med = data["steps_per_s_median"]

@@ -44,6 +44,7 @@ def summarize(t0: float, tasks: list[dict], t_done: float | None = None) -> dict
     chief = min(tasks, key=lambda t: t["index"])
     row = {
         "to_user_code_s": max(t["t_tf_config"] for t in tasks) - t0,
+        "to_framework_s": max(t["t_tf_imported"] for t in tasks) - t0,
         "to_first_step_s": max(t["t_first_step"] for t in tasks) - t0,
         "steps_per_s": chief["steps_per_s"],
         "worker_max_rss_mib": chief["max_rss_mib"],
@@ -113,6 +114,84 @@ def tony(backend: str, workers: int, conf: dict, flags: str = "", on_job=None) -
         job.client.release()
         job.client.wait_am_exit(60)
     return {**summarize(t0, tasks, t_done), **extra}
+
+
+def tony_local_cold(workers: int, conf: dict) -> dict:
+    """tony-jupyter, local, no spare at all (``TONY_JUPYTER_WARM=0``): fresh interpreters."""
+    from tony_jupyter import warm as switch
+    from tony_jupyter.launcher import spare
+
+    spare.discard()
+    os.environ[switch.SWITCH] = "0"
+    try:
+        return tony("local", workers, conf)
+    finally:
+        os.environ.pop(switch.SWITCH, None)
+        spare.discard()
+
+
+def tony_local_first(workers: int, conf: dict) -> dict:
+    """tony-jupyter, local, a kernel's first job: the spare AM the extension started as it
+    loaded (``on_load``: spare executors that imported no framework), waited for untimed (the
+    time a user takes to type the first cell); let go after the job, untimed."""
+    from tony_jupyter.launcher import spare
+
+    spare.discard()
+    timer = spare.on_load()
+    if timer is not None:
+        timer.join()
+        wait_spare_idle()
+    try:
+        return tony("local", workers, conf)
+    finally:
+        spare.discard()
+
+
+def tony_local_warm(workers: int, conf: dict) -> dict:
+    """tony-jupyter, local, a kernel's later job: the spare AM its previous job (of this shape)
+    left, whose spare executors imported TensorFlow, waited for untimed (think time between two
+    cells); let go after the job, untimed, so that no other side shares the CPUs with it."""
+    from tony_jupyter.launcher import spare
+
+    _, spec = parse_job_args(f"--workers {workers} --backend local --memory 1g")
+    spare.discard()
+    spare.start(workers, spec)
+    wait_spare_idle()
+    try:
+        return tony("local", workers, conf)
+    finally:
+        spare.discard()
+
+
+def wait_spare_idle(timeout: float = 600) -> None:
+    """Until the kernel's spare AM and each of its spare executors wait for their job: blocked
+    reading their stdin, every import done (a CPU-quiet test is fooled by a loaded machine)."""
+    import psutil
+
+    from tony_jupyter.launcher import spare
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        s = spare.current()
+        if s is not None:
+            try:
+                am = psutil.Process(s.proc.pid)
+                family = [am, *am.children()]
+                if len(family) > 1 and all(_reading_stdin(p.pid) for p in family):
+                    return
+            except psutil.Error:
+                pass
+        time.sleep(0.1)
+    raise TimeoutError("the kernel's spare AM did not come up waiting")
+
+
+def _reading_stdin(pid: int) -> bool:
+    """``read(0, ...)`` is the syscall the process is blocked in (x86-64: number 0)."""
+    try:
+        nr, fd = Path(f"/proc/{pid}/syscall").read_text().split()[:2]
+    except (OSError, ValueError):
+        return False
+    return nr == "0" and int(fd, 16) == 0
 
 
 def distributed_shell(cluster, workers: int, conf: dict) -> dict:

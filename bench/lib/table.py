@@ -36,6 +36,9 @@ def rows() -> list[tuple[str, str, str, str]]:
         for key, label in (("to_user_code_s", "user code"), ("to_first_step_s", "first step")):
             for side, other, vs in (
                 ("tony_local", "hand", "hand-launched"),
+                ("tony_local_cold", "hand", "hand-launched"),
+                ("tony_local_first", "hand", "hand-launched"),
+                ("tony_local_warm", "hand", "hand-launched"),
                 ("tony_yarn", "tony", "TonY 0.4.7 (YARN)"),
                 ("tony_yarn", "dshell_yarn", "distributed shell (YARN)"),
                 ("tony_yarn", "hand", "hand-launched"),

@@ -60,9 +60,12 @@ def test_the_next_job_of_the_same_shape_trains_in_the_warm_ams_containers(shell,
     held = {c["containerId"] for c in cluster.containers(spare["id"])}
     assert len(held) == 3
 
+    # Its spare executors imported TensorFlow (the last job's framework) before the job came.
+    before = "import sys\nbefore = 'tensorflow' in sys.modules\n"
     last = shell.run_cell_magic(
-        "tony", "--workers 2 --no-tensorboard --pull history,replicas", MWMS
+        "tony", "--workers 2 --no-tensorboard --pull history,replicas,before", before + MWMS
     )
+    assert shell.user_ns["before"] is True
     rec = next(r for r in list_jobs() if r.id == spare["id"])
     assert json.loads((rec.dir / "yarn.json").read_text())["warm"] is True
     history = shell.user_ns["history"]

@@ -1,5 +1,5 @@
 """``python -m tony_jupyter.am JOB_DIR``: a thin entry point (see :mod:`tony_jupyter.am.main`).
-``--spare N``: a spare AM with N spare executors (spare.py), which waits for its job;
+``--spare N [SPEC_JSON]``: a spare AM with N spare executors (spare.py), which waits for its job;
 ``--spare-yarn``: a warm AM in its YARN container (yarn/spares.py)."""
 
 import sys
@@ -7,7 +7,7 @@ import sys
 if sys.argv[1:2] == ["--spare"]:
     from .spare import serve
 
-    sys.exit(serve(int(sys.argv[2])))
+    sys.exit(serve(int(sys.argv[2]), *sys.argv[3:4]))
 if sys.argv[1:2] == ["--spare-yarn"]:
     from .yarn.spares import serve as serve_yarn
 

@@ -11,11 +11,28 @@ from pathlib import Path
 
 from .. import hostenv, warm
 from ..protocol import ExecutorEnv
-from ..spec import TaskSpec
+from ..spec import JobSpec, TaskSpec
 from .provider import Placement, Provider
 
 STOP_GRACE_S = 3.0
 HOST = "127.0.0.1"  # every local task's host: its executor and what it serves listen here
+
+
+def gpu_devices(first: int, gpus: int) -> str:
+    """``CUDA_VISIBLE_DEVICES`` for a task given ``gpus`` GPUs from the ``first``'th on."""
+    return ",".join(map(str, range(first, first + gpus)))
+
+
+def first_attempt_gpus(spec: JobSpec) -> list[str | None]:
+    """Each task's ``CUDA_VISIBLE_DEVICES`` (None: not set) as ``LocalProvider.launch`` gives
+    them to a first attempt, in the order the coordinator launches its tasks."""
+    out: list[str | None] = []
+    first = 0
+    for t in spec.tasks:
+        for _ in range(t.instances):
+            out.append(gpu_devices(first, t.gpus) if t.gpus else None)
+            first += t.gpus
+    return out
 
 
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
@@ -63,9 +80,8 @@ class LocalProvider(Provider):
         full_env[ExecutorEnv.var("bundle_dir")] = str(self.job_dir)
         full_env[ExecutorEnv.var("executor_host")] = HOST
         if task.gpus:
-            ids = range(self._gpu_next, self._gpu_next + task.gpus)
+            full_env["CUDA_VISIBLE_DEVICES"] = gpu_devices(self._gpu_next, task.gpus)
             self._gpu_next += task.gpus
-            full_env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, ids))
         out = self.job_dir / "logs" / f"attempt-{attempt}" / (task_id.replace(":", "-") + ".stdout")
         out.parent.mkdir(parents=True, exist_ok=True)
         argv = [self.python, "-m", "tony_jupyter.executor"]

@@ -1,19 +1,19 @@
 """``python -m tony_jupyter.executor``: a thin entry point, so that every module of the executor
 is imported once under its own name (an exception class defined in a ``__main__`` module would be
 a second class, which the other modules' ``except`` clauses could not catch).
-``--spare``: a spare executor (spare.py), which waits for its task; ``--spare-yarn``: one in a
-warm YARN AM's container."""
+``--spare [FRAMEWORK]``: a spare executor (spare.py), which imports FRAMEWORK and waits for its
+task; ``--spare-yarn [FRAMEWORK]``: one in a warm YARN AM's container."""
 
 import sys
 
-if sys.argv[1:] == ["--spare"]:
+if sys.argv[1:2] == ["--spare"]:
     from .spare import serve
 
-    sys.exit(serve())
-if sys.argv[1:] == ["--spare-yarn"]:
+    sys.exit(serve(*sys.argv[2:3]))
+if sys.argv[1:2] == ["--spare-yarn"]:
     from .spare import serve_yarn
 
-    sys.exit(serve_yarn())
+    sys.exit(serve_yarn(*sys.argv[2:3]))
 
 from .main import main
 

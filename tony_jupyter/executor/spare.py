@@ -1,29 +1,33 @@
 """A spare executor: started by a spare AM before its job came (tony_jupyter/warm.py), with
 every module a task needs imported; handed its task's environment, cwd and log file, it runs
-the task as ``python -m tony_jupyter.executor`` would."""
+the task as ``python -m tony_jupyter.executor`` would. Given a framework (the kernel's last job's),
+it imports that too while it waits, once told to (warm.Spare.import_now: the kernel's last job
+has ended); its AM hands it only a task whose environment that import would have read the same
+(warm.Spare.fits)."""
 
 from __future__ import annotations
 
 from .. import warm
 
 
-def serve() -> int:
+def serve(framework: str = "") -> int:
     import encodings.idna  # noqa: F401 - what a task imports before its user code: here,
     import secrets  # noqa: F401 - while idle, not once the task came
 
     from . import main, tensorboard  # noqa: F401
 
-    job = warm.wait_for_job()
+    job = warm.wait_for_job(lambda: warm.preload(framework))  # told once its AM may
     if job is None:
         return 0  # the AM is gone
     warm.become(job)
     return main.main()
 
 
-def serve_yarn() -> int:
-    """In a warm YARN AM's spare container (am/yarn/spares.py): imported, wait for the task,
-    write the job's files where a fresh container would have them localized, take the task's
-    environment, and run it."""
+def serve_yarn(framework: str = "") -> int:
+    """In a warm YARN AM's spare container (am/yarn/spares.py): imported (``framework`` too, at
+    once: while the job that started the warm AM may still run, on a cluster's nodes which
+    that job's containers may share), wait for the task, write the job's files where a fresh
+    container would have them localized, take the task's environment, and run it."""
     import encodings.idna  # noqa: F401
     import os
     import secrets  # noqa: F401
@@ -32,6 +36,7 @@ def serve_yarn() -> int:
     from ..errors import UnsafeFileError
     from . import main, tensorboard  # noqa: F401
 
+    warm.preload(framework)
     job = _wait_for_task()
     if job is None:
         return 0  # released (the job did not need it), or the warm AM is gone

@@ -133,7 +133,7 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
     check_capacity(spec)
     record = stage(spec, bundle, argv)
     start_am(record)
-    spare_am.replenish(sum(t.instances for t in spec.tasks))
+    spare_am.replenish(sum(t.instances for t in spec.tasks), spec, after=record.dir)
     return record
 
 

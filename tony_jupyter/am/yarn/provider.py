@@ -315,7 +315,7 @@ class YarnProvider(Provider):
 
     def _context(self, launch: Launch, c):
         J = self.J
-        env = launch.env if launch.spare else self.task_env(launch, c)
+        env = self.spares.spare_env(launch) if launch.spare else self.task_env(launch, c)
         tokens = self.creds.container_tokens() if self.creds is not None else None
         jenv = J.HashMap()
         for k, v in env.items():
@@ -337,7 +337,7 @@ class YarnProvider(Provider):
             )
         cmd = (
             f"{shlex.quote(self.python)} -m tony_jupyter.executor "
-            + ("--spare-yarn " if launch.spare else "")
+            + (f"--spare-yarn {self.spares.framework} " if launch.spare else "")
             + "1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"
         )
         cmds = J.ArrayList()

@@ -28,11 +28,11 @@ from typing import Any
 
 from tornado import httpserver, routing, web
 
-from ... import safefiles, warm
+from ... import loadenv, safefiles, warm
 from ...errors import UnsafeFileError
 from ...protocol import task_token
 from ...spec import JobSpec, TaskSpec
-from ..main import AM, BACKLOG
+from ..main import AM, BACKLOG, executor_env
 from .provider import Launch, YarnProvider
 
 log = logging.getLogger("tony_jupyter.am.yarn")
@@ -61,12 +61,36 @@ class SparePool:
         self.job_dir: Path | None = None
         self.staged = False
         self.count = 0
+        # What the spare executors import while they wait ("": none; am/spare.py's plan), and
+        # the job's cell's writes to what that import reads (loadenv.load_env_writes).
+        self.framework = ""
+        self.writes: list | None = []
 
     def ask(self, template: JobSpec, env: dict[str, str]) -> None:
+        preloadable = template.procs_per_task == 1 and not template.elastic
+        self.framework = template.framework if preloadable else ""
         for t in template.tasks:
             for _ in range(t.instances):
                 self.count += 1
-                self.provider.request(Launch(t, f"spare:{self.count}", 0, env, spare=True))
+                launch = Launch(t, f"spare:{self.count}", 0, dict(env), spare=True)
+                self.provider.request(launch)
+
+    def spare_env(self, launch: Launch) -> dict[str, str]:
+        """A spare container's environment: its GPUs' devices are set before its executor
+        imports the framework, as a task's in it will be (the same container, the same GPUs)."""
+        if launch.gpus:
+            launch.env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, launch.gpus))
+        return launch.env
+
+    def _imports_alike(self, spare: Launch, env: dict[str, str]) -> bool:
+        """Whether a task with ``env`` would have imported its framework as the spare did."""
+        if not self.framework:
+            return True
+        task = dict(env)
+        if spare.gpus:
+            task["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, spare.gpus))
+        alike = loadenv.imports_as(self.framework, spare.env, task)
+        return alike and loadenv.imports_alike(self.writes, spare.env)
 
     def take(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> bool:
         """Hand the task to a spare container that fits; False: ask YARN as usual."""
@@ -82,6 +106,7 @@ class SparePool:
                     and cid not in self.assigned
                     and shape(s.task) == shape(task)
                     and warm.at_start(s.env) == warm.at_start(env)
+                    and self._imports_alike(s, env)
                 ),
                 None,
             )
@@ -120,6 +145,8 @@ class SparePool:
         for name, b64 in files.items():
             safefiles.write_file(job_dir, name, base64.b64decode(b64))
         self.files = {n: files[n] for n in EXECUTOR_FILES if n in files}
+        cell = base64.b64decode(files.get("cell.py", "")).decode(errors="replace")
+        self.writes = loadenv.load_env_writes(cell)
         spec = JobSpec.from_json((job_dir / "spec.json").read_text())
         self.provider.keep_staging = spec.keep_staging
         self.provider.shards = None
@@ -249,6 +276,9 @@ def serve(argv: list[str]) -> int:
     for name in ("HADOOP_USER_NAME", "TONY_WEBHDFS_URL"):
         if os.environ.get(name):
             env[name] = os.environ[name]
+    # What a framework reads as it loads, as the template's tasks will have it (its spare
+    # executors import the framework under it).
+    env.update(loadenv.at_import(executor_env("", template, "", "", job_dir)))
     pool.ask(template, env)
     # What the AM imports once it has its job, imported while idle: handed a job, the event
     # loop that answers the spare executors would otherwise stall on them (~0.5 s measured).
