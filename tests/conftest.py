@@ -56,6 +56,11 @@ def shell(tony_home, monkeypatch):
 
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+# The suite's many short local jobs run without a spare AM started as the extension loads and
+# without spares that import the framework ahead (each a TensorFlow import's CPU, on CI's two
+# cores): tests/launcher/test_warm_on_load.py and test_warm_frameworks.py turn them on.
+os.environ.setdefault("TONY_JUPYTER_WARM_ON_LOAD", "0")
+os.environ.setdefault("TONY_JUPYTER_WARM_IMPORT", "0")
 # dev/test runs one pytest in the background (`&`), where bash starts it with SIGINT ignored and
 # Python then keeps it ignored: the tests that press Ctrl-C need KeyboardInterrupt back.
 signal.signal(signal.SIGINT, signal.default_int_handler)

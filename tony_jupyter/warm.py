@@ -27,6 +27,9 @@ from dataclasses import dataclass, field
 from .loadenv import imports_as
 
 SWITCH = "TONY_JUPYTER_WARM"
+# Spares that import the framework ahead (each holds it in memory: ~0.8 GiB for TensorFlow);
+# ``0`` keeps them warm without it.
+IMPORT_SWITCH = "TONY_JUPYTER_WARM_IMPORT"
 # YARN's warm AM (launcher/yarn/warm.py, am/yarn/spares.py) is opt-in: it holds containers of a
 # shared cluster. Its value is how long an unused warm AM waits before it gives them back.
 YARN_IDLE = "TONY_JUPYTER_WARM_YARN"
@@ -49,8 +52,8 @@ PRELOAD_MODULES = {
 }
 
 
-def enabled(env: Mapping[str, str] = os.environ) -> bool:
-    return env.get(SWITCH, "1").strip().lower() not in ("0", "false", "no", "off")
+def enabled(env: Mapping[str, str] = os.environ, switch: str = SWITCH) -> bool:
+    return env.get(switch, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def at_start(env: Mapping[str, str]) -> dict[str, str]:

@@ -37,6 +37,12 @@ before = (sorted(m for m in ("tensorflow", "torch", "jax") if m in _sys.modules)
 """
 
 
+@pytest.fixture(autouse=True)
+def _spares_import(monkeypatch):
+    """On, as a user gets it (tests/conftest.py turns it off for the rest of the suite)."""
+    monkeypatch.delenv("TONY_JUPYTER_WARM_IMPORT", raising=False)
+
+
 def preloaded(flags: str, executors: int = 2, timeout: float = 240.0):
     """The kernel's spare AM, started as after a job with ``flags``; once each of its spare
     executors has imported that job's framework: (the AM, the executors' pids)."""

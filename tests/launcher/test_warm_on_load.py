@@ -15,6 +15,12 @@ from tony_jupyter.launcher.client import list_jobs
 FIRST = "import os\npid = os.getpid()\n"
 
 
+@pytest.fixture(autouse=True)
+def _spares_at_load(monkeypatch):
+    """On, as a user gets it (tests/conftest.py turns it off for the rest of the suite)."""
+    monkeypatch.delenv("TONY_JUPYTER_WARM_ON_LOAD", raising=False)
+
+
 def _loaded(shell) -> tuple[int, list[int]] | None:
     """Load the extension as a kernel does; the spare AM it started in the background and its
     spare executors' pids, once all are up (None: none was started)."""

@@ -102,7 +102,7 @@ def start(
     that fits waits); they import its framework at once, or once the job in ``after`` ended."""
     with _starting:
         spare = _start(tasks, spec, generation)
-    if spare is None or spec is None:
+    if spare is None or spec is None or not warm.enabled(switch=warm.IMPORT_SWITCH):
         return
     if after is None:
         spare.import_now()
