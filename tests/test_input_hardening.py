@@ -51,5 +51,5 @@ def test_the_local_backend_compares_the_ask_with_the_machine():
 def test_the_am_never_lets_the_spec_override_tony_variables(tmp_path: Path):
     _, spec = parse_job_args("--backend local --workers 1")
     spec = dataclasses.replace(spec, env=(("TONY_TOKEN", "evil"), ("MINE", "1")))
-    env = executor_env("job", spec, "http://127.0.0.1:1", "the-token", tmp_path)
+    env = executor_env("job", spec, "http://127.0.0.1:1", tmp_path)
     assert env["TONY_TOKEN"] == "the-token" and env["MINE"] == "1"

@@ -10,14 +10,14 @@ import time
 import pytest
 import requests
 from helpers.jobs import wait_no_processes
+from helpers.tokens import PRINT_OWN_TOKEN, own_token
 
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import task_token
 
-CELL = "import os, time\nprint('token', os.environ['TONY_TOKEN'], flush=True)\ntime.sleep(600)"
+CELL = PRINT_OWN_TOKEN + "import os, time\nprint('env', os.environ.get('TONY_TOKEN'), flush=True)\ntime.sleep(600)"
 
 
 @pytest.fixture
@@ -108,7 +108,7 @@ def test_an_endpoint_is_on_a_host_of_the_jobs_tasks(job):
 def test_an_endpoints_key_goes_to_the_job_token_only_and_never_into_the_snapshot(job):
     host = job.snapshot().task("worker:0").host
     url, key, path_key = f"http://{host}:6006/", "k" * 43, "p" * 32
-    chief = bearer(task_token(job.record.token, "worker:0"))
+    chief = bearer(own_token(job))
     body = {"name": "tensorboard", "url": url, "key": key, "path_key": path_key}
     r = requests.post(api(job, "endpoints"), json=body, headers=chief, timeout=5)
     assert r.status_code == 200, r.text
@@ -142,14 +142,9 @@ def test_an_endpoints_key_goes_to_the_job_token_only_and_never_into_the_snapshot
 
 
 def test_an_executor_acts_for_its_own_task_only(job):
-    deadline = time.monotonic() + 20
-    text = ""
-    while "token" not in text and time.monotonic() < deadline:
-        text = job.logs("worker:0")[0]
-        time.sleep(0.1)
-    seen = text.split("token ", 1)[1].split()[0]
-    job_token = job.record.token
-    assert seen != job_token and seen == task_token(job_token, "worker:0")
+    seen = own_token(job)
+    assert seen != job.record.token
+    assert "env None" in job.logs("worker:0")[0]  # the registration secret: not inherited
     own = bearer(seen)
     # Not another task's record, not the job's API, and the job's token makes no executor call.
     r = requests.post(
@@ -207,7 +202,7 @@ FIELDS = ["task", "attempt", "offset", "limit", "since", "timeout", "after"]
 def test_fuzz_the_am_api_no_500_and_the_job_goes_on(job):
     rng = random.Random(20240601)
     job_token = job.record.token
-    tokens = [job_token, task_token(job_token, "worker:0"), "", "x", "t\u00f6k", job_token + " "]
+    tokens = [job_token, own_token(job), "", "x", "t\u00f6k", job_token + " "]
     started = time.monotonic()
     for _ in range(300):
         path = rng.choice(PATHS)
