@@ -17,7 +17,9 @@ from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
 
-CELL = PRINT_OWN_TOKEN + "import os, time\nprint('env', os.environ.get('TONY_TOKEN'), flush=True)\ntime.sleep(600)"
+CELL = PRINT_OWN_TOKEN + (
+    "import os, time\nprint('env', os.environ.get('TONY_TOKEN'), flush=True)\ntime.sleep(600)"
+)
 
 
 @pytest.fixture

@@ -77,10 +77,10 @@ class Waiters:
 
 
 class AMState:
-    """What the handlers share: the coordinator, the job token's verifier, conditions for long-polls:
-    ``changed`` on every change (heartbeats and log batches too), ``turned`` only when the
-    job's course changes (the cluster spec handed out, an attempt or a task over), which is
-    what a cluster-spec waiter and the AM's main loop wait for."""
+    """What the handlers share: the coordinator, the job token's verifier, conditions for
+    long-polls: ``changed`` on every change (heartbeats and log batches too), ``turned`` only
+    when the job's course changes (the cluster spec handed out, an attempt or a task over),
+    which is what a cluster-spec waiter and the AM's main loop wait for."""
 
     def __init__(self, coordinator: Coordinator, verifier: str):
         self.coordinator, self.verifier = coordinator, verifier

@@ -14,7 +14,6 @@ longer ago than that, and nothing else: not a running job's, not one without a f
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
