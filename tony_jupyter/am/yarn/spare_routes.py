@@ -150,3 +150,25 @@ class WhileOpen(routing.PathMatches):
 
     def match(self, request):
         return super().match(request) if self.open() else None
+
+
+def router(pool: SparePool, rest: Any) -> routing.RuleRouter:
+    """The spare routes while they are open; everything else (and they, once closed) to
+    ``rest``: the job's API once it has its job."""
+    spare_api = web.Application(
+        [
+            ("/api/v1/spare/job", JobHandler, {"pool": pool}),
+            ("/api/v1/spare/hello", HelloHandler, {"pool": pool}),
+            ("/api/v1/spare/task", TaskHandler, {"pool": pool}),
+            ("/api/v1/spare/status", StatusHandler, {"pool": pool}),
+        ]  # fmt: skip
+    )
+    return routing.RuleRouter(
+        [
+            routing.Rule(WhileOpen(r"/api/v1/spare/task", lambda: not pool.task_closed), spare_api),
+            routing.Rule(
+                WhileOpen(r"/api/v1/spare/(?:job|hello|status)", lambda: not pool.closed), spare_api
+            ),
+            routing.Rule(routing.AnyMatches(), rest),
+        ]
+    )

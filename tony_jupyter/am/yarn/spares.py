@@ -43,15 +43,7 @@ from ...protocol import TOKEN_VERIFIER_FILE
 from ...spec import JobSpec, TaskSpec
 from ..main import AM, BACKLOG
 from .provider import Launch, YarnProvider
-from .spare_routes import (
-    POLL_S,
-    WAIT_S,
-    HelloHandler,
-    JobHandler,
-    StatusHandler,
-    TaskHandler,
-    WhileOpen,
-)
+from .spare_routes import POLL_S, WAIT_S, router
 
 log = logging.getLogger("tony_jupyter.am.yarn")
 
@@ -250,20 +242,7 @@ async def _run(job_dir, provider, pool, sock, url, args, idle: float) -> int:
     loop = asyncio.get_running_loop()
     pool.job = loop.create_future()
     switch = Switch()
-    spare_api = web.Application(
-        [
-            ("/api/v1/spare/job", JobHandler, {"pool": pool}),
-            ("/api/v1/spare/hello", HelloHandler, {"pool": pool}),
-            ("/api/v1/spare/task", TaskHandler, {"pool": pool}),
-            ("/api/v1/spare/status", StatusHandler, {"pool": pool}),
-        ]  # fmt: skip
-    )
-    rules = [
-        routing.Rule(WhileOpen(r"/api/v1/spare/task", lambda: not pool.task_closed), spare_api),
-        routing.Rule(WhileOpen(r"/api/v1/spare/.*", lambda: not pool.closed), spare_api),
-        routing.Rule(routing.AnyMatches(), switch),
-    ]
-    server = httpserver.HTTPServer(routing.RuleRouter(rules))
+    server = httpserver.HTTPServer(router(pool, switch))
     server.add_sockets([sock])
     try:
         files = await asyncio.wait_for(pool.job, idle)
