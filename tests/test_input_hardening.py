@@ -87,5 +87,7 @@ def test_the_local_backend_compares_the_ask_with_the_machine():
 def test_the_am_never_lets_the_spec_override_tony_variables(tmp_path: Path):
     _, spec = parse_job_args("--backend local --workers 1")
     spec = dataclasses.replace(spec, env=(("TONY_TOKEN", "evil"), ("MINE", "1")))
-    env = executor_env("job", spec, "http://127.0.0.1:1", "the-token", tmp_path)
-    assert env["TONY_TOKEN"] == "the-token" and env["MINE"] == "1"
+    env = executor_env("job", spec, "http://127.0.0.1:1", tmp_path)
+    # TONY_TOKEN is each launch's registration secret, set by the coordinator: not the spec's.
+    assert "TONY_TOKEN" not in env and env["MINE"] == "1"
+    assert env["TONY_AM_URL"] == "http://127.0.0.1:1"

@@ -10,7 +10,6 @@ tests/test_protocol.py). :class:`ExecutorEnv` defines the ``TONY_*`` variables.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import time
 import typing
 from collections.abc import Mapping, MutableMapping
@@ -291,10 +290,13 @@ class CellOutcome(Record):
         return {k: v for k, v in super().to_json().items() if v is not None}
 
 
-def task_token(job_token: str, task_id: str) -> str:
-    """A task's own token: what its executor authenticates with (``TONY_TOKEN`` in its
-    environment), so that the code a task runs can act for that task alone, not the job."""
-    return hmac.new(job_token.encode(), b"task:" + task_id.encode(), hashlib.sha256).hexdigest()
+# What an AM is started with instead of the job's token: its SHA-256, enough to check the
+# token, not to use it (a task can read the files its AM was started with).
+TOKEN_VERIFIER_FILE = "token.sha256"
+
+
+def token_verifier(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -303,7 +305,7 @@ class ExecutorEnv(Record):
 
     PREFIX: ClassVar[str] = "TONY_"
     am_url: str
-    token: str
+    token: str = ""  # a one-time registration secret, traded for the task's token (register)
     job_id: str = ""
     chief: str = ""
     heartbeat_ms: int = 1000

@@ -5,12 +5,12 @@ import time
 import pytest
 import requests
 from helpers.jobs import wait_no_processes
+from helpers.tokens import PRINT_OWN_TOKEN, own_token
 
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import task_token
 
 
 @pytest.fixture
@@ -19,7 +19,8 @@ def running_job(tony_home):
     _, spec = parse_job_args(
         "--workers 2 --no-tensorboard --conf tony.task.heartbeat-interval-ms=200"
     )
-    bundle = make_bundle("import time\nprint('ready', flush=True)\ntime.sleep(600)", {})
+    cell = PRINT_OWN_TOKEN + "import time\nprint('ready', flush=True)\ntime.sleep(600)"
+    bundle = make_bundle(cell, {})
     client = open_client(backend_local.submit(spec, bundle))
     deadline = time.monotonic() + 30
     while client.snapshot().state != "RUNNING" and time.monotonic() < deadline:
@@ -103,7 +104,7 @@ def test_the_feed_refuses_offsets_of_no_task_or_no_number(running_job, offsets, 
 
 
 def test_stale_attempt_is_told_to_stop(running_job):
-    own = task_token(running_job.record.token, "worker:0")  # executor calls: the task's token
+    own = own_token(running_job)  # executor calls: the task's own token
     r = requests.post(
         f"{running_job.am_url()}/api/v1/executor/heartbeat",
         json={"task": "worker:0", "attempt": 7},

@@ -10,14 +10,16 @@ import time
 import pytest
 import requests
 from helpers.jobs import wait_no_processes
+from helpers.tokens import PRINT_OWN_TOKEN, own_token
 
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import task_token
 
-CELL = "import os, time\nprint('token', os.environ['TONY_TOKEN'], flush=True)\ntime.sleep(600)"
+CELL = PRINT_OWN_TOKEN + (
+    "import os, time\nprint('env', os.environ.get('TONY_TOKEN'), flush=True)\ntime.sleep(600)"
+)
 
 
 @pytest.fixture
@@ -121,14 +123,17 @@ def test_an_endpoint_is_on_a_host_of_the_jobs_tasks(job):
 
 
 def test_a_tasks_host_is_where_its_provider_put_it_not_what_it_registers(job):
-    worker1 = bearer(task_token(job.record.token, "worker:1"))
+    worker1 = bearer(own_token(job, "worker:1"))
+    # Task code cannot register again (its one-time registration secret is spent and gone
+    # from its environment) to claim another host...
     body = {"task": "worker:1", "attempt": 1, "host": "internal-admin.example", "port": 2222,
             "pid": 1, "container": "container_forged"}  # fmt: skip
     r = requests.post(api(job, "executor/register"), json=body, headers=worker1, timeout=5)
-    assert r.status_code == 200, r.text
+    assert r.status_code in (401, 403), r.text
+    # ...and the host it registered with is the provider's fact (the local provider's 127.0.0.1)
     task = job.snapshot().task("worker:1")
-    assert task.host == "127.0.0.1" and task.port == 2222
-    assert job.snapshot().task("worker:1").container is None  # a claim, not the provider's fact
+    assert task.host == "127.0.0.1" and task.port != 2222
+    assert task.container != "container_forged"
     # An endpoint is only a port on that host: the claimed host is refused.
     refused = {
         "http://internal-admin.example:80/": "not on the host",
@@ -145,8 +150,8 @@ def test_a_tasks_host_is_where_its_provider_put_it_not_what_it_registers(job):
 
 
 def test_a_task_registers_only_its_own_endpoints_and_only_the_chief_tensorboard(job):
-    chief = bearer(task_token(job.record.token, "worker:0"))  # worker:0: the chief here
-    worker1 = bearer(task_token(job.record.token, "worker:1"))
+    chief = bearer(own_token(job, "worker:0"))  # worker:0: the chief here
+    worker1 = bearer(own_token(job, "worker:1"))
     url = "http://127.0.0.1:6006/"
 
     def post(headers, name, port):
@@ -173,7 +178,7 @@ def test_a_task_registers_only_its_own_endpoints_and_only_the_chief_tensorboard(
 def test_an_endpoints_key_goes_to_the_job_token_only_and_never_into_the_snapshot(job):
     host = job.snapshot().task("worker:0").host
     url, key, path_key = f"http://{host}:6006/", "k" * 43, "p" * 32
-    chief = bearer(task_token(job.record.token, "worker:0"))
+    chief = bearer(own_token(job))
     body = {"name": "tensorboard", "url": url, "key": key, "path_key": path_key}
     r = requests.post(api(job, "endpoints"), json=body, headers=chief, timeout=5)
     assert r.status_code == 200, r.text
@@ -207,14 +212,9 @@ def test_an_endpoints_key_goes_to_the_job_token_only_and_never_into_the_snapshot
 
 
 def test_an_executor_acts_for_its_own_task_only(job):
-    deadline = time.monotonic() + 20
-    text = ""
-    while "token" not in text and time.monotonic() < deadline:
-        text = job.logs("worker:0")[0]
-        time.sleep(0.1)
-    seen = text.split("token ", 1)[1].split()[0]
-    job_token = job.record.token
-    assert seen != job_token and seen == task_token(job_token, "worker:0")
+    seen = own_token(job)
+    assert seen != job.record.token
+    assert "env None" in job.logs("worker:0")[0]  # the registration secret: not inherited
     own = bearer(seen)
     # Not another task's record, not the job's API, and the job's token makes no executor call.
     r = requests.post(
@@ -284,8 +284,7 @@ FIELDS = ["task", "attempt", "offset", "offsets", "limit", "since", "version", "
 def test_fuzz_the_am_api_no_500_and_the_job_goes_on(job):
     rng = random.Random(20240601)
     job_token = job.record.token
-    tokens = [job_token, task_token(job_token, "worker:0"), task_token(job_token, "worker:1"),
-              "", "x", "t\u00f6k", job_token + " "]  # fmt: skip
+    tokens = [job_token, own_token(job), "", "x", "t\u00f6k", job_token + " "]
     started = time.monotonic()
     for _ in range(400):
         path = rng.choice(PATHS)

@@ -8,13 +8,13 @@ import psutil
 import pytest
 import requests
 from helpers.jobs import wait_no_processes
+from helpers.tokens import PRINT_OWN_TOKEN, own_token
 
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.executor.link import AMLink, BeatStream, Stale
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import task_token
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def running_job(tony_home):
     _, spec = parse_job_args(
         "--workers 2 --no-tensorboard --conf tony.task.heartbeat-interval-ms=200"
     )
-    bundle = make_bundle("import time\ntime.sleep(600)", {})
+    bundle = make_bundle(PRINT_OWN_TOKEN + "import time\ntime.sleep(600)", {})
     client = open_client(backend_local.submit(spec, bundle))
     deadline = time.monotonic() + 30
     while client.snapshot().state != "RUNNING" and time.monotonic() < deadline:
@@ -35,7 +35,7 @@ def running_job(tony_home):
 
 
 def link_for(job, task: str = "worker:0", attempt: int = 1) -> AMLink:
-    return AMLink(job.am_url(), task_token(job.record.token, task), task, attempt)
+    return AMLink(job.am_url(), own_token(job, task), task, attempt)
 
 
 def beats_port(job) -> int:
@@ -72,7 +72,7 @@ def test_every_heartbeat_on_the_stream_is_recorded(running_job):
 def test_the_stream_takes_the_tasks_own_token_only(running_job):
     port = beats_port(running_job)
     link = link_for(running_job)
-    for token in (running_job.record.token, task_token(running_job.record.token, "worker:1")):
+    for token in (running_job.record.token, own_token(running_job, "worker:1")):
         with pytest.raises(ConnectionRefusedError):
             BeatStream(link, port, token, timeout=10)
 

@@ -14,13 +14,24 @@ from tornado.netutil import bind_sockets
 from tests.am.test_coordinator import make, register_all
 from tony_jupyter.am.api import make_app
 from tony_jupyter.am.http import WAKE_BATCH, AMState, Waiters
-from tony_jupyter.protocol import FailedAttempt, JobSnapshot, TaskView, task_token
+from tony_jupyter.protocol import FailedAttempt, JobSnapshot, TaskView, token_verifier
 
 TOKEN = "t" * 32
+_OWN: dict[str, str] = {}  # registration secret -> the task's own token
+_SERVED: dict[int, object] = {}  # port -> the coordinator served there
+
+
+def own_token(c, task: str) -> str:
+    """``task``'s own token, as executor/register answers it: its latest launch's
+    registration secret (from the launch's environment) redeemed."""
+    secret = [env["TONY_TOKEN"] for tid, _, env in c.provider.launched if tid == task][-1]
+    if secret not in _OWN:
+        _OWN[secret] = c.credentials.redeem(secret.encode())
+    return _OWN[secret]
 
 
 async def serve(c):
-    am = AMState(c, TOKEN)
+    am = AMState(c, token_verifier(TOKEN))
     looks = []
     answer = am.cluster_spec_answer
 
@@ -32,11 +43,12 @@ async def serve(c):
     sockets = bind_sockets(0, "127.0.0.1")
     server = HTTPServer(make_app(am))
     server.add_sockets(sockets)
+    _SERVED[sockets[0].getsockname()[1]] = c
     return server, sockets[0].getsockname()[1], looks
 
 
 async def get_spec(port, task, attempt=1):
-    auth = {"Authorization": f"Bearer {task_token(TOKEN, task)}"}
+    auth = {"Authorization": f"Bearer {own_token(_SERVED[port], task)}"}
     url = f"http://127.0.0.1:{port}/api/v1/executor/cluster-spec?task={task}&attempt={attempt}"
     try:
         r = await AsyncHTTPClient().fetch(url + "&timeout=20", headers=auth, request_timeout=30)

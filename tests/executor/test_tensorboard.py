@@ -224,7 +224,7 @@ def test_tensorboard_dir_is_the_job_dir_locally_and_the_chief_container_on_yarn(
     from tony_jupyter.executor.main import resolve_tensorboard_dir
 
     _, spec = parse_job_args(f"--workers 1 --backend {backend}")
-    env = executor_env("j", spec, "http://am", "t", tmp_path / "am-dir")
+    env = executor_env("j", spec, "http://am", tmp_path / "am-dir")
     monkeypatch.chdir(tmp_path)  # the task's cwd: on YARN its container's dir
     resolve_tensorboard_dir(env)
     expected = tmp_path / ("am-dir/tensorboard" if backend == "local" else "tensorboard")

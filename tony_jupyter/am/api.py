@@ -15,6 +15,7 @@ from .coordinator import ENDPOINT_SECRETS, StaleAttempt
 from .feed import FeedHandler
 from .http import API, MAX_RESULT_BODY, AMState, BaseHandler
 from .session_api import ROUTES as SESSION_ROUTES
+from .task_credentials import SecretReused
 
 MAX_LOG_READ = 8 << 20
 ENDPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -186,9 +187,16 @@ class ExecutorHandler(BaseHandler):
 
 
 class RegisterHandler(ExecutorHandler):
+    """An executor's first call: its launch's one-time secret for its task's own token."""
+
+    registration_route = True
+
     def post(self) -> None:
         b = self.body()
         task, attempt = self.task_and_attempt(b)
+        assert self.registration is not None  # prepare()
+        if attempt != self.registration.attempt:
+            raise web.HTTPError(403, f"this secret is for attempt {self.registration.attempt}")
         port = self.field(b, "port", int)
         if not 0 < port < 65536:
             raise web.HTTPError(400, f"not a port: {port!r}")
@@ -202,7 +210,11 @@ class RegisterHandler(ExecutorHandler):
             self.coord.register(task, attempt, placed.host, port, pid, placed.container)
         except StaleAttempt as e:
             return self.stale(e)
-        self.finish({"ok": True})
+        try:
+            token = self.am.credentials.redeem(self.auth_secret)
+        except SecretReused as e:
+            raise web.HTTPError(403, str(e)) from None
+        self.finish({"ok": True, "token": token})
 
 
 class ClusterSpecHandler(ExecutorHandler):

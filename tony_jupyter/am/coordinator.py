@@ -19,13 +19,13 @@ from ..protocol import (
     JobState,
     TaskState,
     progress_time,
-    task_token,
 )
 from ..spec import JobSpec
 from . import elastic, recovery, rules, views
 from .metrics import MetricLog
 from .provider import Provider
 from .recovery import ENDPOINT_SECRETS
+from .task_credentials import TaskCredentials
 
 # A task's events that cannot end a cluster-spec long-poll (see Coordinator.subscribe).
 _STARTING_STATES = frozenset((TaskState.LAUNCHED, TaskState.REGISTERED, TaskState.RUNNING))
@@ -72,6 +72,7 @@ class Coordinator:
     ):
         self.job_id, self.spec, self.job_dir, self.provider = job_id, spec, job_dir, provider
         self.base_env = base_env
+        self.credentials = TaskCredentials()  # each launch's registration secret, task tokens
         self.clock = clock
         self.state: str = JobState.NEW
         self.reason = ""
@@ -187,7 +188,7 @@ class Coordinator:
         env = dict(self.base_env)
         env[ExecutorEnv.var("task_id")] = task.id
         env[ExecutorEnv.var("attempt")] = str(task.attempt)
-        env[ExecutorEnv.var("token")] = task_token(env.get(ExecutorEnv.var("token"), ""), task.id)
+        env[ExecutorEnv.var("token")] = self.credentials.issue(task.id, task.attempt)
         task.launched_at = self.clock()
         self._set_task_state(task, TaskState.LAUNCHED)
         self.provider.launch(self.spec.task(task.type), task.id, task.attempt, env)

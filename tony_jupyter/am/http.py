@@ -2,15 +2,16 @@
 JSON bodies and query arguments that answer 400 rather than 500, the 410 answer to a stale
 attempt, and long-poll waits on the coordinator's changes.
 
-Two kinds of token: the job's (the notebook side: everything but ``executor/*``) and each
-task's own, derived from it (:func:`~tony_jupyter.protocol.task_token`), which the AM hands
-only to that task's executor: it acts for that task alone (``executor/*`` and ``endpoints``).
+Three kinds of secret: the job's token (the notebook side: everything but ``executor/*``),
+which the AM knows only by its SHA-256 (protocol.token_verifier), so nothing the AM was
+started with lets a task act for the job; each launch's one-time registration secret, good for
+``executor/register`` only; and the task's own token that register answers with, which acts for
+that task alone (``executor/*`` and ``endpoints``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import os
 import re
@@ -20,8 +21,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from tornado import web
 
-from ..protocol import task_token
 from .coordinator import Coordinator, StaleAttempt
+from .task_credentials import Registration, SecretReused, matches
 
 T = TypeVar("T")
 
@@ -77,13 +78,13 @@ class Waiters:
 
 
 class AMState:
-    """What the handlers share: the coordinator, the token, conditions for long-polls:
-    ``changed`` on every change (heartbeats and log batches too), ``turned`` only when the
-    job's course changes (the cluster spec handed out, an attempt or a task over), which is
-    what a cluster-spec waiter and the AM's main loop wait for."""
+    """What the handlers share: the coordinator, the job token's verifier, conditions for
+    long-polls: ``changed`` on every change (heartbeats and log batches too), ``turned`` only
+    when the job's course changes (the cluster spec handed out, an attempt or a task over),
+    which is what a cluster-spec waiter and the AM's main loop wait for."""
 
-    def __init__(self, coordinator: Coordinator, token: str):
-        self.coordinator, self.token = coordinator, token
+    def __init__(self, coordinator: Coordinator, verifier: str):
+        self.coordinator, self.verifier = coordinator, verifier
         self.changed = Waiters()
         self.turned = Waiters()
         self._spec_json: tuple[object, bytes] | None = None
@@ -97,8 +98,8 @@ class AMState:
 
         spec = coordinator.spec
         self.task_ids = frozenset(f"{t.type}:{i}" for t in spec.tasks for i in range(t.instances))
-        # 256-bit HMACs: a dict lookup on them tells a guesser nothing useful.
-        self._task_tokens = {task_token(token, t).encode(): t for t in self.task_ids}
+        # 256-bit random tokens: a dict lookup on them tells a guesser nothing useful.
+        self.credentials = coordinator.credentials
 
     def _count_change(self) -> None:
         self.version += 1
@@ -115,7 +116,7 @@ class AMState:
 
     def task_for(self, token: bytes) -> str | None:
         """The task whose own token this is, or None."""
-        return self._task_tokens.get(token)
+        return self.credentials.task_for(token)
 
 
 _WHOLE = re.compile(r"-?[0-9]{1,19}")  # ASCII digits (int() takes "１２" and "1_0" too)
@@ -150,11 +151,14 @@ def redacted_uri(uri: str) -> str:
 class BaseHandler(web.RequestHandler):
     max_body = MAX_BODY  # bytes a request to this route may carry
     executor_route = False  # executor/*: only a task's own token, for that task
+    registration_route = False  # executor/register: only a launch's registration secret
 
     def initialize(self, am: AMState) -> None:
         self.am = am
         self.coord = am.coordinator
         self.task_scope: str | None = None  # the task a task token acts for
+        self.registration: Registration | None = None  # the launch a secret was made for
+        self.auth_secret = b""
         self._chunks: list[bytes] = []
         self._size = 0
 
@@ -166,12 +170,20 @@ class BaseHandler(web.RequestHandler):
             raise web.HTTPError(401, "missing Authorization: Bearer <job token>")
         scheme, _, token = auth.partition(" ")
         try:
-            given = token.strip().encode("ascii")
+            given = self.auth_secret = token.strip().encode("ascii")
         except UnicodeEncodeError:
             raise web.HTTPError(403, "wrong job token") from None
         if scheme.lower() != "bearer":
             raise web.HTTPError(403, "wrong job token")
-        if hmac.compare_digest(given, self.am.token.encode()):
+        if self.registration_route:
+            try:
+                self.registration = self.am.credentials.registration(given)
+            except SecretReused as e:
+                raise web.HTTPError(403, str(e)) from None
+            if self.registration is None:
+                raise web.HTTPError(403, "register takes the launch's registration secret")
+            self.task_scope = self.registration.task
+        elif matches(given, self.am.verifier):
             if self.executor_route:
                 raise web.HTTPError(403, "executor calls take the task's own token")
         else:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import warm
-from ..protocol import TERMINAL_JOB_STATES, ExecutorEnv, JobState
+from ..protocol import TERMINAL_JOB_STATES, TOKEN_VERIFIER_FILE, ExecutorEnv, JobState
 from ..spec import JobSpec
 from . import history
 from .coordinator import Coordinator
@@ -39,11 +39,10 @@ def write_json_atomic(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def executor_env(job_id: str, spec: JobSpec, url: str, token: str, job_dir: Path) -> dict:
+def executor_env(job_id: str, spec: JobSpec, url: str, job_dir: Path) -> dict:
     env = ExecutorEnv(
         job_id=job_id,
         am_url=url,
-        token=token,
         chief=spec.chief_id,
         heartbeat_ms=spec.heartbeat_interval_ms,
         max_missed=spec.max_missed_heartbeats,
@@ -60,7 +59,8 @@ def executor_env(job_id: str, spec: JobSpec, url: str, token: str, job_dir: Path
         max_workers=spec.task("worker").instances if spec.elastic else 0,
         max_attempts=spec.max_attempts,
     ).to_env()
-    for unset in ("task_id", "attempt", "bundle_dir"):  # each task's own: set by the provider
+    # Each task's own: set by the provider (the registration secret: by the coordinator).
+    for unset in ("token", "task_id", "attempt", "bundle_dir"):
         env.pop(ExecutorEnv.var(unset))
     env["PYTHONUNBUFFERED"] = "1"
     if spec.legacy_keras and spec.framework == "tensorflow":
@@ -70,6 +70,12 @@ def executor_env(job_id: str, spec: JobSpec, url: str, token: str, job_dir: Path
     # TONY_* are the AM's to set (a spec from an older client could still carry one).
     env.update({k: v for k, v in dict(spec.env).items() if not k.upper().startswith("TONY_")})
     return env
+
+
+def job_token_verifier(job_dir: Path) -> str:
+    """The job token's SHA-256, from ``token.sha256`` (what a launcher writes: the AM is never
+    given the token itself, nor keeps it where a task could read it)."""
+    return (job_dir / TOKEN_VERIFIER_FILE).read_text().strip()
 
 
 class AM:
@@ -83,7 +89,7 @@ class AM:
     ):
         self.job_dir = job_dir
         self.spec = JobSpec.from_json((job_dir / "spec.json").read_text())
-        self.token = os.environ.get("TONY_TOKEN") or (job_dir / "token").read_text().strip()
+        self.verifier = job_token_verifier(job_dir)
         self.job_id = os.environ.get("TONY_JOB_ID") or job_dir.name
         self.provider, self.host = provider, host
         # A warm YARN AM (yarn/spares.py) serves already: its socket, URL, server and router.
@@ -100,7 +106,7 @@ class AM:
             self.socket.setblocking(False)
             self.url = f"http://{advertise or host}:{self.socket.getsockname()[1]}"
         self.port = self.socket.getsockname()[1]
-        env = executor_env(self.job_id, self.spec, self.url, self.token, job_dir)
+        env = executor_env(self.job_id, self.spec, self.url, job_dir)
         self.coordinator = Coordinator(self.job_id, self.spec, job_dir, provider, env)
         self.launched = False
         self._frozen = False  # gc.freeze() done (_tick)
@@ -134,7 +140,7 @@ class AM:
 
         from .api import AMState, make_app
 
-        self.state = AMState(self.coordinator, self.token)
+        self.state = AMState(self.coordinator, self.verifier)
         if self.spec.session:
             from .cells import CellQueue
 

@@ -1,4 +1,4 @@
-"""The executor's link to its AM: every call carries the job token and this task's attempt;
+"""The executor's link to its AM: every call carries this task's token and its attempt;
 the AM answers 410 when the attempt is over, which surfaces here as :class:`Stale`.
 
 HTTP/1.1 on one kept-alive socket, by hand: the AM (tornado) answers every call with a JSON body
@@ -34,6 +34,13 @@ class AMLink:
         self._head = f"Host: {parts.netloc}\r\nAuthorization: Bearer {token}\r\n"
         # A socket per thread: the main thread's long-polls must not hold up the log shipper.
         self._local = threading.local()
+
+    def use_token(self, token: str) -> None:
+        """From now on, authenticate with ``token`` (the task's own, which register answers
+        with); the kept-alive socket is closed, so a fork made next shares none."""
+        self.token = token
+        self._head = f"Host: {urlsplit(self.url).netloc}\r\nAuthorization: Bearer {token}\r\n"
+        self._close()
 
     def call(self, method: str, path: str, timeout: float = 10, **kw) -> dict:
         """``method /api/v1/path`` with ``params=`` (the query) or ``json=`` (the body)."""

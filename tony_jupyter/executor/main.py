@@ -51,21 +51,30 @@ def main() -> int:
     env = ExecutorEnv.from_env(os.environ)
     task_id, attempt, is_chief = env.task_id, env.attempt, env.task_id == env.chief
     bundle_dir = Path(env.bundle_dir)
+    # The launch's one-time registration secret: spent by register below, and out of what the
+    # task's own processes inherit.
+    os.environ.pop(ExecutorEnv.var("token"), None)
     am = AMLink(env.am_url, env.token, task_id, attempt)
     reaper.become_subreaper()
-    beat = Heartbeater.fork(am, env.heartbeat_ms / 1000.0, env.max_missed)
-    logs = LogCapture()
-    bg = Background(am, logs, beat)
-    reaper.flush_before_exit(bg.flush)
     host = env.executor_host or socket.getfqdn()
     try:
-        am.post(
+        # Before the heartbeat sidecar forks: it beats with the task's own token, which only
+        # this answer carries (and forks no socket: the link's is closed first).
+        got = am.post(
             "executor/register",
             host=host,
             port=reserve_port(host),
             pid=os.getpid(),
             container=env.container_id,
         )
+        am.use_token(got["token"])
+    except Stale:
+        return 143
+    beat = Heartbeater.fork(am, env.heartbeat_ms / 1000.0, env.max_missed)
+    logs = LogCapture()
+    bg = Background(am, logs, beat)
+    reaper.flush_before_exit(bg.flush)
+    try:
         bg.start()
         print(
             f"[tony] {task_id} attempt {attempt} registered; waiting for the cluster spec",

@@ -80,9 +80,24 @@ def _wait_for_task(give_up_s: float = 120.0) -> dict | None:
     import urllib.error
     import urllib.request
 
-    url = f"{os.environ[warm.SPARE_URL]}/api/v1/spare/task?container={os.environ['CONTAINER_ID']}"
+    base = f"{os.environ[warm.SPARE_URL]}/api/v1/spare"
+    query = f"?container={os.environ['CONTAINER_ID']}"
+    # The launch secret (in this container's launch_container.sh, which other containers can
+    # read): spent at once for the secret this executor polls with, which only it holds.
+    launch_secret = os.environ.pop(warm.SPARE_TOKEN, "")
+    hello = urllib.request.Request(
+        base + "/hello" + query,
+        data=b"{}",
+        headers={"Authorization": f"Bearer {launch_secret}"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(hello, timeout=60) as r:
+            secret = json.loads(r.read())["secret"]
+    except (OSError, ValueError, KeyError):
+        return None  # refused (taken over), or the warm AM is gone: released as unused
     req = urllib.request.Request(
-        url, headers={"Authorization": f"Bearer {os.environ[warm.SPARE_TOKEN]}"}
+        base + "/task" + query, headers={"Authorization": f"Bearer {secret}"}
     )
     failing_since = None
     while True:
@@ -92,7 +107,7 @@ def _wait_for_task(give_up_s: float = 120.0) -> dict | None:
                 if r.status == 200:
                     return json.loads(r.read())
         except urllib.error.HTTPError as e:
-            if e.code in (403, 410):
+            if e.code in (403, 404, 410):  # 404: the route closed, no task came for it
                 return None
             failing_since = failing_since or time.monotonic()
         except OSError:

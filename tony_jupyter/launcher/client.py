@@ -15,6 +15,7 @@ import base64
 import json
 import os
 import secrets
+import shutil
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ import psutil
 import requests
 
 from ..errors import BackendError, JobNotFoundError
-from ..protocol import JobSnapshot
+from ..protocol import TOKEN_VERIFIER_FILE, JobSnapshot, token_verifier
 
 
 def home() -> Path:
@@ -56,8 +57,37 @@ class JobRecord:
             return None
 
     @property
+    def token_path(self) -> Path:
+        """Where the job's token is: in ``<home>/tokens``, out of the job's directory (a local
+        job's tasks run in it); a YARN job's record (no task runs there) and an older local
+        job keep it in the job's directory."""
+        kept = token_store(self.dir.parent) / self.id
+        return kept if kept.exists() else self.dir / "token"
+
+    @property
     def token(self) -> str:
-        return (self.dir / "token").read_text().strip()
+        return self.token_path.read_text().strip()
+
+    def write_token(self, token: str) -> None:
+        """The token into :func:`token_store` (readable by the user only), its verifier into
+        the job's directory (what the AM is given)."""
+        path = token_store(self.dir.parent) / self.id
+        path.touch(mode=0o600)
+        path.write_text(token)
+        (self.dir / TOKEN_VERIFIER_FILE).write_text(token_verifier(token))
+
+    def remove(self) -> None:
+        """The job's directory and its token."""
+        shutil.rmtree(self.dir, ignore_errors=True)
+        (token_store(self.dir.parent) / self.id).unlink(missing_ok=True)
+
+
+def token_store(jobs: Path) -> Path:
+    """``<home>/tokens``, beside ``jobs``: the local jobs' tokens, where no task's working
+    directory is."""
+    d = jobs.parent / "tokens"
+    d.mkdir(mode=0o700, exist_ok=True)
+    return d
 
 
 def list_jobs(root: Path | None = None) -> list[JobRecord]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -55,7 +54,7 @@ def prune_local(
         if status.get("state") not in ENDED or not isinstance(finished, (int, float)):
             continue  # running, or no final status: not an entry whose age is known
         if finished < cutoff and not _am_alive(rec):
-            shutil.rmtree(rec.dir, ignore_errors=True)
+            rec.remove()
             _ENDED.pop(rec.dir / "status.json", None)
             removed.append(rec.id)
     return removed

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,10 +30,10 @@ def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRe
     job_id = new_job_id()
     d = jobs_dir() / job_id
     d.mkdir(mode=0o700)
+    record = JobRecord(job_id, d)
     try:
-        token = d / "token"
-        token.touch(mode=0o600)
-        token.write_text(secrets.token_urlsafe(32))
+        # Not in the job's directory, the tasks' bundle: the AM is given its verifier only.
+        record.write_token(secrets.token_urlsafe(32))
         (d / "cell.py").write_text(bundle.source)
         (d / "names.pkl").write_bytes(bundle.names)
         meta: dict[str, object] = {
@@ -55,9 +54,9 @@ def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRe
         # spec.json last: its presence is what makes the directory a job (see list_jobs).
         (d / "spec.json").write_text(spec.to_json())
     except BaseException:
-        shutil.rmtree(d, ignore_errors=True)
+        record.remove()
         raise
-    return JobRecord(job_id, d)
+    return record
 
 
 def start_am(record: JobRecord) -> None:
@@ -103,7 +102,7 @@ def start_am(record: JobRecord) -> None:
         except ProcessLookupError:
             pass
         proc.wait()
-        shutil.rmtree(d, ignore_errors=True)
+        record.remove()
         raise
 
 

@@ -315,7 +315,13 @@ class YarnProvider(Provider):
 
     def _context(self, launch: Launch, c):
         J = self.J
-        env = self.spares.spare_env(launch) if launch.spare else self.task_env(launch, c)
+        if launch.spare:  # its own one-time secret for the warm AM (spares.py)
+            env = {
+                **self.spares.spare_env(launch),
+                **self.spares.launch_env(str(c.getId().toString())),
+            }
+        else:
+            env = self.task_env(launch, c)
         tokens = self.creds.container_tokens() if self.creds is not None else None
         jenv = J.HashMap()
         for k, v in env.items():

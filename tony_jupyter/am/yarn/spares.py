@@ -12,6 +12,15 @@ that job's AM (main.AM) on the same socket and application, each task goes to a 
 container of its shape (memory, vcores, GPUs, node label) whose start environment a fresh one
 would share, the others are asked of YARN as usual, and the spares left over are released.
 Not handed a job within its idle time, it unregisters and exits, leaving no staging behind.
+
+Its secrets: the kernel's token it knows by its SHA-256 only (``token.sha256``: other
+containers of the NodeManager's user can read this container's files). Each spare container
+starts with its own one-time secret (in its ``launch_container.sh``, readable by those
+containers too), which it trades at once (``POST spare/hello``) for the secret it polls with; a
+launch secret presented twice marks its container taken over: it is handed no task and
+released. A task is handed once, to its container only. The spare routes close once the job
+is handed (``job``, ``hello``, ``status``) and once every handed task was fetched (``task``).
+Every route checks its secret before it reads a body, and bounds the body.
 """
 
 from __future__ import annotations
@@ -19,9 +28,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import json
+import hmac
 import logging
 import os
+import secrets
 import socket
 from pathlib import Path
 from typing import Any
@@ -29,15 +39,14 @@ from typing import Any
 from tornado import httpserver, routing, web
 
 from ... import loadenv, safefiles, warm
-from ...errors import UnsafeFileError
-from ...protocol import task_token
+from ...protocol import TOKEN_VERIFIER_FILE
 from ...spec import JobSpec, TaskSpec
 from ..main import AM, BACKLOG, executor_env
 from .provider import Launch, YarnProvider
+from .spare_routes import POLL_S, WAIT_S, router
 
 log = logging.getLogger("tony_jupyter.am.yarn")
 
-POLL_S, WAIT_S = 0.02, 25.0
 # What a fresh executor container localizes; src.tar.gz is the shipped directory, an ARCHIVE
 # "src" in a fresh container, unpacked by the spare executor itself.
 EXECUTOR_FILES = ("cell.py", "names.pkl", "bundle.json", "spec.json", "src.tar.gz")
@@ -50,10 +59,17 @@ def shape(task: TaskSpec) -> tuple:
 class SparePool:
     """The warm AM's spare containers: asked for, handed to tasks, released."""
 
-    def __init__(self, provider: YarnProvider, token: str):
+    def __init__(self, provider: YarnProvider, verifier: str):
         self.provider = provider
-        self.token = token
+        self.verifier = verifier  # the kernel's token's SHA-256
+        self._launch_secrets: dict[str, str] = {}  # container id -> its one-time launch secret
+        self._hello_done: set[str] = set()  # containers whose launch secret was spent
+        self._sessions: dict[str, str] = {}  # container id -> the secret it polls with
+        self.taken_over: set[str] = set()  # a launch secret presented twice: no task for it
+        self.closed = False  # job, hello, status: once the job was handed
+        self.task_closed = False  # task: once every handed task was fetched
         self.assigned: dict[str, dict] = {}  # container id -> what its executor is handed
+        self.fetched: set[str] = set()  # containers whose executor took what it was handed
         self.released: set[str] = set()
         self.waiting: set[str] = set()  # containers whose executor waits here now
         self.files: dict[str, str] = {}  # the job's files for its executors, base64
@@ -92,6 +108,32 @@ class SparePool:
         alike = loadenv.imports_as(self.framework, spare.env, task)
         return alike and loadenv.imports_alike(self.writes, spare.env)
 
+    def launch_env(self, cid: str) -> dict[str, str]:
+        """What spare container ``cid`` starts with besides the template's: its own secret."""
+        secret = secrets.token_urlsafe(32)
+        with self.provider.lock:
+            self._launch_secrets[cid] = secret
+        return {warm.SPARE_TOKEN: secret}
+
+    def hello(self, cid: str, given: str) -> str | None:
+        """Trade ``cid``'s launch secret for the secret it polls with; None: not its secret.
+        A second trade marks the container taken over (another container read the secret)."""
+        expected = self._launch_secrets.get(cid)
+        if expected is None or not hmac.compare_digest(given.encode(), expected.encode()):
+            return None
+        if cid in self._hello_done:
+            log.warning("spare container %s: its launch secret came twice; not used", cid)
+            self.taken_over.add(cid)
+            self._sessions.pop(cid, None)
+            return None
+        self._hello_done.add(cid)
+        self._sessions[cid] = secrets.token_urlsafe(32)
+        return self._sessions[cid]
+
+    def polls_as(self, cid: str, given: str) -> bool:
+        expected = self._sessions.get(cid)
+        return expected is not None and hmac.compare_digest(given.encode(), expected.encode())
+
     def take(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> bool:
         """Hand the task to a spare container that fits; False: ask YARN as usual."""
         p = self.provider
@@ -104,6 +146,8 @@ class SparePool:
                     for cid, s in p.running.items()
                     if s.spare
                     and cid not in self.assigned
+                    and cid not in self.taken_over
+                    and cid in self._sessions  # its executor is there, and said hello
                     and shape(s.task) == shape(task)
                     and warm.at_start(s.env) == warm.at_start(env)
                     and self._imports_alike(s, env)
@@ -178,66 +222,6 @@ class SparePool:
             log.warning("staging the job's files: %s", e)
 
 
-class _Handler(web.RequestHandler):
-    def initialize(self, pool: SparePool) -> None:
-        self.pool = pool
-
-    def check(self, token: str) -> None:
-        if self.request.headers.get("Authorization", "") != f"Bearer {token}":
-            raise web.HTTPError(403)
-
-
-class JobHandler(_Handler):
-    """The kernel hands the job: its files (base64), once."""
-
-    def post(self) -> None:
-        self.check(self.pool.token)
-        job = self.pool.job
-        if job is None or job.done():
-            raise web.HTTPError(409, "this warm AM has its job already")
-        files = json.loads(self.request.body)["files"]
-        try:
-            for name in files:  # before the job is taken: a refused one leaves this AM waiting
-                safefiles.inside(self.pool.provider.job_dir, name)
-        except UnsafeFileError as e:
-            self.set_status(400)
-            self.finish({"error": str(e)})
-            return
-        job.set_result(files)
-        self.finish({"ok": True})
-
-
-class TaskHandler(_Handler):
-    """A spare executor waits here for its task (a long poll: 204 when none came yet)."""
-
-    async def get(self) -> None:
-        self.check(task_token(self.pool.token, "spare"))
-        cid = self.get_query_argument("container")
-        deadline = asyncio.get_running_loop().time() + WAIT_S
-        self.pool.waiting.add(cid)
-        try:
-            while asyncio.get_running_loop().time() < deadline:
-                if cid in self.pool.assigned:
-                    self.finish(self.pool.assigned[cid])
-                    return
-                if cid in self.pool.released:
-                    raise web.HTTPError(410)
-                await asyncio.sleep(POLL_S)
-        finally:
-            self.pool.waiting.discard(cid)
-        self.set_status(204)
-        self.finish()
-
-
-class StatusHandler(_Handler):
-    """How many spare executors wait now (ready to be handed a task), and whether a job came."""
-
-    def get(self) -> None:
-        self.check(self.pool.token)
-        job = self.pool.job
-        self.finish({"waiting": len(self.pool.waiting), "handed": bool(job and job.done())})
-
-
 class Switch(routing.Router):
     """Every request not for the spare routes goes to ``target``: nothing (404) until the job's
     own API (main.AM) takes over on the same socket."""
@@ -257,22 +241,18 @@ def serve(argv: list[str]) -> int:
     p.add_argument("--provider", choices=("yarn",), default="yarn")
     args = p.parse_args(argv)
     job_dir = args.job_dir.resolve()
-    token = (job_dir / "token").read_text().strip()
+    verifier = (job_dir / TOKEN_VERIFIER_FILE).read_text().strip()
     template = JobSpec.from_json((job_dir / "spec.json").read_text())
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((args.host, 0))
+    sock.bind((listen_host(args.host, args.advertise), 0))
     sock.listen(BACKLOG)
     sock.setblocking(False)
     url = f"http://{args.advertise or args.host}:{sock.getsockname()[1]}"
     provider = YarnProvider(job_dir)
-    pool = provider.spares = SparePool(provider, token)
+    pool = provider.spares = SparePool(provider, verifier)
     provider.start(url)
-    env = {
-        warm.SPARE_URL: url,
-        warm.SPARE_TOKEN: task_token(token, "spare"),
-        "PYTHONUNBUFFERED": "1",
-    }
+    env = {warm.SPARE_URL: url, "PYTHONUNBUFFERED": "1"}  # each its own secret: launch_env
     for name in ("HADOOP_USER_NAME", "TONY_WEBHDFS_URL"):
         if os.environ.get(name):
             env[name] = os.environ[name]
@@ -292,18 +272,7 @@ async def _run(job_dir, provider, pool, sock, url, args, idle: float) -> int:
     loop = asyncio.get_running_loop()
     pool.job = loop.create_future()
     switch = Switch()
-    spare_api = web.Application(
-        [
-            ("/api/v1/spare/job", JobHandler, {"pool": pool}),
-            ("/api/v1/spare/task", TaskHandler, {"pool": pool}),
-            ("/api/v1/spare/status", StatusHandler, {"pool": pool}),
-        ]  # fmt: skip
-    )
-    rules = [
-        routing.Rule(routing.PathMatches(r"/api/v1/spare/.*"), spare_api),
-        routing.Rule(routing.AnyMatches(), switch),
-    ]
-    server = httpserver.HTTPServer(routing.RuleRouter(rules))
+    server = httpserver.HTTPServer(router(pool, switch))
     server.add_sockets([sock])
     try:
         files = await asyncio.wait_for(pool.job, idle)
@@ -317,4 +286,25 @@ async def _run(job_dir, provider, pool, sock, url, args, idle: float) -> int:
     am = AM(job_dir, provider, args.host, args.advertise, listening=(sock, url, server, switch))
     am.launch()
     pool.release_rest()
+    loop.create_task(_close_task_route(pool))
     return await am.run()
+
+
+async def _close_task_route(pool: SparePool) -> None:
+    """``spare/task`` goes once each handed task was fetched (or a poll's time has passed:
+    a spare that died before it fetched its task fails as the task)."""
+    deadline = asyncio.get_running_loop().time() + WAIT_S * 2
+    while pool.assigned and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(POLL_S * 5)
+    pool.task_closed = True
+
+
+def listen_host(host: str, advertise: str | None) -> str:
+    """Where the warm AM listens: the address its executors reach it at (the container's
+    host, ``--advertise``), not every interface."""
+    if host not in ("0.0.0.0", "") or not advertise:  # noqa: S104 - the case replaced here
+        return host
+    try:
+        return socket.gethostbyname(advertise)
+    except OSError:
+        return host

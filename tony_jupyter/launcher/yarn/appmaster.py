@@ -17,7 +17,7 @@ import requests
 from ... import retention, shards
 from ...bundle import Bundle
 from ...errors import BackendError
-from ...protocol import ExecutorEnv
+from ...protocol import TOKEN_VERIFIER_FILE, ExecutorEnv, token_verifier
 from ...spec import JobSpec
 from . import packenv, secure
 from .conf import HadoopConf
@@ -25,8 +25,8 @@ from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
 from .staging import local_resource_json
 
 AM_START_TIMEOUT_S = 180.0
-# Files every executor localizes too (spec.json: the chief's MLflow run logs it); the token
-# and resources only the AM needs.
+# Files every executor localizes too (spec.json: the chief's MLflow run logs it); the token's
+# verifier and resources only the AM needs.
 EXECUTOR_FILES = ("cell.py", "names.pkl", "bundle.json", "spec.json")
 SRC_NAME = "src"  # the shipped directory, an ARCHIVE each executor localizes (executor/cell.py)
 
@@ -48,7 +48,8 @@ def bundle_files(spec: JobSpec, bundle: Bundle, argv: list[str] | None, token: s
         meta["shards"], shard_files = shards.staged(bundle.shards)
     return {
         "spec.json": spec.to_json().encode(),
-        "token": token.encode(),
+        "token": token.encode(),  # on HDFS for a record recovered from the RM, never localized
+        TOKEN_VERIFIER_FILE: token_verifier(token).encode(),  # what the AM is given instead
         "cell.py": bundle.source.encode(),
         "names.pkl": bundle.names,
         "bundle.json": json.dumps(meta).encode(),

@@ -15,6 +15,7 @@ import time
 
 from ... import shards
 from ...bundle import Bundle
+from ...protocol import TOKEN_VERIFIER_FILE
 from ...spec import JobSpec
 from ..client import JobRecord, jobs_dir
 from . import packenv, secure, warm
@@ -53,9 +54,15 @@ def _submit(cluster, spec, bundle, argv, tokens, staged) -> JobRecord:
         app_id = rm.new_application()
         token = secrets.token_urlsafe(32)
         files = bundle_files(spec, bundle, argv, token)
-        resources = staging.upload(app_id, files, private=("token",))
+        resources = staging.upload(app_id, files, private=("token", TOKEN_VERIFIER_FILE))
         executor_resources = {k: v for k, v in resources.items() if executor_file(k)}
-        resources = {k: v for k, v in resources.items() if not k.startswith(shards.SHARDS_DIR)}
+        # The AM's container holds the token's verifier, not the token (other containers of
+        # the NodeManager's user can read a container's files).
+        resources = {
+            k: v
+            for k, v in resources.items()
+            if not k.startswith(shards.SHARDS_DIR) and k != "token"
+        }
         if env_entry is not None:
             executor_resources[packenv.ENV_NAME] = resources[packenv.ENV_NAME] = env_entry
         if src_entry is not None:

@@ -32,6 +32,7 @@ import requests
 from ... import srcdir, warm
 from ...bundle import Bundle
 from ...errors import BackendError
+from ...protocol import TOKEN_VERIFIER_FILE, token_verifier
 from ...spec import JobSpec
 from ..client import JobRecord, jobs_dir
 from . import packenv, secure
@@ -195,10 +196,11 @@ def _start(cluster: secure.Cluster, spec: JobSpec, env_entry: dict | None, idle:
         token = secrets.token_urlsafe(32)
         files = {
             "spec.json": spec.to_json().encode(),
-            "token": token.encode(),
+            # Its SHA-256 only: other containers can read the warm AM's files.
+            TOKEN_VERIFIER_FILE: token_verifier(token).encode(),
             "bundle.json": b"{}",
         }
-        resources = staging.upload(app_id, files, private=("token",))
+        resources = staging.upload(app_id, files, private=(TOKEN_VERIFIER_FILE,))
         executor_resources = {}
         if env_entry is not None:
             executor_resources[packenv.ENV_NAME] = resources[packenv.ENV_NAME] = env_entry

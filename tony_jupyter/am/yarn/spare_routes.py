@@ -1,0 +1,181 @@
+"""The warm YARN AM's spare routes (spares.py has the pool they serve): the kernel's hand-over
+(``job``), a spare executor's ``hello`` and ``task``, and ``status``. Each checks its secret
+once the headers are in, before any body is read, and bounds the body; a body that is not JSON
+is a 400 naming the problem."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any
+
+from tornado import routing, web
+
+from ... import safefiles
+from ...errors import UnsafeFileError
+from ..http import MAX_BODY
+from ..task_credentials import matches
+
+if TYPE_CHECKING:
+    from .spares import SparePool
+
+POLL_S, WAIT_S = 0.02, 25.0
+# The hand-over: the job's files, base64 (the shipped directory's archive is at most 8 MiB, the
+# cell's pushed names as large as a session cell's: am/http.py's MAX_RESULT_BODY).
+MAX_JOB_BODY = 160 << 20
+
+
+@web.stream_request_body
+class _Handler(web.RequestHandler):
+    """A spare route: its secret checked once the headers are in, before any body is read;
+    a bounded body, parsed as JSON (400 otherwise)."""
+
+    max_body = MAX_BODY
+
+    def initialize(self, pool: SparePool) -> None:
+        self.pool = pool
+        self._chunks: list[bytes] = []
+        self._size = 0
+
+    def authorized(self, given: str) -> bool:
+        return matches(given.encode(), self.pool.verifier)
+
+    def prepare(self) -> None:
+        scheme, _, given = self.request.headers.get("Authorization", "").partition(" ")
+        try:
+            given.encode("ascii")
+        except UnicodeEncodeError:
+            given = ""
+        if scheme.lower() != "bearer" or not given or not self.authorized(given.strip()):
+            raise web.HTTPError(403)
+        length = self.request.headers.get("Content-Length", "0")
+        if not length.isdecimal() or int(length) > self.max_body:
+            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
+        set_limit = getattr(self.request.connection, "set_max_body_size", None)
+        if set_limit is not None:
+            set_limit(self.max_body)
+
+    def data_received(self, chunk: bytes) -> None:
+        self._size += len(chunk)
+        if self._size > self.max_body:
+            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
+        self._chunks.append(chunk)
+
+    def body(self) -> dict:
+        try:
+            b = json.loads(b"".join(self._chunks) or b"{}")
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise web.HTTPError(400, "body is not JSON") from None
+        if not isinstance(b, dict):
+            raise web.HTTPError(400, "body must be a JSON object")
+        return b
+
+    def container(self) -> str:
+        return self.get_query_argument("container", "")
+
+    def write_error(self, status_code: int, **kwargs) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        message = getattr(exc, "log_message", None) or self._reason
+        self.finish({"error": message, "status": status_code})
+
+
+class JobHandler(_Handler):
+    """The kernel hands the job: its files (base64), once."""
+
+    max_body = MAX_JOB_BODY
+
+    def post(self) -> None:
+        files = self.body().get("files")
+        if not isinstance(files, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in files.items()
+        ):
+            raise web.HTTPError(400, "body needs 'files': {name: base64}")
+        job = self.pool.job
+        if job is None or job.done():
+            raise web.HTTPError(409, "this warm AM has its job already")
+        try:
+            for name in files:  # before the job is taken: a refused one leaves this AM waiting
+                safefiles.inside(self.pool.provider.job_dir, name)
+        except UnsafeFileError as e:
+            raise web.HTTPError(400, str(e)) from None
+        job.set_result(files)
+        self.pool.closed = True
+        self.finish({"ok": True})
+
+
+class HelloHandler(_Handler):
+    """A spare executor's first call: its launch secret for the secret it polls with."""
+
+    def authorized(self, given: str) -> bool:
+        self.session = self.pool.hello(self.container(), given)
+        return self.session is not None
+
+    def post(self) -> None:
+        self.finish({"secret": self.session})
+
+
+class TaskHandler(_Handler):
+    """A spare executor waits here for its task (a long poll: 204 when none came yet); a task
+    goes to its container only, once."""
+
+    def authorized(self, given: str) -> bool:
+        return self.pool.polls_as(self.container(), given)
+
+    async def get(self) -> None:
+        cid = self.container()
+        deadline = asyncio.get_running_loop().time() + WAIT_S
+        self.pool.waiting.add(cid)
+        try:
+            while asyncio.get_running_loop().time() < deadline:
+                if cid in self.pool.assigned:
+                    self.finish(self.pool.assigned.pop(cid))
+                    self.pool.fetched.add(cid)
+                    return
+                if cid in self.pool.released or cid in self.pool.taken_over:
+                    raise web.HTTPError(410)
+                await asyncio.sleep(POLL_S)
+        finally:
+            self.pool.waiting.discard(cid)
+        self.set_status(204)
+        self.finish()
+
+
+class StatusHandler(_Handler):
+    """How many spare executors wait now (ready to be handed a task), and whether a job came."""
+
+    def get(self) -> None:
+        job = self.pool.job
+        self.finish({"waiting": len(self.pool.waiting), "handed": bool(job and job.done())})
+
+
+class WhileOpen(routing.PathMatches):
+    """A spare route, there while ``open()`` says so; then the job's API answers (404)."""
+
+    def __init__(self, path: str, open_: Any):
+        super().__init__(path)
+        self.open = open_
+
+    def match(self, request):
+        return super().match(request) if self.open() else None
+
+
+def router(pool: SparePool, rest: Any) -> routing.RuleRouter:
+    """The spare routes while they are open; everything else (and they, once closed) to
+    ``rest``: the job's API once it has its job."""
+    spare_api = web.Application(
+        [
+            ("/api/v1/spare/job", JobHandler, {"pool": pool}),
+            ("/api/v1/spare/hello", HelloHandler, {"pool": pool}),
+            ("/api/v1/spare/task", TaskHandler, {"pool": pool}),
+            ("/api/v1/spare/status", StatusHandler, {"pool": pool}),
+        ]  # fmt: skip
+    )
+    return routing.RuleRouter(
+        [
+            routing.Rule(WhileOpen(r"/api/v1/spare/task", lambda: not pool.task_closed), spare_api),
+            routing.Rule(
+                WhileOpen(r"/api/v1/spare/(?:job|hello|status)", lambda: not pool.closed), spare_api
+            ),
+            routing.Rule(routing.AnyMatches(), rest),
+        ]
+    )
