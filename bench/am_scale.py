@@ -23,7 +23,9 @@ import requests
 
 from bench.lib import before as before_lib
 from bench.lib.common import REPO, Context, log, pct
+from bench.lib.fake_provider import LAUNCHES
 from tony_jupyter.options import parse_job_args
+from tony_jupyter.protocol import TOKEN_VERIFIER_FILE, token_verifier
 
 NAME = "am_scale"
 ABOUT = "the real AM under N simulated executors: CPU, RSS, heartbeat p50/p99, where it breaks"
@@ -47,7 +49,9 @@ def _start_am(n: int) -> tuple[subprocess.Popen, dict, Path]:
     conf = "--conf tony.am.linger-sec=5 --conf tony.task.max-missed-heartbeats=30"
     _, spec = parse_job_args(f"--workers {n} --no-tensorboard {conf}")
     (d / "spec.json").write_text(spec.to_json())
-    (d / "token").write_text(secrets.token_urlsafe(32))
+    token = secrets.token_urlsafe(32)
+    (d / "token").write_text(token)
+    (d / TOKEN_VERIFIER_FILE).write_text(token_verifier(token))  # what the AM knows of it
     am = subprocess.Popen(
         [*_cores()[0], sys.executable, "-m", "bench.lib.am_host", str(d)],
         cwd=REPO,
@@ -77,7 +81,7 @@ def level(n: int, steady_s: float, mode: str = "stream", period_ms: int = 1000) 
         "-m",
         "bench.lib.sim_executors",
         info["url"],
-        token,
+        str(d / LAUNCHES),
         "0",
         str(n),
         str(seconds),

@@ -17,7 +17,7 @@ def main() -> int:
     job_dir = Path(sys.argv[1]).resolve()
 
     async def amain() -> int:
-        return await AM(job_dir, FakeProvider()).run()
+        return await AM(job_dir, FakeProvider(job_dir)).run()
 
     if os.environ.get("TONY_BENCH_GC_LOG"):  # each collection's generation and duration
         import gc

@@ -1,5 +1,6 @@
-"""``python -m bench.lib.sim_executors URL TOKEN FIRST COUNT SECONDS OUT [http|stream]``: COUNT
-simulated executors (tasks worker:FIRST ...) in one process on one core, doing what a real
+"""``python -m bench.lib.sim_executors URL LAUNCHES FIRST COUNT SECONDS OUT [http|stream]``: COUNT
+simulated executors (tasks worker:FIRST ...) in one process on one core (each with its launch's
+registration secret from LAUNCHES, the FakeProvider's launches.jsonl), doing what a real
 executor does: register, beat once by ``POST executor/heartbeat`` (its answer names the stream's
 port), open the heartbeat stream (am/beats.py) and beat on it every TONY_HEARTBEAT_MS (default
 1 s) with a sidecar's fields (progress, rss, resources), while long-polling the cluster spec;
@@ -25,8 +26,6 @@ import sys
 import time
 from array import array
 from collections import deque
-
-from tony_jupyter.protocol import task_token
 
 PERIOD_S = int(os.environ.get("TONY_HEARTBEAT_MS", "1000")) / 1000
 SLOT_S = 0.005
@@ -153,14 +152,14 @@ class HttpBeats:
         self.busy = False
 
 
-async def executor(index, host, port, job_token, rec, slots, mode, ramp_s, starting) -> None:
+async def executor(index, host, port, secrets, rec, slots, mode, ramp_s, starting) -> None:
     task = f"worker:{index}"
-    token = task_token(job_token, task)
     await asyncio.sleep(random.random() * ramp_s)  # executors don't start in lockstep either
     async with starting:
-        spec_conn = await start(index, host, port, token, rec, slots, mode)
-    if spec_conn is None:
+        got = await start(index, host, port, await secrets(task), rec, slots, mode)
+    if got is None:
         return
+    spec_conn, token = got
     try:
         t = time.perf_counter()
         path = f"/api/v1/executor/cluster-spec?task={task}&attempt=1&timeout=30"
@@ -189,10 +188,12 @@ async def start(index, host, port, token, rec, slots, mode):
         conn = await asyncio.open_connection(host, port)
         t = time.perf_counter()
         reg = {"task": task, "attempt": 1, "host": "127.0.0.1", "port": 30000 + index, "pid": index}
+        # The launch's one-time secret buys the task's own token, as a real executor's does.
         status, answer = await http(*conn, "POST", "/api/v1/executor/register", token, reg)
         if status >= 400:
             rec.errors.append(f"{task} register {status}: {str(answer)[:200]}")
             return None
+        token = answer["token"]
         rec.register.append(time.perf_counter() - t)
         first = {"task": task, "attempt": 1}
         status, answer = await http(*conn, "POST", "/api/v1/executor/heartbeat", token, first)
@@ -211,7 +212,7 @@ async def start(index, host, port, token, rec, slots, mode):
         else:
             slots[random.randrange(len(slots))].append(HttpBeats(rec, task, token, conn))
             spec_conn = await asyncio.open_connection(host, port)  # the beats hold ``conn``
-        return spec_conn
+        return spec_conn, token
     except (OSError, asyncio.IncompleteReadError, KeyError, ValueError) as e:
         rec.errors.append(f"{task} {type(e).__name__}: {e}"[:200])
         return None
@@ -237,8 +238,34 @@ async def pump(slots: list[list], until: float, rec: Record) -> None:
         k += 1
 
 
-async def main_async(url, token, first, count, seconds, mode) -> Record:
+class Launches:
+    """The registration secret of each task's launch, as the AM's FakeProvider writes them
+    (``launches.jsonl``): read as they come."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.offset, self.known = path, 0, {}
+
+    async def __call__(self, task: str) -> str:
+        while task not in self.known:
+            try:
+                with open(self.path, "rb") as f:
+                    f.seek(self.offset)
+                    data = f.read()
+            except FileNotFoundError:
+                data = b""
+            end = data.rfind(b"\n") + 1
+            for line in data[:end].splitlines():
+                launch = json.loads(line)
+                self.known[launch["task"]] = launch["secret"]
+            self.offset += end
+            if task not in self.known:
+                await asyncio.sleep(0.05)
+        return self.known[task]
+
+
+async def main_async(url, launches, first, count, seconds, mode) -> Record:
     host, port = url.split("//", 1)[1].rsplit(":", 1)
+    secrets = Launches(launches)
     rec = Record()
     until = time.time() + seconds
     slots: list[list] = [[] for _ in range(max(1, round(PERIOD_S / SLOT_S)))]
@@ -248,7 +275,7 @@ async def main_async(url, token, first, count, seconds, mode) -> Record:
     starting = asyncio.Semaphore(STARTING)
     beating = asyncio.ensure_future(pump(slots, until, rec))
     starts = [
-        executor(first + i, host, int(port), token, rec, slots, mode, ramp_s, starting)
+        executor(first + i, host, int(port), secrets, rec, slots, mode, ramp_s, starting)
         for i in range(count)
     ]
     await asyncio.gather(*starts)
@@ -264,9 +291,9 @@ async def main_async(url, token, first, count, seconds, mode) -> Record:
 
 
 def main() -> int:
-    url, token, first, count, seconds, out = sys.argv[1:7]
+    url, launches, first, count, seconds, out = sys.argv[1:7]
     mode = sys.argv[7] if len(sys.argv) > 7 else "stream"
-    run = main_async(url, token, int(first), int(count), float(seconds), mode)
+    run = main_async(url, launches, int(first), int(count), float(seconds), mode)
     profile = os.environ.get("TONY_BENCH_SIM_PROFILE")  # cProfile stats to this file
     if profile:
         import cProfile
