@@ -229,6 +229,7 @@ class DevCluster:
             rows.append(
                 {
                     "service": name,
+                    "host": self.layout.host_of(name),
                     "pid": entry[0] if entry else None,
                     "alive": proc is not None,
                     "ports": self.layout.ports(name),

@@ -117,23 +117,37 @@ class Topology:
 
 def hidden_paths(extra: list[Path] | None = None) -> list[Path]:
     """What hosts other than the edge must not see: the edge's home, working dir, /tmp and
-    /dev/shm, the project checkout, and the kernel's virtualenv and its base interpreter.
-    Outermost only (a tmpfs over a path inside another tmpfs would have nowhere to go)."""
+    /dev/shm, the project checkout (with the one a git worktree belongs to), and the kernel's
+    virtualenv and its base interpreter. Outermost only (a tmpfs over a path inside another
+    tmpfs would have nowhere to go)."""
     import tony_jupyter  # the checkout (or site-packages dir) this code runs from
 
+    checkout = Path(tony_jupyter.__file__).resolve().parents[1]
     candidates = [
         Path.home(),
         Path.cwd(),
         Path("/tmp"),
         Path("/dev/shm"),
-        Path(tony_jupyter.__file__).resolve().parents[1],
+        checkout,
+        *_main_checkout(checkout),
         Path(sys.prefix),
         Path(sys.base_prefix),
+        *([Path(os.environ["VIRTUAL_ENV"])] if os.environ.get("VIRTUAL_ENV") else []),
         *(extra or []),
     ]
     paths = {Path(os.path.realpath(p)) for p in candidates}
     paths = {p for p in paths if p not in _SYSTEM and p.is_dir()}
     return sorted(p for p in paths if not any(q != p and q in p.parents for q in paths))
+
+
+def _main_checkout(checkout: Path) -> list[Path]:
+    """A git worktree's ``.git`` is a file naming ``<main>/.git/worktrees/<name>``."""
+    try:
+        text = (checkout / ".git").read_text()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return []
+    gitdir = Path(text.removeprefix("gitdir:").strip())
+    return [p.parent for p in gitdir.parents if p.name == ".git"][:1]
 
 
 def node_python() -> Path | None:
