@@ -123,10 +123,12 @@ _USABLE = """
 import json, os, requests
 rm, nn = os.environ["TONY_DEVCLUSTER_RM_URL"], os.environ["TONY_DEVCLUSTER_WEBHDFS_URL"]
 nodes = requests.get(f"{rm}/ws/v1/cluster/nodes", params={"user.name": "root"}, timeout=10)
+labels = lambda n: n.get("nodeLabels") if isinstance(n.get("nodeLabels"), list) else (
+    [n["nodeLabels"]] if n.get("nodeLabels") else [])  # Jersey 1 and 2 differ
 info = requests.get(f"{nn}/jmx", params={"qry": "Hadoop:service=NameNode,name=NameNodeInfo"},
                     timeout=10).json()["beans"][0]
 print(json.dumps({
-    "nodes": {n["id"]: [n["state"], n.get("nodeLabels")] for n in nodes.json()["nodes"]["node"]},
+    "nodes": {n["id"]: [n["state"], labels(n)] for n in nodes.json()["nodes"]["node"]},
     "datanodes": sorted(v["infoAddr"] for v in json.loads(info["LiveNodes"]).values()),
 }))
 """
@@ -137,8 +139,8 @@ def test_the_cluster_serves_the_edge_by_host_name(hosts_cluster):
     assert res.returncode == 0, res.stderr
     seen = json.loads(res.stdout)
     assert seen["nodes"] == {
-        "worker1:8041": ["RUNNING", None],
-        "worker2:8141": ["RUNNING", "gpu"],
+        "worker1:8041": ["RUNNING", []],
+        "worker2:8141": ["RUNNING", ["gpu"]],
     }
     assert [a.split(":")[0] for a in seen["datanodes"]] == [
         ADDRESSES["worker1"],
