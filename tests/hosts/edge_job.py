@@ -12,6 +12,8 @@ import time
 import numpy as np
 from IPython.testing.globalipapp import get_ipython, start_ipython
 
+from tony_jupyter.launcher.client import jobs_dir
+
 CELL = """
 import os, socket, sys
 import tensorflow as tf
@@ -39,12 +41,14 @@ def main(venv: str, name: str) -> None:
     job = ip.run_cell_magic("tony", f"{flags} --async --no-tensorboard --name {name}", CELL)
     job.result(timeout=900)
     ns = ip.user_ns
+    record = json.loads((jobs_dir() / job.job_id / "yarn.json").read_text())
     print(
         json.dumps(
             {
                 "kernel_host": socket.gethostname(),
                 "job_id": job.job_id,
                 "seconds": time.monotonic() - t0,
+                "pack_env": record["pack_env"],
                 **{k: ns[k] for k in ("loss", "replicas", "where", "python")},
             }
         )

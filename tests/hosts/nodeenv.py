@@ -36,14 +36,19 @@ def build(root: Path, python: Path, roots: list[str]) -> Path:
     subprocess.run([str(python), "-m", "venv", "--without-pip", str(venv)], check=True)
     site = next((venv / "lib").glob("python3*/site-packages"))
     for name in sorted(closure(roots)):
-        dist = metadata.distribution(name)
-        for file in dist.files or []:
-            src = Path(dist.locate_file(file))
-            if ".." in file.parts or not src.is_file() or "__pycache__" in file.parts:
-                continue
-            dest = site / file
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest)
+        copy(name, site)
     pkg = Path(tony_jupyter.__file__).parent
     shutil.copytree(pkg, site / "tony_jupyter", ignore=shutil.ignore_patterns("__pycache__"))
     return venv
+
+
+def copy(name: str, site: Path) -> None:
+    """Distribution ``name``'s installed files, as its RECORD lists them, into ``site``."""
+    dist = metadata.distribution(name)
+    for file in dist.files or []:
+        src = Path(dist.locate_file(file))
+        if ".." in file.parts or not src.is_file() or "__pycache__" in file.parts:
+            continue
+        dest = site / file
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest)
