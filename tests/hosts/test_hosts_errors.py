@@ -4,6 +4,7 @@ message and that nothing is left."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 
@@ -67,3 +68,13 @@ def test_up_after_a_crash_clears_what_the_earlier_one_left(tmp_path):
         for p in psutil.process_iter(["cmdline"])
         if topology.prefix in " ".join(p.info["cmdline"] or [])
     ]
+
+
+def test_exec_without_root_says_why(tmp_path, monkeypatch, capsys):
+    plan = Hosts.plan(tmp_path, [tmp_path])
+    (tmp_path / "cluster.json").write_text(json.dumps({"hosts": plan.to_json()}))
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    assert main(["exec", "--dir", str(tmp_path), "edge", "--", "true"]) == 1
+    err = capsys.readouterr().err
+    assert "`devcluster exec` needs root" in err and "uid 1000" in err
+    assert netns.leftovers(plan.topology) == []

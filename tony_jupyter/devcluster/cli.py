@@ -108,6 +108,7 @@ def _print_env(cluster: DevCluster, user: str | None = None, host: str | None = 
 def _exec(cluster: DevCluster, host: str, argv: list[str]) -> int:
     argv = argv[1:] if argv[:1] == ["--"] else argv
     command, env = hostrun.exec_argv(cluster, host, argv)
+    netns.require_root("`devcluster exec`")
     netns_name = hostrun.hosts_of(cluster).host(host).netns
     if netns_name not in netns.namespaces(hostrun.hosts_of(cluster).topology):
         raise DevClusterError(
@@ -177,6 +178,13 @@ def main(argv: list[str] | None = None) -> int:
             cluster.up(timeout=args.timeout)
             if already:
                 print(f"devcluster already running in {cluster.dir}", file=sys.stderr)
+            elif cluster.hosts is not None:
+                print(
+                    f"devcluster ready on hosts {', '.join(HOST_NAMES)}: ResourceManager "
+                    f"{cluster.rm_url}, NameNode {cluster.webhdfs_url}, reachable from the hosts "
+                    "only; `tony-jupyter devcluster exec edge -- bash` for a shell on the edge",
+                    file=sys.stderr,
+                )
             else:
                 print(
                     f"devcluster ready: ResourceManager {cluster.rm_url}, "
@@ -184,12 +192,6 @@ def main(argv: list[str] | None = None) -> int:
                     "to use it from a shell",
                     file=sys.stderr,
                 )
-                if cluster.hosts is not None:
-                    print(
-                        f"on hosts {', '.join(HOST_NAMES)}: `tony-jupyter devcluster exec "
-                        "edge -- CMD...` runs a command on the edge host",
-                        file=sys.stderr,
-                    )
                 if cluster.security is not None:
                     print(
                         "Kerberos is on: `eval $(tony-jupyter devcluster env --user alice)` "
