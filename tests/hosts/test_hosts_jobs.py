@@ -55,6 +55,8 @@ def _edge_job(cluster, venv: Path, notebook: Path, name: str) -> dict:
     return out
 
 
+# The first job packs about 2 GB (TensorFlow) on the kernel's side: minutes on 2 busy cores.
+@pytest.mark.timeout(2400)
 def test_mwms_from_a_kernel_on_the_edge_runs_on_workers_without_its_venv(
     hosts_cluster, node_venv, tmp_path
 ):
