@@ -13,6 +13,11 @@ import numpy as np
 from IPython.testing.globalipapp import get_ipython, start_ipython
 
 from tony_jupyter.launcher.client import jobs_dir
+from tony_jupyter.launcher.yarn import appmaster
+
+# The first job's AM localizes the packed env (about 640 MB, TensorFlow) before it registers:
+# on 2 busy cores that took longer than the launcher's 180 s (its message then blames the queue).
+appmaster.AM_START_TIMEOUT_S = 900.0
 
 CELL = """
 import os, socket, sys
