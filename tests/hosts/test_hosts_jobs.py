@@ -21,11 +21,17 @@ pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 HERE = Path(__file__).parent
 # What the AM and a TensorFlow task import; tf-keras: tasks run tf.keras as Keras 2.
 ROOTS = ["tensorflow", "tf-keras", "requests", "cloudpickle", "tornado", "psutil", "jpype1", "hdfs"]
+# The cell's result comes back before the AM has unregistered: wait for the app's end.
 _APP = """
-import json, os, sys, requests
+import json, os, sys, time, requests
 rm = os.environ["TONY_DEVCLUSTER_RM_URL"]
-app = requests.get(f"{rm}/ws/v1/cluster/apps/{sys.argv[1]}", params={"user.name": "root"},
-                   timeout=10).json()["app"]
+deadline = time.monotonic() + 120
+while True:
+    app = requests.get(f"{rm}/ws/v1/cluster/apps/{sys.argv[1]}", params={"user.name": "root"},
+                       timeout=10).json()["app"]
+    if app["state"] in ("FINISHED", "FAILED", "KILLED") or time.monotonic() > deadline:
+        break
+    time.sleep(1)
 print(json.dumps([app["state"], app["finalStatus"]]))
 """
 
