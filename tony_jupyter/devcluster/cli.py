@@ -5,14 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shlex
 import sys
 from collections import deque
 from pathlib import Path
 
+from . import hostrun, netns
 from .cluster import DevCluster
-from .config import KDC, SERVICE_NAMES
+from .config import DATANODE2, KDC, SERVICE_NAMES
 from .errors import DevClusterError
+from .hosts import EDGE, HOST_NAMES
 from .security import USERS, Security
 
 
@@ -59,7 +62,22 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="with --secure: tokens cannot be renewed past this age (default 604800)",
     )
+    up.add_argument(
+        "--hosts",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"spread the cluster over hosts made of network namespaces ({', '.join(HOST_NAMES)}"
+        "; addresses from 198.18.0.0/15), the workers without the edge's files; needs root "
+        "(default: as the cluster in --dir was last started; a new one on this host alone)",
+    )
     sub.add_parser("down", parents=[common], help="stop every daemon this cluster started")
+    wait = sub.add_parser("wait", parents=[common], help="wait until the cluster is usable")
+    wait.add_argument("--timeout", type=float, default=300.0, help="seconds (default 300)")
+    run = sub.add_parser(
+        "exec", parents=[common], help="run a command on a host of an `up --hosts` cluster"
+    )
+    run.add_argument("host", help=f"one of {', '.join(HOST_NAMES)}")
+    run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD...")
     status = sub.add_parser("status", parents=[common], help="daemons, pids and ports")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     env = sub.add_parser("env", parents=[common], help="print `export` lines for this cluster")
@@ -68,15 +86,36 @@ def _parser() -> argparse.ArgumentParser:
         help="on a secure cluster: a kinit for this principal (alice, bob or yours) and its "
         "KRB5CCNAME",
     )
+    env.add_argument("--host", help="on an `up --hosts` cluster: for a shell on this host")
     logs = sub.add_parser("logs", parents=[common], help="print the end of a daemon's log")
-    logs.add_argument("service", choices=(KDC, *SERVICE_NAMES))
+    logs.add_argument("service", choices=(KDC, *SERVICE_NAMES, DATANODE2.name))
     logs.add_argument("-n", "--lines", type=int, default=50, help="lines to show (default 50)")
     return parser
 
 
-def _print_env(cluster: DevCluster, user: str | None = None) -> None:
-    for key, value in cluster.env(user).items():
+def _print_env(cluster: DevCluster, user: str | None = None, host: str | None = None) -> None:
+    env = cluster.env(user)
+    if host is not None or cluster.hosts is not None:
+        host = host or EDGE
+        hostrun.hosts_of(cluster).host(host)
+        if host != EDGE:  # what runs there: the nodes' Python, nothing of the kernel's
+            env["PATH"] = hostrun.host_env(cluster, host, cluster.java_home)["PATH"]
+        env[hostrun.ON_HOST_ENV] = host
+    for key, value in env.items():
         print(f"export {key}={shlex.quote(value)}")
+
+
+def _exec(cluster: DevCluster, host: str, argv: list[str]) -> int:
+    argv = argv[1:] if argv[:1] == ["--"] else argv
+    command, env = hostrun.exec_argv(cluster, host, argv)
+    netns.require_root("`devcluster exec`")
+    netns_name = hostrun.hosts_of(cluster).host(host).netns
+    if netns_name not in netns.namespaces(hostrun.hosts_of(cluster).topology):
+        raise DevClusterError(
+            f"Host {host} of the devcluster in {cluster.dir} is not up (no namespace "
+            f"{netns_name}); start it with `tony-jupyter devcluster up --hosts`."
+        )
+    os.execvpe(command[0], command, env)
 
 
 def _security(args: argparse.Namespace) -> Security | bool | None:
@@ -100,6 +139,14 @@ def _status(cluster: DevCluster, as_json: bool) -> int:
     if as_json:
         print(json.dumps(rows, indent=2))
     else:
+        if cluster.hosts is not None:
+            print(f"{'HOST':<9} {'NAMESPACE':<16} {'ADDRESS':<13} PRIVATE ADDRESS")
+            for h in hostrun.host_rows(cluster):
+                print(
+                    f"{h['host']:<9} {h['netns']:<16} {h['address']:<13} "
+                    f"{h['private_address'] or '-'}"
+                )
+            print()
         print(f"{'SERVICE':<16} {'PID':>7}  {'ALIVE':<5}  PORTS")
         for row in rows:
             ports = " ".join(f"{what}={port}" for what, port in row["ports"].items())
@@ -124,12 +171,20 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="devcluster: %(message)s", stream=sys.stderr)
     try:
         security = _security(args) if args.command == "up" else None
-        cluster = DevCluster(args.dir, getattr(args, "port_offset", None), security)
+        hosts = args.hosts if args.command == "up" else None
+        cluster = DevCluster(args.dir, getattr(args, "port_offset", None), security, hosts)
         if args.command == "up":
             already = cluster.is_running()
             cluster.up(timeout=args.timeout)
             if already:
                 print(f"devcluster already running in {cluster.dir}", file=sys.stderr)
+            elif cluster.hosts is not None:
+                print(
+                    f"devcluster ready on hosts {', '.join(HOST_NAMES)}: ResourceManager "
+                    f"{cluster.rm_url}, NameNode {cluster.webhdfs_url}, reachable from the hosts "
+                    "only; `tony-jupyter devcluster exec edge -- bash` for a shell on the edge",
+                    file=sys.stderr,
+                )
             else:
                 print(
                     f"devcluster ready: ResourceManager {cluster.rm_url}, "
@@ -151,8 +206,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "status":
             return _status(cluster, args.json)
         if args.command == "env":
-            _print_env(cluster, args.user)
+            _print_env(cluster, args.user, args.host)
             return 0
+        if args.command == "wait":
+            cluster.wait_usable(args.timeout)
+            return 0
+        if args.command == "exec":
+            return _exec(cluster, args.host, args.argv)
         return _logs(cluster, args.service, args.lines)
     except DevClusterError as err:
         print(f"error: {err}", file=sys.stderr)

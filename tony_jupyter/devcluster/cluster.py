@@ -13,8 +13,9 @@ from pathlib import Path
 import requests
 
 from ..am.yarn.jvm import JPMS_FLAGS
-from . import daemons, kerberos, maven, nodes, preflight, process, ready
+from . import daemons, hostrun, kerberos, maven, netns, nodes, preflight, process, ready
 from .config import (
+    DATANODE2,
     KDC,
     MAX_PORT_OFFSET,
     NODEMANAGERS,
@@ -23,6 +24,7 @@ from .config import (
     write_config,
 )
 from .errors import DevClusterError
+from .hosts import Hosts, Topology
 from .security import USERS, Security
 
 log = logging.getLogger(__name__)
@@ -54,13 +56,17 @@ class DevCluster:
         dir: Path | None = None,
         port_offset: int | None = None,
         security: Security | bool | None = None,
+        hosts: bool | None = None,
     ) -> None:
         """``port_offset`` shifts every port (e.g. 10000: RM on 18088) so that clusters can run
         side by side; by default the offset the cluster in ``dir`` was started with, else
         ``$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET``, else 0. ``security``: True or a
         :class:`Security` for Kerberos (`up --secure`), False for none; by default what the
-        cluster in ``dir`` was started with, else none."""
+        cluster in ``dir`` was started with, else none. ``hosts``: spread over network
+        namespaces (`up --hosts`, ``hosts.py``); by default as the cluster in ``dir`` was."""
         root = Path(dir or default_dir()).expanduser().resolve()
+        recorded_hosts = _state(root).get("hosts")
+        hosts = bool(recorded_hosts) if hosts is None else hosts
         if security is None:
             recorded = _state(root).get("security")
             security = Security.from_json(recorded) if recorded else False
@@ -80,7 +86,13 @@ class DevCluster:
                 f"{MAX_PORT_OFFSET} so that every port stays below 65536; use a multiple of "
                 "1000, e.g. 10000."
             )
-        self.layout = Layout(root, port_offset, secure=self.security is not None)
+        if hosts and self.security is not None:
+            raise DevClusterError(
+                "--hosts together with --secure is not supported yet: start the several-host "
+                "cluster without Kerberos, or the secure one on this machine's own host."
+            )
+        self.layout = Layout(root, port_offset, secure=self.security is not None, hosts=hosts)
+        self.hosts = Hosts.from_json(recorded_hosts) if hosts and recorded_hosts else None
         self.user = getpass.getuser()
         self._http: requests.Session | None = None
 
@@ -96,15 +108,16 @@ class DevCluster:
 
     @property
     def rm_url(self) -> str:
-        return f"http://{self.layout.host}:{self.layout.ports('resourcemanager')['http']}"
+        host = self.layout.host_of("resourcemanager")
+        return f"http://{host}:{self.layout.ports('resourcemanager')['http']}"
 
     @property
     def webhdfs_url(self) -> str:
-        return f"http://{self.layout.host}:{self.layout.ports('namenode')['http']}"
+        return f"http://{self.layout.host_of('namenode')}:{self.layout.ports('namenode')['http']}"
 
     @property
     def fs_default_name(self) -> str:
-        return f"hdfs://{self.layout.host}:{self.layout.ports('namenode')['rpc']}"
+        return f"hdfs://{self.layout.host_of('namenode')}:{self.layout.ports('namenode')['rpc']}"
 
     @property
     def hadoop_classpath(self) -> list[str]:
@@ -200,7 +213,9 @@ class DevCluster:
             "TONY_DEVCLUSTER_JVM_FLAGS": " ".join(self.jvm_flags),
             "TONY_DEVCLUSTER_HADOOP_VERSION": self.hadoop_version,
             # The interpreter that `up` put first on the containers' PATH.
-            "TONY_DEVCLUSTER_PYTHON": _state(self.dir).get("python", sys.executable),
+            "TONY_DEVCLUSTER_PYTHON": str(self.hosts.python)
+            if self.hosts
+            else _state(self.dir).get("python", sys.executable),
         }
 
     # -- state ------------------------------------------------------------------------------
@@ -220,6 +235,7 @@ class DevCluster:
             rows.append(
                 {
                     "service": name,
+                    "host": self.layout.host_of(name),
                     "pid": entry[0] if entry else None,
                     "alive": proc is not None,
                     "ports": self.layout.ports(name),
@@ -246,6 +262,8 @@ class DevCluster:
         ``timeout`` covers start-up, not the first Maven download. On failure everything this
         call started is stopped again before the error propagates.
         """
+        if self.layout.hosts:
+            netns.require_root("`devcluster up --hosts`")
         if self._refuse_other_running() and self.is_running():
             log.info("devcluster already running in %s", self.dir)
             return
@@ -258,7 +276,8 @@ class DevCluster:
         if self.security is not None:
             kerberos.check_tools()
             kerberos.check_hosts()
-        preflight.check_ports(self.layout.all_ports())
+        if not self.layout.hosts:  # on hosts every port is the namespaces' own
+            preflight.check_ports(self.layout.all_ports())
         log.info("resolving Hadoop %s jars through Maven", self.hadoop_version)
         version = os.environ.get(maven.VERSION_ENV) or maven.HADOOP_VERSION
         maven.resolve_jars("pom.xml", self.layout.lib, java_home, version=version)
@@ -270,6 +289,9 @@ class DevCluster:
             "python": sys.executable,
             "security": self.security.to_json() if self.security else None,
         }
+        if self.layout.hosts:
+            self.hosts = Hosts.plan(self.dir, [self.dir, self.layout.lib, self.layout.apps])
+            state["hosts"] = self.hosts.to_json()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.layout.state_file.write_text(json.dumps(state, indent=2) + "\n")
         if self.security is not None:
@@ -278,10 +300,14 @@ class DevCluster:
             self.layout, self.user, daemons.daemon_env(self, java_home)["PATH"], self.security
         )
         try:
+            if self.hosts is not None:
+                netns.create(self.hosts.topology, len(self.hosts.keep))
             if self.security is not None:
                 kerberos.start_kdc(self.layout, lambda: self._check_alive([KDC]))
             daemons.format_namenode(self, java_home)
-            for name in SERVICE_NAMES:
+            for name in self.layout.service_names:
+                if name == KDC:
+                    continue
                 pid = process.start(
                     daemons.daemon_cmd(self, name, java_home),
                     daemons.daemon_env(self, java_home),
@@ -289,7 +315,10 @@ class DevCluster:
                     self.layout.pid_file(name),
                 )
                 log.info("started %s (pid %d)", name, pid)
-            self._wait_usable(time.monotonic() + timeout)
+            if self.hosts is not None and hostrun.on_host() is None:
+                hostrun.wait_on_edge(self, timeout)
+            else:
+                self.wait_usable(timeout)
             if self.security is not None:
                 kerberos.make_hdfs_homes(self.webhdfs_url, self.http, self.users)
         except BaseException:
@@ -304,33 +333,26 @@ class DevCluster:
         gone it retries the connection until it is killed. The KDC goes last, whether or not
         this object thinks the cluster is a secure one.
         """
-        masters = [name for name in SERVICE_NAMES if name not in NODEMANAGERS]
+        masters = [name for name in (*SERVICE_NAMES, DATANODE2.name) if name not in NODEMANAGERS]
         for group in (NODEMANAGERS, masters, [KDC]):
             pid_files = [self.layout.pid_file(name) for name in group]
             for pid_file in process.stop_all(pid_files):
                 log.info("stopped %s", pid_file.stem)
+        # The hosts of `up --hosts` (and of one that crashed), whatever this object was told.
+        if netns.destroy(Topology.for_dir(self.dir)):
+            log.info("removed the hosts' namespaces, links and mounts")
 
     def _refuse_other_running(self) -> bool:
         """Whether Hadoop's daemons run in this dir; raises if they run with another port
         offset or security than this object asks for."""
         if not all(process.live_process(self.layout.pid_file(n)) for n in SERVICE_NAMES):
             return False
-        state = _state(self.dir)
-        running_offset = state.get("port_offset", 0)
-        if running_offset != self.layout.port_offset:
-            raise DevClusterError(
-                f"The devcluster in {self.dir} is already running with port offset "
-                f"{running_offset}, not {self.layout.port_offset}. Use it as it is, or run "
-                "`tony-jupyter devcluster down` first to restart it with another offset."
-            )
-        wanted = self.security.to_json() if self.security else None
-        if state.get("security") != wanted:
-            running = _describe(state.get("security"))
-            raise DevClusterError(
-                f"The devcluster in {self.dir} is already running {running}, not "
-                f"{_describe(wanted)}. Use it as it is, or run `tony-jupyter devcluster down` "
-                "first to restart it the other way."
-            )
+        wanted = {
+            "port_offset": self.layout.port_offset,
+            "hosts": self.layout.hosts,
+            "security": self.security.to_json() if self.security else None,
+        }
+        preflight.check_same_cluster(self.dir, _state(self.dir), wanted)
         return True
 
     # -- node crash (fault-tolerance tests): see nodes.py ------------------------------------
@@ -344,7 +366,9 @@ class DevCluster:
     def restart_node(self, name: str, timeout: float = 180.0) -> list[int]:
         return nodes.restart_node(self, name, timeout)
 
-    def _wait_usable(self, deadline: float) -> None:
+    def wait_usable(self, timeout: float) -> None:
+        """Until every daemon serves (from a host that reaches them: on `--hosts`, the edge)."""
+        deadline = time.monotonic() + timeout
         pending: list[str] = ["everything"]
         labelled = False
         while time.monotonic() < deadline:
@@ -380,9 +404,3 @@ class DevCluster:
                     f"The {name} exited during start-up; everything started has been stopped. "
                     f"Its log is {log_file}; it ends with:\n{process.tail(log_file)}"
                 )
-
-
-def _describe(security: dict | None) -> str:
-    if not security:
-        return "without Kerberos"
-    return "with Kerberos (" + ", ".join(f"{k}={v}" for k, v in security.items()) + ")"

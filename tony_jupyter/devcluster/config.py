@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from xml.sax.saxutils import escape
 
 from . import security as sec
+from .hosts import SERVICE_HOSTS
 
 HOST = "127.0.0.1"
 GPU_LABEL, GPU_RESOURCE = "gpu", "yarn.io/gpu"
@@ -64,6 +66,8 @@ SERVICES: tuple[ServiceSpec, ...] = (
     ServiceSpec("nm2", _NM_CLASS, 384, {"rpc": 8141, "localizer": 8140, "http": 8142}),
 )
 SERVICE_NAMES = tuple(s.name for s in SERVICES)
+# `up --hosts` only: worker2's own DataNode, at the same ports as worker1's on its own address.
+DATANODE2 = ServiceSpec("datanode2", SERVICES[1].main_class, 256, SERVICES[1].ports)
 NODEMANAGERS = ("nm1", "nm2")
 # A secure cluster's MIT KDC, beside the daemons: no JVM, started and stopped with them.
 KDC = "kdc"
@@ -71,7 +75,7 @@ _KDC_PORTS = {"kdc": 9088}
 
 
 def service(name: str) -> ServiceSpec:
-    for spec in SERVICES:
+    for spec in (*SERVICES, DATANODE2):
         if spec.name == name:
             return spec
     raise KeyError(name)
@@ -88,20 +92,26 @@ class Layout:
 
     ``secure``: Kerberos on (`up --secure`); adds the KDC, and every address names ``localhost``
     rather than 127.0.0.1, because service principals carry the host name (``security.py``).
+    ``hosts``: `up --hosts`; each daemon binds its own host's name (``hosts.py``).
     """
 
     root: Path
     port_offset: int = 0
     secure: bool = False
+    hosts: bool = False
 
     @property
     def host(self) -> str:
         return sec.KERBEROS_HOST if self.secure else HOST
 
+    def host_of(self, name: str) -> str:
+        return SERVICE_HOSTS[name] if self.hosts else self.host
+
     @property
     def service_names(self) -> tuple[str, ...]:
         """Every process `up` starts, in start order."""
-        return (KDC, *SERVICE_NAMES) if self.secure else SERVICE_NAMES
+        names = (*SERVICE_NAMES, DATANODE2.name) if self.hosts else SERVICE_NAMES
+        return (KDC, *names) if self.secure else names
 
     def ports(self, name: str) -> dict[str, int]:
         base = _KDC_PORTS if name == KDC else service(name).ports
@@ -204,7 +214,7 @@ def _xml(props: dict[str, object]) -> str:
 def _core_site(layout: Layout, user: str) -> dict[str, object]:
     port = layout.ports("namenode")["rpc"]
     return {
-        "fs.defaultFS": f"hdfs://{layout.host}:{port}",
+        "fs.defaultFS": f"hdfs://{layout.host_of('namenode')}:{port}",
         "hadoop.tmp.dir": layout.data / "tmp",
         # Unauthenticated web UIs and WebHDFS act as this user.
         "hadoop.http.staticuser.user": user,
@@ -218,33 +228,34 @@ def _core_site(layout: Layout, user: str) -> dict[str, object]:
 
 def _hdfs_site(layout: Layout) -> dict[str, object]:
     nn, dn = layout.ports("namenode"), layout.ports("datanode")
+    nn_host, dn_host = layout.host_of("namenode"), layout.host_of("datanode")
     return {
         "dfs.replication": 1,
         "dfs.permissions.enabled": "true",  # real checks: the staging permission test needs them
         "dfs.namenode.name.dir": f"file://{layout.data / 'nn'}",
         "dfs.datanode.data.dir": f"file://{layout.data / 'dn'}",
-        "dfs.namenode.rpc-address": f"{layout.host}:{nn['rpc']}",
-        "dfs.namenode.http-address": f"{layout.host}:{nn['http']}",
-        "dfs.namenode.secondary.http-address": f"{layout.host}:0",
-        "dfs.datanode.address": f"{layout.host}:{dn['data']}",
-        "dfs.datanode.http.address": f"{layout.host}:{dn['http']}",
-        "dfs.datanode.ipc.address": f"{layout.host}:{dn['ipc']}",
+        "dfs.namenode.rpc-address": f"{nn_host}:{nn['rpc']}",
+        "dfs.namenode.http-address": f"{nn_host}:{nn['http']}",
+        "dfs.namenode.secondary.http-address": f"{nn_host}:0",
+        "dfs.datanode.address": f"{dn_host}:{dn['data']}",
+        "dfs.datanode.http.address": f"{dn_host}:{dn['http']}",
+        "dfs.datanode.ipc.address": f"{dn_host}:{dn['ipc']}",
         # WebHDFS redirects name the DataNode by this, so they stay on loopback.
-        "dfs.datanode.hostname": layout.host,
+        "dfs.datanode.hostname": dn_host,
         # Default 30 s: a restarted NN would sit in safe mode long after its one DN reported.
         "dfs.namenode.safemode.extension": 0,
     }
 
 
 def _yarn_site_shared(layout: Layout, container_path: str) -> dict[str, object]:
-    rm = layout.ports("resourcemanager")
+    rm, host = layout.ports("resourcemanager"), layout.host_of("resourcemanager")
     return {
-        "yarn.resourcemanager.hostname": layout.host,
-        "yarn.resourcemanager.address": f"{layout.host}:{rm['client']}",
-        "yarn.resourcemanager.scheduler.address": f"{layout.host}:{rm['scheduler']}",
-        "yarn.resourcemanager.resource-tracker.address": f"{layout.host}:{rm['tracker']}",
-        "yarn.resourcemanager.admin.address": f"{layout.host}:{rm['admin']}",
-        "yarn.resourcemanager.webapp.address": f"{layout.host}:{rm['http']}",
+        "yarn.resourcemanager.hostname": host,
+        "yarn.resourcemanager.address": f"{host}:{rm['client']}",
+        "yarn.resourcemanager.scheduler.address": f"{host}:{rm['scheduler']}",
+        "yarn.resourcemanager.resource-tracker.address": f"{host}:{rm['tracker']}",
+        "yarn.resourcemanager.admin.address": f"{host}:{rm['admin']}",
+        "yarn.resourcemanager.webapp.address": f"{host}:{rm['http']}",
         # Default 1000 ms; every allocation waits for an NM heartbeat, so this is the latency floor.
         "yarn.resourcemanager.nodemanagers.heartbeat-interval-ms": 100,
         # Default 30 s between NM->RM connect retries, which stalls an NM started before the RM.
@@ -298,13 +309,13 @@ def _yarn_site_shared(layout: Layout, container_path: str) -> dict[str, object]:
 
 
 def _yarn_site_nm(layout: Layout, nm: str) -> dict[str, object]:
-    ports = layout.ports(nm)
+    ports, host = layout.ports(nm), layout.host_of(nm)
     props: dict[str, object] = {
         # NodeId becomes 127.0.0.1:<rpc>, distinct per NM, instead of <hostname>:<ephemeral>.
-        "yarn.nodemanager.hostname": layout.host,
-        "yarn.nodemanager.address": f"{layout.host}:{ports['rpc']}",
-        "yarn.nodemanager.localizer.address": f"{layout.host}:{ports['localizer']}",
-        "yarn.nodemanager.webapp.address": f"{layout.host}:{ports['http']}",
+        "yarn.nodemanager.hostname": host,
+        "yarn.nodemanager.address": f"{host}:{ports['rpc']}",
+        "yarn.nodemanager.localizer.address": f"{host}:{ports['localizer']}",
+        "yarn.nodemanager.webapp.address": f"{host}:{ports['http']}",
         "yarn.nodemanager.local-dirs": layout.data / nm / "local",
         "yarn.nodemanager.log-dirs": layout.nm_log_dir(nm),
         "yarn.nodemanager.resource.memory-mb": nm_resources(nm)[0],
@@ -349,22 +360,6 @@ def _capacity_scheduler() -> dict[str, object]:
     }
 
 
-_LOG4J = """\
-# Daemons log to stderr, which `up` sends to DIR/logs/<service>.log; containers' log4j output
-# lands in their own stderr file under the NM log dir.
-log4j.rootLogger=INFO,console
-log4j.appender.console=org.apache.log4j.ConsoleAppender
-log4j.appender.console.target=System.err
-log4j.appender.console.layout=org.apache.log4j.PatternLayout
-log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
-# There is no libhadoop.so outside a tarball; Hadoop falls back to Java code.
-log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
-log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=WARN
-# nm2 resends its label every second (see yarn-site); the RM would log each one.
-log4j.logger.org.apache.hadoop.yarn.nodelabels.CommonNodeLabelsManager=WARN
-"""
-
-
 def write_config(
     layout: Layout, user: str, container_path: str, security: sec.Security | None = None
 ) -> None:
@@ -387,7 +382,7 @@ def write_config(
         "hdfs-site.xml": _xml(hdfs),
         "yarn-site.xml": _xml(yarn),
         "capacity-scheduler.xml": _xml(capacity),
-        "log4j.properties": _LOG4J,
+        "log4j.properties": resources.files(__package__).joinpath("log4j.properties").read_text(),
     }
     if security is not None:
         files["hadoop-policy.xml"] = _xml(sec.policy(user))

@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import process
-from .config import KDC, SERVICE_NAMES, service
+from . import hostrun, process
+from .config import DATANODE2, KDC, SERVICE_NAMES, service
 from .errors import DevClusterError
+from .hosts import SERVICE_HOSTS
 
 if TYPE_CHECKING:
     from .cluster import DevCluster
@@ -36,7 +37,7 @@ _DAEMON_JVM_OPTS = (
 def clear_pid_files(cluster: DevCluster) -> None:
     """Drop pid files of dead daemons; refuse to start over a half-running cluster."""
     alive = []
-    for name in (*SERVICE_NAMES, KDC):
+    for name in (*SERVICE_NAMES, DATANODE2.name, KDC):
         pid_file = cluster.layout.pid_file(name)
         if process.is_stale(pid_file):
             entry = process.read_pid(pid_file)
@@ -55,7 +56,7 @@ def clear_pid_files(cluster: DevCluster) -> None:
 
 def daemon_cmd(cluster: DevCluster, name: str, java_home: Path) -> list[str]:
     spec = service(name)
-    return [
+    cmd = [
         str(java_home / "bin" / "java"),
         f"-Dproc_{name}",  # names the JVM in `ps`, like Hadoop's scripts do
         f"-Xmx{spec.heap_mb}m",
@@ -69,10 +70,31 @@ def daemon_cmd(cluster: DevCluster, name: str, java_home: Path) -> list[str]:
         ":".join(cluster.layout.classpath(name)),
         spec.main_class,
     ]
+    if cluster.hosts is None:
+        return cmd
+    if name == DATANODE2.name:
+        cmd += _datanode2_args(cluster)
+    return cluster.hosts.command(SERVICE_HOSTS[name], cmd)
+
+
+def _datanode2_args(cluster: DevCluster) -> list[str]:
+    """worker2's DataNode: the shared hdfs-site names worker1's; Hadoop's generic options
+    (which the DataNode parses) move it to its own host and data dir."""
+    host, ports = SERVICE_HOSTS[DATANODE2.name], cluster.layout.ports(DATANODE2.name)
+    props = {
+        "dfs.datanode.address": f"{host}:{ports['data']}",
+        "dfs.datanode.http.address": f"{host}:{ports['http']}",
+        "dfs.datanode.ipc.address": f"{host}:{ports['ipc']}",
+        "dfs.datanode.hostname": host,
+        "dfs.datanode.data.dir": f"file://{cluster.layout.data / 'dn2'}",
+    }
+    return [arg for key, value in props.items() for arg in ("-D", f"{key}={value}")]
 
 
 def daemon_env(cluster: DevCluster, java_home: Path) -> dict[str, str]:
     """The NMs pass the whitelisted part of this to every container."""
+    if cluster.hosts is not None:
+        return hostrun.host_env(cluster, "worker1", java_home)
     env = dict(os.environ)
     # A ticket cache from `eval $(devcluster env --user ...)` in this shell is not the
     # daemons' business: they log in from their keytabs.

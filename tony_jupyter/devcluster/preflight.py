@@ -133,3 +133,34 @@ def check_disk(path: Path) -> None:
             "ACCEPTED forever. Free some space, or put the cluster on another disk with "
             "`--dir` (or $TONY_JUPYTER_DEVCLUSTER_DIR)."
         )
+
+
+def check_same_cluster(root: Path, state: dict, wanted: dict) -> None:
+    """A cluster already runs in ``root``, as its ``state`` file says: refuse to go on if it
+    runs with another port offset, shape (``hosts``) or security than ``wanted``."""
+    running_offset = state.get("port_offset", 0)
+    if running_offset != wanted["port_offset"]:
+        raise DevClusterError(
+            f"The devcluster in {root} is already running with port offset "
+            f"{running_offset}, not {wanted['port_offset']}. Use it as it is, or run "
+            "`tony-jupyter devcluster down` first to restart it with another offset."
+        )
+    if bool(state.get("hosts")) != wanted["hosts"]:
+        where = "on several hosts" if state.get("hosts") else "on this machine's own host"
+        raise DevClusterError(
+            f"The devcluster in {root} is already running {where}. Use it as it is, "
+            "or run `tony-jupyter devcluster down` first to restart it the other way."
+        )
+    if state.get("security") != wanted["security"]:
+        running = _describe(state.get("security"))
+        raise DevClusterError(
+            f"The devcluster in {root} is already running {running}, not "
+            f"{_describe(wanted['security'])}. Use it as it is, or run `tony-jupyter "
+            "devcluster down` first to restart it the other way."
+        )
+
+
+def _describe(security: dict | None) -> str:
+    if not security:
+        return "without Kerberos"
+    return "with Kerberos (" + ", ".join(f"{k}={v}" for k, v in security.items()) + ")"

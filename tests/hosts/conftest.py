@@ -1,0 +1,56 @@
+"""Tests marked ``hosts`` need root and make network namespaces (`devcluster up --hosts`); they
+run only when asked for (``-m hosts``), never in dev/test's ``yarn`` / ``not yarn`` partitions.
+
+The ``hosts_cluster`` fixture starts one several-host cluster for the module, in
+``$TONY_JUPYTER_DEVCLUSTER_DIR`` if set (reusing a several-host cluster already running there,
+and leaving it running), else in pytest's tmp dir.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tony_jupyter.devcluster import DevCluster
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if "hosts" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="needs root and network namespaces: run with -m hosts")
+    for item in items:
+        if "hosts" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="module")
+def hosts_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
+    if os.geteuid() != 0:
+        pytest.fail("tests marked hosts need root (network namespaces, a bridge, mounts)")
+    env_dir = os.environ.get("TONY_JUPYTER_DEVCLUSTER_DIR")
+    root = Path(env_dir) if env_dir else tmp_path_factory.mktemp("hosts")
+    existing = DevCluster(root)
+    if existing.hosts is not None and existing.is_running():
+        existing.owned = False  # type: ignore[attr-defined]
+        yield existing
+        return
+    cluster = DevCluster(root, hosts=True)
+    cluster.up()
+    cluster.owned = True  # type: ignore[attr-defined]
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
+def on(cluster: DevCluster, host: str, *argv: str) -> subprocess.CompletedProcess:
+    """``argv`` on ``host`` through `devcluster exec`, output captured."""
+    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(cluster.dir)]
+    return subprocess.run(
+        [*cmd, host, "--", *argv], capture_output=True, text=True, timeout=120, check=False
+    )

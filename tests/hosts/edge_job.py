@@ -1,0 +1,64 @@
+"""Run on the edge host (`devcluster exec edge -- python edge_job.py VENV`): a notebook's
+kernel there runs one %%tony MultiWorkerMirroredStrategy cell on the cluster, its Python
+shipped with --pack-env, and prints what the job reported as JSON."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import time
+
+import numpy as np
+from IPython.testing.globalipapp import get_ipython, start_ipython
+
+from tony_jupyter.launcher.client import jobs_dir
+from tony_jupyter.launcher.yarn import appmaster
+
+# The first job's AM localizes the packed env (about 640 MB, TensorFlow) before it registers:
+# on 2 busy cores that took longer than the launcher's 180 s (its message then blames the queue).
+appmaster.AM_START_TIMEOUT_S = 900.0
+
+CELL = """
+import os, socket, sys
+import tensorflow as tf
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+dataset = tf.data.Dataset.from_tensor_slices((X, y)).shuffle(512, seed=0).repeat().batch(64)
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Input((16,)), tf.keras.layers.Dense(4)])
+    model.compile(optimizer="adam",
+                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+loss = model.fit(dataset, epochs=2, steps_per_epoch=5, verbose=0).history["loss"][-1]
+replicas = strategy.num_replicas_in_sync
+where = socket.gethostname()
+python = os.path.realpath(sys.executable)
+"""
+
+
+def main(venv: str, name: str) -> None:
+    ip = start_ipython() or get_ipython()
+    ip.run_line_magic("load_ext", "tony_jupyter")
+    rng = np.random.default_rng(0)
+    ip.user_ns["X"] = rng.normal(size=(512, 16)).astype("float32")
+    ip.user_ns["y"] = rng.integers(0, 4, size=512)
+    t0 = time.monotonic()
+    flags = f"--workers 2 --memory 1g --pack-env {venv} --pull loss,replicas,where,python"
+    job = ip.run_cell_magic("tony", f"{flags} --async --no-tensorboard --name {name}", CELL)
+    job.result(timeout=900)
+    ns = ip.user_ns
+    record = json.loads((jobs_dir() / job.job_id / "yarn.json").read_text())
+    print(
+        json.dumps(
+            {
+                "kernel_host": socket.gethostname(),
+                "job_id": job.job_id,
+                "seconds": time.monotonic() - t0,
+                "pack_env": record["pack_env"],
+                **{k: ns[k] for k in ("loss", "replicas", "where", "python")},
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,54 @@
+"""A venv for the nodes of a several-host cluster, made without the network: its base is the
+nodes' own interpreter (so ``env/bin/python`` exists on every host once --pack-env ships it),
+its packages copied file by file from this kernel's environment (their installed RECORDs), and
+tony_jupyter copied in (venv-pack refuses an editable install)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+import tony_jupyter
+
+
+def closure(roots: list[str]) -> set[str]:
+    """``roots`` and everything they require here (markers for extras left out)."""
+    seen: set[str] = set()
+    todo = list(roots)
+    while todo:
+        name = re.split(r"[ ;<>=!~\[(]", todo.pop(), maxsplit=1)[0].lower().replace("_", "-")
+        if name in seen:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        seen.add(name)
+        todo += [r for r in dist.requires or [] if "extra ==" not in r]
+    return seen
+
+
+def build(root: Path, python: Path, roots: list[str]) -> Path:
+    venv = root / "venv"
+    subprocess.run([str(python), "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    for name in sorted(closure(roots)):
+        copy(name, site)
+    pkg = Path(tony_jupyter.__file__).parent
+    shutil.copytree(pkg, site / "tony_jupyter", ignore=shutil.ignore_patterns("__pycache__"))
+    return venv
+
+
+def copy(name: str, site: Path) -> None:
+    """Distribution ``name``'s installed files, as its RECORD lists them, into ``site``."""
+    dist = metadata.distribution(name)
+    for file in dist.files or []:
+        src = Path(dist.locate_file(file))
+        if ".." in file.parts or not src.is_file() or "__pycache__" in file.parts:
+            continue
+        dest = site / file
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest)

@@ -1,0 +1,80 @@
+"""Error paths of the several-host devcluster that need no daemon: not root, a crashed `up`'s
+leftovers, `exec` to a host that does not exist or on a one-host cluster. Each checks the
+message and that nothing is left."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import psutil
+import pytest
+
+from tony_jupyter.devcluster import DevCluster, DevClusterError, netns
+from tony_jupyter.devcluster.cli import main
+from tony_jupyter.devcluster.hosts import Hosts, Topology
+
+pytestmark = pytest.mark.hosts
+
+
+def test_up_hosts_without_root_says_why_and_makes_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    assert main(["up", "--hosts", "--dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "`devcluster up --hosts` needs root" in err
+    assert "uid 1000" in err and "sudo -E" in err
+    assert list(tmp_path.iterdir()) == []
+    assert netns.leftovers(Topology.for_dir(tmp_path)) == []
+
+
+def test_secure_with_hosts_is_refused_before_anything(tmp_path):
+    with pytest.raises(DevClusterError, match="--hosts together with --secure is not supported"):
+        DevCluster(tmp_path, security=True, hosts=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_exec_on_a_one_host_cluster_is_refused(tmp_path, capsys):
+    assert main(["exec", "--dir", str(tmp_path), "edge", "--", "true"]) == 1
+    assert "runs on this machine's own host, not on several" in capsys.readouterr().err
+
+
+def test_up_after_a_crash_clears_what_the_earlier_one_left(tmp_path):
+    """A crashed `up`: namespaces, links and a process on a host survive it. The next `up`
+    (netns.create) removes them before making its own; `down` removes those."""
+    plan = Hosts.plan(tmp_path, [tmp_path])
+    topology = plan.topology
+    netns.create(topology, len(plan.keep))
+    try:
+        left = subprocess.Popen(plan.command("worker1", ["sleep", "300"]), start_new_session=True)
+        deadline = time.monotonic() + 10
+        while left.pid not in netns.pids(f"{topology.prefix}-worker1"):
+            assert time.monotonic() < deadline, "the sleep never entered worker1"
+            time.sleep(0.05)
+        # ... `up` crashes here; the next one starts:
+        netns.create(topology, len(plan.keep))
+        left.wait(timeout=10)  # killed (and reaped by netns.destroy, which waits for it)
+        assert not psutil.pid_exists(left.pid)
+        found = netns.leftovers(topology)
+        assert sorted(x for x in found if x.startswith("netns ")) == [
+            f"netns {topology.prefix}-{h}" for h in ("edge", "master", "worker1", "worker2")
+        ]
+        assert not [x for x in found if x.startswith("process ")]
+    finally:
+        DevCluster(tmp_path).down()
+    assert netns.leftovers(topology) == []
+    assert not [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if topology.prefix in " ".join(p.info["cmdline"] or [])
+    ]
+
+
+def test_exec_without_root_says_why(tmp_path, monkeypatch, capsys):
+    plan = Hosts.plan(tmp_path, [tmp_path])
+    (tmp_path / "cluster.json").write_text(json.dumps({"hosts": plan.to_json()}))
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    assert main(["exec", "--dir", str(tmp_path), "edge", "--", "true"]) == 1
+    err = capsys.readouterr().err
+    assert "`devcluster exec` needs root" in err and "uid 1000" in err
+    assert netns.leftovers(plan.topology) == []
