@@ -138,13 +138,8 @@ class DevCluster:
 
     @property
     def hadoop_version(self) -> str:
-        """The running cluster's Hadoop release, else the one `up` would start:
-        ``$TONY_JUPYTER_DEVCLUSTER_HADOOP_VERSION``, else the pinned one."""
-        return str(
-            _state(self.dir).get("hadoop_version")
-            or os.environ.get(maven.VERSION_ENV)
-            or maven.HADOOP_VERSION
-        )
+        """The running cluster's Hadoop release, else the one `up` would start."""
+        return str(_state(self.dir).get("hadoop_version") or maven.version_to_start())
 
     @property
     def java_home(self) -> Path:
@@ -267,9 +262,7 @@ class DevCluster:
         if self._refuse_other_running() and self.is_running():
             log.info("devcluster already running in %s", self.dir)
             return
-        daemons.clear_pid_files(
-            self,
-        )
+        daemons.clear_pid_files(self)
         java_home = preflight.find_java_home()
         preflight.check_java(java_home)
         preflight.check_disk(self.dir)
@@ -279,7 +272,7 @@ class DevCluster:
         if not self.layout.hosts:  # on hosts every port is the namespaces' own
             preflight.check_ports(self.layout.all_ports())
         log.info("resolving Hadoop %s jars through Maven", self.hadoop_version)
-        version = os.environ.get(maven.VERSION_ENV) or maven.HADOOP_VERSION
+        version = maven.version_to_start()
         maven.resolve_jars("pom.xml", self.layout.lib, java_home, version=version)
         maven.resolve_jars("apps-pom.xml", self.layout.apps, java_home, version=version)
         state = {

@@ -37,6 +37,11 @@ HADOOP_VERSION = _pinned_version()
 VERSION_ENV = "TONY_JUPYTER_DEVCLUSTER_HADOOP_VERSION"
 
 
+def version_to_start() -> str:
+    """``$TONY_JUPYTER_DEVCLUSTER_HADOOP_VERSION``, else the pinned release."""
+    return os.environ.get(VERSION_ENV) or HADOOP_VERSION
+
+
 def _pom_for(pom_name: str, version: str) -> str:
     return re.sub(
         r"<hadoop\.version>[^<]+</hadoop\.version>",

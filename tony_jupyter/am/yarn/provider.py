@@ -315,13 +315,8 @@ class YarnProvider(Provider):
 
     def _context(self, launch: Launch, c):
         J = self.J
-        if launch.spare:  # its own one-time secret for the warm AM (spares.py)
-            env = {
-                **self.spares.spare_env(launch),
-                **self.spares.launch_env(str(c.getId().toString())),
-            }
-        else:
-            env = self.task_env(launch, c)
+        cid = str(c.getId().toString())
+        env = self.spares.spare_env(launch, cid) if launch.spare else self.task_env(launch, c)
         tokens = self.creds.container_tokens() if self.creds is not None else None
         jenv = J.HashMap()
         for k, v in env.items():

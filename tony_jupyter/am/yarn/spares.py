@@ -91,12 +91,13 @@ class SparePool:
                 launch = Launch(t, f"spare:{self.count}", 0, dict(env), spare=True)
                 self.provider.request(launch)
 
-    def spare_env(self, launch: Launch) -> dict[str, str]:
-        """A spare container's environment: its GPUs' devices are set before its executor
-        imports the framework, as a task's in it will be (the same container, the same GPUs)."""
+    def spare_env(self, launch: Launch, cid: str) -> dict[str, str]:
+        """Spare container ``cid``'s environment: its own one-time secret for this AM, and its
+        GPUs' devices set before its executor imports the framework, as a task's in it will be
+        (the same container, the same GPUs)."""
         if launch.gpus:
             launch.env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, launch.gpus))
-        return launch.env
+        return {**launch.env, **self.launch_env(cid)}
 
     def _imports_alike(self, spare: Launch, env: dict[str, str]) -> bool:
         """Whether a task with ``env`` would have imported its framework as the spare did."""
