@@ -30,7 +30,7 @@ def plan(executors: int, spec_json: str = "") -> list[tuple[str, dict[str, str]]
     from .main import executor_env
 
     spec = JobSpec.from_json(spec_json)
-    task_env = executor_env("", spec, "", "", Path("."))
+    task_env = executor_env("", spec, "", Path("."))
     common = {**warm.at_start(task_env), **loadenv.at_import(task_env)}
     framework = "" if spec.procs_per_task > 1 or spec.elastic else spec.framework
     out = []

@@ -259,7 +259,7 @@ def serve(argv: list[str]) -> int:
             env[name] = os.environ[name]
     # What a framework reads as it loads, as the template's tasks will have it (its spare
     # executors import the framework under it).
-    env.update(loadenv.at_import(executor_env("", template, "", "", job_dir)))
+    env.update(loadenv.at_import(executor_env("", template, "", job_dir)))
     pool.ask(template, env)
     # What the AM imports once it has its job, imported while idle: handed a job, the event
     # loop that answers the spare executors would otherwise stall on them (~0.5 s measured).
