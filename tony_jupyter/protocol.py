@@ -185,16 +185,21 @@ class JobSnapshot(Record):
     chief: str | None = None
     tasks: tuple[TaskView, ...] = ()
     schema_version: int = SCHEMA_VERSION
+    # The job has ended but its AM is still writing its history entry (am/history.py): it is
+    # reported ended only once that entry is complete where the cluster keeps it.
+    history_pending: bool = False
 
     @property
     def terminal(self) -> bool:
-        return self.state in TERMINAL_JOB_STATES
+        return self.state in TERMINAL_JOB_STATES and not self.history_pending
 
     @property
     def settled(self) -> bool:
-        """The job has ended and the AM has seen every task's process end."""
-        return self.state in (JobState.SUCCEEDED, JobState.FAILED, JobState.KILLED) and all(
-            t.state in DONE_TASK_STATES for t in self.tasks
+        """The job has ended, its history is kept, and the AM has seen every task's end."""
+        return (
+            self.state in (JobState.SUCCEEDED, JobState.FAILED, JobState.KILLED)
+            and not self.history_pending
+            and all(t.state in DONE_TASK_STATES for t in self.tasks)
         )
 
     def task(self, task_id: str | None) -> TaskView | None:

@@ -95,6 +95,10 @@ export interface JobSnapshot {
    * the protocol's schema version (tony_jupyter.protocol.SCHEMA_VERSION)
    */
   schema_version?: number;
+  /**
+   * the job has ended but its AM is still writing its history entry: it is reported ended once that is complete
+   */
+  history_pending?: boolean;
 }
 /**
  * One failed attempt in JobSnapshot.attempts (Coordinator.attempt_history).

@@ -87,6 +87,7 @@ class Coordinator:
         self.result: dict | None = None
         self.started_at = clock()
         self.finished_at: float | None = None
+        self.history_kept = False  # ended jobs are reported so only once this is (main.py)
         self.cluster_spec: dict[str, list[str]] | None = None
         self.attempt_started = 0.0
         self.chief_done_at: float | None = None
@@ -382,7 +383,8 @@ class Coordinator:
 
     def write_status(self) -> None:
         tmp = self.job_dir / "status.json.tmp"
-        tmp.write_text(json.dumps(self.snapshot_json(), indent=1))
+        # the file is read once the AM is gone, when the history is kept (or never will be)
+        tmp.write_text(json.dumps({**self.snapshot_json(), "history_pending": False}, indent=1))
         tmp.replace(self.job_dir / "status.json")
 
     # --- views ------------------------------------------------------------------------------

@@ -170,6 +170,9 @@ class AM:
             await loop.run_in_executor(None, self.provider.keep_history, self.job_dir)
         except Exception as e:  # noqa: BLE001 - the job's end never fails over its history
             print(f"tony-jupyter AM: history not kept: {e!r}", flush=True)
+        finally:  # now the job is reported ended (JobSnapshot.history_pending)
+            self.coordinator.history_kept = True
+            self.coordinator.changed()
 
     async def run(self) -> int:
         import asyncio

@@ -48,7 +48,8 @@ def entries(cluster: secure.Cluster) -> list[str]:
     path = history_root(cluster.conf.user)
     if st._call("listing", st.client.status, path, strict=False) is None:
         return []
-    return sorted(st._call("listing", st.client.list, path))
+    # a dot-name is an entry still being written (am/yarn/history.py renames it when whole)
+    return sorted(a for a in st._call("listing", st.client.list, path) if not a.startswith("."))
 
 
 def entry_record(cluster: secure.Cluster, app_id: str, root: Path | None = None) -> dict | None:
