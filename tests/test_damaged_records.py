@@ -21,7 +21,7 @@ from tornado import web
 from tony_jupyter import commands
 from tony_jupyter.errors import TonyError
 from tony_jupyter.job import TonyJob
-from tony_jupyter.launcher.history import open_job
+from tony_jupyter.launcher.history import all_jobs, open_job
 from tony_jupyter.server_ext.detail import job_detail
 from tony_jupyter.server_ext.jobs import ServerJobs
 from tony_jupyter.widgets import JobView, follow
@@ -101,7 +101,16 @@ def pristine(tmp_path_factory):
     return home, ok, failed
 
 
-def check_case(home: Path, victim: str, other: str, other_state: str, case: Damage) -> None:
+def check_case(
+    home: Path, victim: str, other: str, other_state: str, case: Damage, state_file="status.json"
+) -> None:
+    """Every reader survives; ``state_file``: where the listing reads the victim's state."""
+    row = next(r for r in all_jobs().rows if r["job_id"] == victim)
+    if row["state"] == "UNKNOWN" or (case.path == state_file and case.kind != "unreadable"):
+        # the entry's state could not be read: the listing says why and what to do
+        reason = row["reason"]
+        assert "damaged" in reason and state_file in reason and "remove" in reason, row
+        assert f"{victim}: {reason}" in commands.list_text()
     listed = commands.list_text()
     line = next((x for x in listed.splitlines() if x.startswith(other)), "")
     assert other_state in line, f"the other job's row: {line!r}\n{listed}"
@@ -116,10 +125,6 @@ def check_case(home: Path, victim: str, other: str, other_state: str, case: Dama
         survives(what, fn, victim)
     rows = server_views(home, victim)
     assert {other, victim} <= {r["job_id"] for r in rows}
-    row = next(r for r in rows if r["job_id"] == victim)
-    if row["state"] == "UNKNOWN" or (case.path == "status.json" and case.kind != "unreadable"):
-        # the entry's state could not be read: the listing says why and what to do
-        assert "damaged record: status.json" in row["reason"] and "remove" in row["reason"], row
 
 
 def test_no_damaged_file_of_a_local_job_breaks_a_command(pristine, tmp_path, monkeypatch):
