@@ -7,6 +7,8 @@ other job reads as before. The YARN module does the same to the history entries 
 from __future__ import annotations
 
 import asyncio
+import json
+import random
 import shutil
 import threading
 import time
@@ -19,11 +21,16 @@ from helpers.jobs import FAST, submit
 from tornado import web
 
 from tony_jupyter import commands
+from tony_jupyter.am.coordinator import Coordinator
+from tony_jupyter.am.provider import Provider
+from tony_jupyter.am.yarn import eventlog
 from tony_jupyter.errors import TonyError
 from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher.history import all_jobs, open_job
+from tony_jupyter.protocol import TERMINAL_JOB_STATES, JobSnapshot
 from tony_jupyter.server_ext.detail import job_detail
 from tony_jupyter.server_ext.jobs import ServerJobs
+from tony_jupyter.spec import JobSpec
 from tony_jupyter.widgets import JobView, follow
 
 SEED = 30
@@ -83,7 +90,9 @@ def server_views(home: Path, job_id: str) -> list[dict]:
     jobs = ServerJobs(jobs_home=str(home), threads=2)
     try:
         rows = asyncio.run(jobs.summaries())
-        survives("detail", lambda: job_detail(jobs.client(job_id)).to_json())
+        detail = survives("detail", lambda: job_detail(jobs.client(job_id)).to_json())
+        if isinstance(detail, dict) and detail["damaged"]:
+            assert "remove" in detail["damaged"], detail["damaged"]
         return rows
     finally:
         jobs.pool.shutdown()
@@ -151,3 +160,51 @@ def test_no_damaged_file_of_a_local_job_breaks_a_command(pristine, tmp_path, mon
     print(f"damaged-record fuzz: {tried} of {len(todo)} cases tried, {tried - len(broken)} passed")
     assert not broken, f"{len(broken)} of {tried} cases broke a command:\n" + "\n".join(broken[:8])
     assert tried == len(todo), f"only {tried} of {len(todo)} cases in {BUDGET_S} s"
+
+
+class _Provider(Provider):
+    def launch(self, task, task_id, attempt, env):
+        pass
+
+    def stop_task(self, task_id, attempt):
+        pass
+
+    def shutdown(self):
+        pass
+
+
+def test_a_new_am_recovers_from_a_damaged_event_log(pristine, tmp_path):
+    """The AM's recovery (a new YARN AM attempt) from a real job's event log, with a log batch
+    as the lost AM kept it, damaged at random bytes, with garbage and foreign records: it
+    takes over what is whole and starts the next attempt."""
+    src, _, failed = pristine
+    events = (src / "jobs" / failed / "events.jsonl").read_bytes()
+    log = {"seq": 99, "time": 1.0, "kind": "log", "task": "worker:0", "attempt": 1, "text": "x\n"}
+    whole = events + json.dumps(log).encode() + b"\n"
+    rnd = random.Random(SEED)
+    for n in range(200):
+        lines = whole.splitlines(keepends=True)
+        how = n % 4
+        if how == 0:  # torn at a byte
+            damage_lines = whole[: rnd.randrange(len(whole))]
+        elif how == 1:  # a line of garbage
+            lines.insert(rnd.randrange(len(lines)), bytes(rnd.randrange(256) for _ in range(40)))
+            damage_lines = b"".join(lines)
+        else:  # records of another shape
+            i = rnd.randrange(len(lines))
+            record = json.loads(lines[i])
+            key = rnd.choice(sorted(record))
+            record[key] = rnd.choice([None, [], {"k": 1}, "x", -1, True])
+            lines[i] = json.dumps(record).encode() + b"\n"
+            damage_lines = b"".join(lines)
+        d = tmp_path / f"am-{n}"
+        d.mkdir()
+        spec = JobSpec.from_json((src / "jobs" / failed / "spec.json").read_text())
+        c = Coordinator(failed, spec, d, _Provider(), {}, clock=lambda: 2.0)
+        try:
+            c.recover(eventlog.parse(damage_lines))
+            c.start()
+            assert c.state == "STARTING" or c.state in TERMINAL_JOB_STATES, c.state
+            assert JobSnapshot.checked(c.snapshot_json())
+        finally:
+            c.close()
