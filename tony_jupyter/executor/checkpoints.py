@@ -139,7 +139,7 @@ class CheckpointMirror:
         except Exception as e:  # HdfsError, or the connection's
             try:
                 self.client.delete(tmp)
-            except Exception:  # noqa: BLE001, S110 - the first error is the one to report
+            except Exception:  # noqa: BLE001 - the first error is the one to report
                 pass
             msg = quota.worded(dest, e)
             if msg:
