@@ -48,7 +48,9 @@ def _free_port() -> int:
 def _start_am(home: Path, tasks: int) -> tuple[subprocess.Popen, dict, Path]:
     d = home / "jobs" / f"tony_soak_{secrets.token_hex(3)}"
     d.mkdir(parents=True)
-    conf = "--conf tony.am.linger-sec=5 --conf tony.task.max-missed-heartbeats=30"
+    # Missed heartbeats: an hour's worth, so that a shared machine starving the simulator for
+    # a minute (it did, at load 35) does not end the job: memory over time is measured here.
+    conf = "--conf tony.am.linger-sec=5 --conf tony.task.max-missed-heartbeats=3600"
     _, spec = parse_job_args(f"--workers {tasks} --no-tensorboard --name soak {conf}")
     (d / "spec.json").write_text(spec.to_json())
     (d / "token").write_text(secrets.token_urlsafe(32))
@@ -87,7 +89,7 @@ def _ship_logs(url: str, token: str, tasks: int, lines_per_s: int, stop: threadi
             pass
 
 
-def _start_server(home: Path) -> tuple[subprocess.Popen | None, str, str]:
+def _start_server(home: Path, wait_s: float) -> tuple[subprocess.Popen | None, str, str]:
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, TONY_JUPYTER_HOME=str(home))
     env.pop("HADOOP_CONF_DIR", None)
@@ -107,7 +109,7 @@ def _start_server(home: Path) -> tuple[subprocess.Popen | None, str, str]:
         stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180  # its extensions take a while on a loaded machine
+    deadline = time.monotonic() + wait_s  # its extensions take a while on a loaded machine
     while time.monotonic() < deadline:
         try:
             requests.get(f"{base}/tony/api/jobs", params={"token": token}, timeout=5)
@@ -165,7 +167,7 @@ def run(ctx: Context) -> dict:
             stdout=subprocess.DEVNULL,
         )
         procs.append(follower)
-        server, base, stoken = _start_server(home)
+        server, base, stoken = _start_server(home, 60 if ctx.quick else 120)
         if server is not None:
             procs.append(server)
         threads = [
