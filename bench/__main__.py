@@ -49,6 +49,7 @@ PARTS = (
     "secure_startup",
     "history",
     "panel",
+    "soak",
 )
 
 

@@ -34,11 +34,17 @@ def list_text() -> str:
             (r["job_id"], r["name"], r["backend"], r["state"], attempt, _summary_elapsed(r), where)
         )
     notes = [f"({n})" for n in listing.notes]
+    # a damaged entry: what is wrong and what to do, under the table
+    notes += [f"{r['job_id']}: {r['reason']}" for r in rows_damaged(listing.rows)]
     if len(rows) == 1:
         return "\n".join(["no jobs yet", *notes])
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     return "\n".join([*(line.rstrip() for line in lines), *notes])
+
+
+def rows_damaged(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if str(r.get("reason") or "").startswith("damaged ")]
 
 
 def status_text(job_id: str) -> str:

@@ -80,6 +80,8 @@ class TonyJob:
                 self.set_final(snap)
             elif deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"job {self.job_id} still {snap.state} after {timeout} s")
+            elif snap.history_pending:
+                time.sleep(0.05)  # ended; the AM is keeping its history (the events answer now)
         self.done.wait()
         return self._final or self.client.snapshot()
 

@@ -20,8 +20,7 @@ from typing import Any, ClassVar
 from .records import Record
 
 SCHEMA_VERSION = 1
-# A job's id: local ids (tony_20250101_120000_abcdef) and YARN application ids; no dots, no
-# slashes (it names a directory), no more than a path segment can hold.
+# A job's id (local tony_20250101_120000_abcdef, YARN application ids): one path segment.
 JOB_ID = r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}"
 
 
@@ -187,17 +186,19 @@ class JobSnapshot(Record):
     chief: str | None = None
     tasks: tuple[TaskView, ...] = ()
     schema_version: int = SCHEMA_VERSION
+    # The job has ended but its AM is still writing its history entry (am/history.py): it is
+    # reported ended only once that entry is complete where the cluster keeps it.
+    history_pending: bool = False
 
     @property
     def terminal(self) -> bool:
-        return self.state in TERMINAL_JOB_STATES
+        return self.state in TERMINAL_JOB_STATES and not self.history_pending
 
     @property
     def settled(self) -> bool:
-        """The job has ended and the AM has seen every task's process end."""
-        return self.state in (JobState.SUCCEEDED, JobState.FAILED, JobState.KILLED) and all(
-            t.state in DONE_TASK_STATES for t in self.tasks
-        )
+        """The job has ended, its history is kept, and the AM has seen every task's end."""
+        done = all(t.state in DONE_TASK_STATES for t in self.tasks)
+        return self.terminal and self.state != JobState.LOST and done
 
     def task(self, task_id: str | None) -> TaskView | None:
         return next((t for t in self.tasks if t.id == task_id), None)

@@ -31,6 +31,21 @@ class Record:
                 kw[f.name] = _typed(hints[f.name], data[f.name])
         return cls(**kw)
 
+    @classmethod
+    def checked(cls: type[R], data: Any) -> R:
+        """:meth:`from_json` for what was read from a file another process wrote: a
+        ValueError naming the first value that is not of its field's type (a damaged file,
+        or one written by a version whose record differs), instead of a record that breaks
+        its readers later."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"not a {cls.__name__} record but a JSON {type(data).__name__}")
+        try:
+            rec = cls.from_json(data)
+        except (TypeError, ValueError, AttributeError, KeyError) as e:
+            raise ValueError(f"not a {cls.__name__} record: {e}") from None
+        _check(rec)
+        return rec
+
 
 _HINTS: dict[Any, dict[str, Any]] = {}  # a record class's field types: snapshots are read often
 
@@ -70,3 +85,49 @@ def _typed(hint: Any, value: Any) -> Any:
         except ValueError:
             return value  # a state a newer AM knows: shown as it is
     return value
+
+
+_SCALARS = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
+
+
+def _check(rec: Record) -> None:
+    hints = _hints(type(rec))
+    for f in fields(rec):  # type: ignore[arg-type]
+        _check_value(f"{type(rec).__name__}.{f.name}", hints[f.name], getattr(rec, f.name))
+
+
+def _check_value(where: str, hint: Any, value: Any) -> None:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return
+        inner = [a for a in args if a is not type(None)]
+        for i, a in enumerate(inner):
+            try:
+                return _check_value(where, a, value)
+            except ValueError:
+                if i == len(inner) - 1:
+                    raise
+        return
+    if origin in (tuple, list, dict):
+        if not isinstance(value, origin):
+            raise ValueError(f"{where} is a {type(value).__name__}, not a {origin.__name__}")
+        items = value.values() if origin is dict else value
+        element = args[-1] if args else Any
+        for v in items:
+            _check_value(where, element, v)
+        return
+    if isinstance(hint, type) and issubclass(hint, Record):
+        if not isinstance(value, hint):
+            raise ValueError(f"{where} is a {type(value).__name__}, not a {hint.__name__}")
+        return _check(value)
+    if isinstance(hint, type) and issubclass(hint, Enum):
+        if not isinstance(value, str):  # a state a newer version knows is still a string
+            raise ValueError(f"{where} is a {type(value).__name__}, not a {hint.__name__}")
+        return
+    ok = _SCALARS.get(hint)
+    wrong = ok is not None and not isinstance(value, ok)
+    if wrong or (hint is not bool and isinstance(value, bool)):  # True is an int to Python
+        raise ValueError(f"{where} is {value!r:.40}, not a {hint.__name__}")

@@ -40,6 +40,10 @@ class JobSections extends Widget {
     if (job.reason) {
       sections.push(el('div', { class: 'tony-job-reason' }, job.reason));
     }
+    if (detail.damaged && detail.damaged !== job.reason) {
+      // what of the job's record could not be read, and what to do (server_ext/detail.py)
+      sections.push(el('div', { class: 'tony-job-reason tony-job-damaged' }, detail.damaged));
+    }
     sections.push(
       el('h3', {}, 'Attempts'),
       timeline(detail.attempts, job.now || job.finished || 0)

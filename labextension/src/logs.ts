@@ -13,6 +13,8 @@ import { isTerminal } from './protocol';
 import type { LogChunk } from './protocol.gen';
 
 const LOG_FREQUENCY = { interval: 1000, backoff: true, max: 30000 };
+/** The tab keeps the log's last this many characters: a day-long job's log is not all held. */
+export const MAX_LOG_CHARS = 2 << 20;
 
 export interface ILogsOptions {
   jobId: string;
@@ -125,6 +127,7 @@ export class LogsView extends Widget {
     if (got.text) {
       const atBottom = this.node.scrollTop + this.node.clientHeight >= this.node.scrollHeight - 4;
       this.pre.append(got.text);
+      trimHead(this.pre, MAX_LOG_CHARS);
       if (atBottom) {
         this.node.scrollTop = this.node.scrollHeight;
       }
@@ -162,5 +165,14 @@ export class LogsTab extends MainAreaWidget<LogsView> {
 
   get jobId(): string {
     return this.content.jobId;
+  }
+}
+
+/** Drop the oldest text nodes of ``pre`` (whole chunks) until it holds at most ``max`` characters. */
+export function trimHead(pre: HTMLElement, max: number): void {
+  let length = pre.textContent?.length ?? 0;
+  while (length > max && pre.firstChild && pre.firstChild !== pre.lastChild) {
+    length -= pre.firstChild.textContent?.length ?? 0;
+    pre.removeChild(pre.firstChild);
   }
 }

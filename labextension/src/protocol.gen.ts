@@ -95,6 +95,10 @@ export interface JobSnapshot {
    * the protocol's schema version (tony_jupyter.protocol.SCHEMA_VERSION)
    */
   schema_version?: number;
+  /**
+   * the job has ended but its AM is still writing its history entry: it is reported ended once that is complete
+   */
+  history_pending?: boolean;
 }
 /**
  * One failed attempt in JobSnapshot.attempts (Coordinator.attempt_history).
@@ -190,6 +194,10 @@ export interface JobDetail {
    * whether the AM wrote the job's history entry (history.json)
    */
   history: boolean;
+  /**
+   * what of the job's record could not be read and what to do (launcher/damage.py); empty when nothing
+   */
+  damaged?: string;
 }
 /**
  * One attempt of a job on the job page's timeline (server_ext/detail.py): from the Coordinator's attempt events; the last attempt ends when the job did.

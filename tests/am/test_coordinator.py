@@ -218,7 +218,7 @@ def test_endpoint_keys_stay_in_the_recovery_log_and_a_new_am_recovers_them(tmp_p
     keys = {"key": "k" * 43, "path_key": "p" * 32}
     first.add_endpoint("tensorboard", "http://h:1/", keys)
     assert p.tracking == [("tensorboard", "http://h:1/", "p" * 32)]
-    public = json.dumps([first.snapshot().to_json(), first.events])
+    public = json.dumps([first.snapshot().to_json(), list(first.events)])
     first.close()
     public += (tmp_path / "am1" / "events.jsonl").read_text()
     assert "http://h:1/" in public and "k" * 43 not in public and "p" * 32 not in public
@@ -231,7 +231,7 @@ def test_endpoint_keys_stay_in_the_recovery_log_and_a_new_am_recovers_them(tmp_p
     second.recover(p.recorded)
     assert second.endpoints == {"tensorboard": "http://h:1/"}
     assert second.endpoint_keys == {"tensorboard": keys}
-    assert "k" * 43 not in json.dumps(second.events)  # the history goes on without them
+    assert "k" * 43 not in json.dumps(list(second.events))  # the history goes on without them
     assert second.events == first.events
 
 

@@ -1,13 +1,23 @@
 """The AM's side of an interactive session: a queue of cells that every tracked task runs,
-one at a time, in its own persistent namespace."""
+one at a time, in its own persistent namespace.
+
+Bounded for a long session: a cell's pushed names (``names``, as large as what the notebook
+pushes) are dropped once every task has taken the cell; the chiefs' values (``results``'
+``value`` and ``arrow``) of done cells are kept up to ``HELD_VALUES_BYTES`` in all, the newest
+first, and an older cell's are dropped past it (its view says so: ``dropped``). The cells' logs
+are on disk (``log_start``/``log_end`` are offsets into them), not held."""
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from ..protocol import DONE_CELL_STATES, TERMINAL_JOB_STATES, CellState, EventKind, JobState
 from .coordinator import Coordinator
+
+# The values of done cells the AM holds, in all: a re-attach or a retried fetch reads them.
+HELD_VALUES_BYTES = 64 << 20
+VALUE_KEYS = ("value", "arrow")
 
 
 @dataclass
@@ -24,6 +34,7 @@ class Cell:
     results: dict[str, dict] = field(default_factory=dict)  # task -> outcome
     log_start: dict[str, int] = field(default_factory=dict)  # task -> log offset at start
     log_end: dict[str, int] = field(default_factory=dict)
+    dropped: str | None = None  # why its values are no longer held (the session's bound)
 
     def view(self, with_value: bool = False) -> dict:
         d = asdict(self)
@@ -76,6 +87,9 @@ class CellQueue:
                     c.state = CellState.RUNNING
                     self.coord.emit(EventKind.CELL, cell=c.id, state=CellState.RUNNING)
                 c.log_start.setdefault(task_id, self._log_size(task_id))
+                if c.names and set(self.runners) <= set(c.log_start):
+                    names, c.names = c.names, ""  # every task has it: no more held here
+                    c = replace(c, names=names)  # this answer still carries them
                 return c
         return None
 
@@ -98,8 +112,24 @@ class CellQueue:
             )
             cell.finished = self.coord.clock()
             self.last_activity = cell.finished
+            self._bound_values()
             self.coord.emit(EventKind.CELL, cell=cell.id, state=cell.state)
         self.coord.changed()
+
+    def _bound_values(self) -> None:
+        """Drop the values of the oldest done cells past HELD_VALUES_BYTES (the newest kept)."""
+        held = 0
+        for c in reversed([c for c in self.cells if c.finished is not None]):
+            size = sum(len(str(r.get(k) or "")) for r in c.results.values() for k in VALUE_KEYS)
+            held += size
+            if size and held > HELD_VALUES_BYTES and c is not self.cells[-1]:
+                for r in c.results.values():
+                    for k in VALUE_KEYS:
+                        r.pop(k, None)
+                c.dropped = (
+                    f"its value is no longer held: the session keeps the values of its latest "
+                    f"cells up to {HELD_VALUES_BYTES >> 20} MiB in all"
+                )
 
     def command_for(self, task_id: str) -> dict | None:
         for c in self.cells:

@@ -22,6 +22,7 @@ from ..protocol import (
 )
 from ..spec import JobSpec
 from . import elastic, recovery, rules, views
+from .events import EventLog
 from .metrics import MetricLog
 from .provider import Provider
 from .recovery import ENDPOINT_SECRETS
@@ -80,7 +81,7 @@ class Coordinator:
         self.attempt = 0
         self.tasks: dict[str, Task] = {}
         self.attempt_history: list[dict] = []
-        self.events: list[dict] = []
+        self.events = EventLog(job_dir / "events.jsonl")  # the last ones in memory (events.py)
         self.endpoints: dict[str, str] = {}
         # An endpoint's credentials (TensorBoard's "key" and "path_key"): never in a snapshot or
         # in the events served or kept beside the job; only in YARN's recovery log (below).
@@ -89,6 +90,7 @@ class Coordinator:
         self.result: dict | None = None
         self.started_at = clock()
         self.finished_at: float | None = None
+        self.history_kept = False  # ended jobs are reported so only once this is (main.py)
         self.cluster_spec: dict[str, list[str]] | None = None
         self.attempt_started = 0.0
         self.chief_done_at: float | None = None
@@ -97,7 +99,6 @@ class Coordinator:
         self.metrics = MetricLog()  # each task's progress and resource use over time
         self.deadlines = rules.Deadlines()  # when each task's heartbeats are due
         (job_dir / "logs").mkdir(parents=True, exist_ok=True)
-        self._event_file = open(job_dir / "events.jsonl", "a", encoding="utf-8")  # noqa: SIM115
 
     # --- events ---------------------------------------------------------------------------
 
@@ -106,8 +107,6 @@ class Coordinator:
         in the job's staging directory, mode 700, beside the job token)."""
         event = Event(len(self.events), self.clock(), kind, data).to_json()
         self.events.append(event)
-        self._event_file.write(json.dumps(event) + "\n")
-        self._event_file.flush()
         self.provider.record_event({**event, **private} if private else event)
         self.changed()
         if kind is not EventKind.TASK or data.get("state") not in _STARTING_STATES:
@@ -117,10 +116,9 @@ class Coordinator:
     def keep_event(self, event: dict | None) -> None:
         """An event taken over from a lost AM (recovery.py), written unflushed; None flushes."""
         if event is None:
-            self._event_file.flush()
+            self.events.flush()
             return
-        self.events.append(event)
-        self._event_file.write(json.dumps(event) + "\n")
+        self.events.append(event, flush=False)
 
     def subscribe(self, notify, turns_only: bool = False) -> None:
         """Call ``notify()`` on every change (the AM's long-polls wait on it); ``turns_only``:
@@ -384,7 +382,8 @@ class Coordinator:
 
     def write_status(self) -> None:
         tmp = self.job_dir / "status.json.tmp"
-        tmp.write_text(json.dumps(self.snapshot_json(), indent=1))
+        # the file is read once the AM is gone, when the history is kept (or never will be)
+        tmp.write_text(json.dumps({**self.snapshot_json(), "history_pending": False}, indent=1))
         tmp.replace(self.job_dir / "status.json")
 
     # --- views ------------------------------------------------------------------------------
@@ -397,4 +396,4 @@ class Coordinator:
         return views.snapshot_json(self)
 
     def close(self) -> None:
-        self._event_file.close()
+        self.events.close()

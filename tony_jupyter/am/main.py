@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import warm
+from .. import quota, warm
 from ..protocol import TERMINAL_JOB_STATES, TOKEN_VERIFIER_FILE, ExecutorEnv, JobState
 from ..spec import JobSpec
 from . import history
@@ -175,7 +175,11 @@ class AM:
             history.write(self.job_dir, self.coordinator)
             await loop.run_in_executor(None, self.provider.keep_history, self.job_dir)
         except Exception as e:  # noqa: BLE001 - the job's end never fails over its history
-            print(f"tony-jupyter AM: history not kept: {e!r}", flush=True)
+            why = quota.worded(str(self.job_dir), e) or repr(e)
+            print(f"tony-jupyter AM: history not kept: {why}", flush=True)
+        finally:  # now the job is reported ended (JobSnapshot.history_pending)
+            self.coordinator.history_kept = True
+            self.coordinator.changed()
 
     async def run(self) -> int:
         import asyncio

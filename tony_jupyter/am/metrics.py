@@ -2,17 +2,23 @@
 (``progress()`` / ``report()``: step, loss, metrics) and its resource use (CPU %, resident
 memory, GPUs), one sample per heartbeat. Kept in the job's history (``metrics.json``).
 
-Bounded: past ``MAX_SAMPLES`` a series keeps every other sample and then takes one heartbeat
-in two (and so on), so a week-long job's series is as long as a minute-long one's, spread over
-the whole run at a coarser step.
+Bounded, downsampled as samples age: every sample of the last ``RECENT_S`` seconds is kept
+(at most ``RECENT_MAX`` of them); older ones go to a list of at most ``OLDER_MAX`` that, when
+full, drops every other sample of its older half. So the further back, the coarser: a day-long
+job's series holds its whole run in as many samples as a minutes-long one's, and its memory
+does not grow with time.
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import Any
 
-MAX_SAMPLES = 512
+RECENT_S = 300.0  # every sample this recent is kept...
+RECENT_MAX = 384  # ...up to this many (a fast heartbeat keeps the last minute or so)
+OLDER_MAX = 256
+MAX_SAMPLES = RECENT_MAX + OLDER_MAX
 PROGRESS_KEYS = ("step", "epoch", "batch")  # besides the numeric metrics
 
 
@@ -40,29 +46,35 @@ def _sample(t: float, progress: dict | None, resources: dict | None) -> dict[str
 
 
 class Series:
-    """One task's samples in one attempt."""
+    """One task's samples in one attempt, oldest first (``samples``)."""
 
-    def __init__(self, limit: int = MAX_SAMPLES):
-        self.limit = limit
-        self.samples: list[dict] = []
-        self.stride = 1  # keep one heartbeat in ``stride``
-        self.seen = 0
+    def __init__(self, recent_max: int = RECENT_MAX, older_max: int = OLDER_MAX):
+        self.recent: deque[dict] = deque()
+        self.older: list[dict] = []
+        self.recent_max, self.older_max = recent_max, older_max
 
     def add(self, sample: dict) -> None:
-        self.seen += 1
-        if (self.seen - 1) % self.stride:
-            return
-        self.samples.append(sample)
-        if len(self.samples) >= self.limit:
-            self.samples = self.samples[::2]
-            self.stride *= 2
+        self.recent.append(sample)
+        horizon = sample["t"] - RECENT_S
+        while self.recent and (len(self.recent) > self.recent_max or self.recent[0]["t"] < horizon):
+            self._age(self.recent.popleft())
+
+    def _age(self, sample: dict) -> None:
+        self.older.append(sample)
+        if len(self.older) > self.older_max:
+            half = len(self.older) // 2
+            self.older = self.older[:half:2] + self.older[half:]
+
+    @property
+    def samples(self) -> list[dict]:
+        return [*self.older, *self.recent]
 
 
 class MetricLog:
     """Every task's series, by attempt: ``{"<attempt>": {"<task>": [sample, ...]}}``."""
 
-    def __init__(self, limit: int = MAX_SAMPLES):
-        self.limit = limit
+    def __init__(self, recent_max: int = RECENT_MAX, older_max: int = OLDER_MAX):
+        self.recent_max, self.older_max = recent_max, older_max
         self.series: dict[tuple[int, str], Series] = {}
 
     def add(
@@ -70,11 +82,11 @@ class MetricLog:
     ) -> None:
         key = (attempt, task)
         if key not in self.series:
-            self.series[key] = Series(self.limit)
+            self.series[key] = Series(self.recent_max, self.older_max)
         self.series[key].add(_sample(t, progress, resources))
 
     def to_json(self) -> dict:
         out: dict[str, dict[str, list[dict]]] = {}
         for (attempt, task), s in sorted(self.series.items()):
-            out.setdefault(str(attempt), {})[task] = list(s.samples)
-        return {"max_samples": self.limit, "attempts": out}
+            out.setdefault(str(attempt), {})[task] = s.samples
+        return {"max_samples": self.recent_max + self.older_max, "attempts": out}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..protocol import Event, EventKind
+from ..protocol import Event, EventKind, JobState
 
 if TYPE_CHECKING:
     from .coordinator import Coordinator
@@ -17,6 +17,7 @@ def recover(c: Coordinator, events: list[dict]) -> None:
     """The lost AM's history, attempt number, endpoints, state and its tasks' logs.
     :meth:`Coordinator.start` then goes on with the next attempt (an attempt lost with its AM
     counts against --max-attempts for later failures)."""
+    events = [e for e in events if _whole(e)]
     for batch in (e for e in events if e["kind"] == EventKind.LOG):
         # A log batch the lost AM kept (see add_logs): %tony attach, the widget and
         # JobClient.logs show every attempt's logs, those of an attempt lost with its AM too.
@@ -46,3 +47,31 @@ def recover(c: Coordinator, events: list[dict]) -> None:
     c.keep_event(None)
     if c.events:
         c.started_at = c.events[0]["time"]
+
+
+# What recovery reads of each kind of event, and its types (None: may be absent): a record
+# without them (damaged, or written by another version) is skipped, not taken over.
+_OPT = (str, type(None))
+_FIELDS: dict[str, dict[str, type | tuple[type, ...]]] = {
+    EventKind.LOG: {"task": str, "attempt": int, "text": str},
+    EventKind.ATTEMPT: {"attempt": int, "task": _OPT, "reason": _OPT},
+    EventKind.ENDPOINT: {"name": str, "url": str, "key": _OPT, "path_key": _OPT},
+    EventKind.JOB: {"state": str, "reason": _OPT},
+}
+_KINDS = {k.value for k in EventKind}
+_STATES = {s.value for s in JobState}
+
+
+def _whole(e: object) -> bool:
+    if not isinstance(e, dict) or not isinstance(e.get("kind"), str) or e["kind"] not in _KINDS:
+        return False
+    if not isinstance(e.get("seq"), int) or not isinstance(e.get("time"), (int, float)):
+        return False
+    if e["kind"] == EventKind.JOB and not (
+        isinstance(e.get("state"), str) and e["state"] in _STATES
+    ):
+        return False
+    wanted = _FIELDS.get(e["kind"], {})
+    return all(
+        isinstance(e.get(k), t) and not isinstance(e.get(k), bool) for k, t in wanted.items()
+    )

@@ -10,7 +10,14 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from ..protocol import SCHEMA_VERSION, GpuUse, JobSnapshot, JobState, TaskView
+from ..protocol import (
+    SCHEMA_VERSION,
+    TERMINAL_JOB_STATES,
+    GpuUse,
+    JobSnapshot,
+    JobState,
+    TaskView,
+)
 
 if TYPE_CHECKING:
     from .coordinator import Coordinator
@@ -57,6 +64,7 @@ def snapshot_json(c: Coordinator) -> dict:
         "chief": c.spec.chief_id,
         "tasks": [task_json(t) for t in c.tasks.values()],
         "schema_version": SCHEMA_VERSION,
+        "history_pending": c.state in TERMINAL_JOB_STATES and not c.history_kept,
     }
 
 

@@ -17,10 +17,11 @@ import re
 import threading
 from pathlib import Path
 
-from .. import tokens
+from .. import quota, tokens
 
 SYNC_S = 0.5
 SKIP_PREFIX = "workertemp_"
+TMP = ".tony-tmp"  # a file being written (_write), never restored
 
 
 class CheckpointMirror:
@@ -41,6 +42,8 @@ class CheckpointMirror:
         count = 0
         for root, _, names in self.client.walk(self.remote):
             for name in names:
+                if name.endswith(TMP):
+                    continue  # a write that did not finish
                 rel = posixpath.relpath(posixpath.join(root, name), self.remote)
                 dest = self.local / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
@@ -125,7 +128,23 @@ class CheckpointMirror:
         return changed + len(gone)
 
     def _write(self, rel: str, data: bytes, st: tuple[int, int]) -> None:
-        self.client.write(f"{self.remote}/{rel}", data=data, overwrite=True)
+        """Written beside, then renamed: a write that fails (a quota reached) leaves the file
+        HDFS held before whole, for the next attempt to restore."""
+        dest = f"{self.remote}/{rel}"
+        tmp = posixpath.join(posixpath.dirname(dest), f".{posixpath.basename(dest)}{TMP}")
+        try:
+            self.client.write(tmp, data=data, overwrite=True)
+            self.client.delete(dest)
+            self.client.rename(tmp, dest)
+        except Exception as e:  # HdfsError, or the connection's
+            try:
+                self.client.delete(tmp)
+            except Exception:  # noqa: BLE001 - the first error is the one to report
+                pass
+            msg = quota.worded(dest, e)
+            if msg:
+                raise quota.QuotaError(msg) from None
+            raise
         self.sent[rel] = st
 
     @staticmethod

@@ -18,7 +18,7 @@ import secrets
 import shutil
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,8 @@ import requests
 
 from ..errors import BackendError, JobNotFoundError
 from ..protocol import TOKEN_VERIFIER_FILE, JobSnapshot, token_verifier
+from . import damage
+from .damage import DamagedRecordError
 
 
 def home() -> Path:
@@ -49,12 +51,26 @@ def new_job_id() -> str:
 class JobRecord:
     id: str
     dir: Path
+    # file name -> what is wrong with it (damage.py), as the files are read
+    damaged: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def read_json(self, name: str) -> dict | None:
+        """The file's JSON object; None when it is missing, or damaged (then in ``damaged``)."""
         try:
-            return json.loads((self.dir / name).read_text())
-        except (FileNotFoundError, json.JSONDecodeError):
+            return damage.read_json(self.dir / name)
+        except DamagedRecordError as e:
+            self.damaged[name] = e.why
             return None
+
+    def note_damage(self, name: str, why: str) -> None:
+        self.damaged[name] = why
+
+    def damage_note(self) -> str:
+        """What is damaged in the record, and what the user can do; "" when nothing is."""
+        if not self.damaged:
+            return ""
+        what = "; ".join(f"{n} {why}" for n, why in sorted(self.damaged.items()))
+        return f"damaged record: {what}; {damage.advice(self.dir)}"
 
     @property
     def token_path(self) -> Path:
@@ -66,7 +82,11 @@ class JobRecord:
 
     @property
     def token(self) -> str:
-        return self.token_path.read_text().strip()
+        try:
+            raw = damage.read_bytes(self.token_path)
+        except DamagedRecordError as e:
+            self.damaged["token"], raw = e.why, None
+        return (raw or b"").decode("ascii", errors="replace").strip()
 
     def write_token(self, token: str) -> None:
         """The token into :func:`token_store` (readable by the user only), its verifier into
@@ -90,14 +110,22 @@ def token_store(jobs: Path) -> Path:
     return d
 
 
+def is_job_dir(d: Path) -> bool:
+    """spec.json makes a directory a job (written last when staged); a directory the AM has
+    written its status or history into is one too, with its spec lost (shown as damaged)."""
+    if d.name.startswith("."):  # a record being copied here (history.adopt)
+        return False
+    return any((d / name).exists() for name in ("spec.json", "status.json", "history.json"))
+
+
 def list_jobs(root: Path | None = None) -> list[JobRecord]:
-    recs = [JobRecord(p.name, p) for p in jobs_dir(root).iterdir() if (p / "spec.json").exists()]
+    recs = [JobRecord(p.name, p) for p in jobs_dir(root).iterdir() if is_job_dir(p)]
     return sorted(recs, key=lambda r: r.id)
 
 
 def find_job(job_id: str) -> JobRecord:
     exact = jobs_dir() / job_id
-    if (exact / "spec.json").exists():
+    if is_job_dir(exact):
         return JobRecord(job_id, exact)
     matches = [r for r in list_jobs() if job_id in r.id]
     if len(matches) == 1:
@@ -198,10 +226,22 @@ class JobClient(ABC):
             snap = JobSnapshot.from_json(got)
             self._answered(snap)
             return snap
-        saved = self.record.read_json("status.json")
+        rec = self.record
+        saved = rec.read_json("status.json")
         if saved is not None:
-            return JobSnapshot.from_json(saved)
-        return self.lost_snapshot(self.record.read_json("spec.json") or {})
+            try:
+                return JobSnapshot.checked(saved)
+            except ValueError as e:
+                rec.note_damage("status.json", f"is not a job's status ({e})")
+        elif (rec.dir / "history.json").is_file():  # the AM kept the history: status was there
+            rec.note_damage("status.json", "is missing")
+        spec = rec.read_json("spec.json") or {}
+        try:
+            snap = JobSnapshot.checked(self.lost_snapshot(spec).to_json())
+        except ValueError as e:
+            rec.note_damage("spec.json", f"is not a job's spec ({e})")
+            snap = self.lost_snapshot({})
+        return replace(snap, reason=rec.damage_note()) if rec.damaged else snap
 
     def endpoint(self, name: str) -> dict | None:
         """``{"name", "url", "key"}``: where the job's endpoint ``name`` is and the key its guard
@@ -214,12 +254,11 @@ class JobClient(ABC):
             "GET", "events", timeout=timeout + 10, params={"since": since, "timeout": timeout}
         )
         if got is None:
-            lines = (
-                (self.record.dir / "events.jsonl").read_text().splitlines()
-                if (self.record.dir / "events.jsonl").exists()
-                else []
-            )
-            events = [json.loads(x) for x in lines[since:]]
+            try:
+                events = damage.read_lines(self.record.dir / "events.jsonl")[since:]
+            except DamagedRecordError as e:
+                self.record.note_damage("events.jsonl", e.why)
+                events = []
             return events, since + len(events)
         return got["events"], got["next"]
 
@@ -246,20 +285,20 @@ class JobClient(ABC):
         if not attempt:
             attempt = self.snapshot().attempt or 1
         path = self.record.dir / "logs" / f"attempt-{attempt}" / (task.replace(":", "-") + ".log")
-        if not path.exists():
-            return "", offset
-        data = b""
-        with open(path, "rb") as f:
-            # Not past the end: a seek to 2**62 is an OSError (the server's logs?offset=).
-            if offset < os.fstat(f.fileno()).st_size:
-                f.seek(offset)
-                data = f.read()
+        data = damage.read_from(path, offset)
         return data.decode("utf-8", errors="replace"), offset + len(data)
 
     def result(self) -> dict | None:
         """{'value': ..., 'pulled': {...}, 'missing': [...]} from the chief, or None."""
         got = self.call_am("GET", "result")
-        return decode_result(got.get("result") if got else self.record.read_json("result.json"))
+        if got:
+            return decode_result(got.get("result"))
+        saved = self.record.read_json("result.json")
+        try:
+            return decode_result(saved)
+        except Exception as e:  # noqa: BLE001 - whatever a damaged pickle raises
+            why = f"holds no result that can be read ({e!r:.80})"
+            raise DamagedRecordError(self.record.dir / "result.json", why) from None
 
     def kill(self, reason: str = "killed on request") -> bool:
         if self.call_am("POST", "kill", json={"reason": reason}) is not None:

@@ -24,7 +24,7 @@ from .. import retention
 from ..errors import JobNotFoundError, TonyError
 from ..numbers import shown
 from ..protocol import JOB_ID, JobSnapshot, JobState, JobSummary
-from .client import JobRecord, find_job, jobs_dir, list_jobs, pid_alive
+from .client import JobRecord, find_job, is_job_dir, jobs_dir, list_jobs, pid_alive
 from .clients import open_client
 
 SUMMARY_THREADS = 8
@@ -37,7 +37,8 @@ def cluster_configured() -> bool:
 
 def _am_alive(rec: JobRecord) -> bool:
     am = rec.read_json("am.json") or {}
-    return bool(am) and pid_alive(int(am.get("pid", 0)))
+    pid = am.get("pid")
+    return isinstance(pid, int) and pid > 0 and pid_alive(pid)
 
 
 def prune_local(
@@ -49,10 +50,10 @@ def prune_local(
     removed = []
     for rec in list_jobs(root):
         # an ended job's summary has the state and end time too, and is cached (one stat)
-        status: dict = _ended_summary(rec) or rec.read_json("status.json") or {}
+        status = _ended_summary(rec) or _final_status(rec) or {}
         finished = status.get("finished")
         if status.get("state") not in ENDED or not isinstance(finished, (int, float)):
-            continue  # running, or no final status: not an entry whose age is known
+            continue  # running, no final status, or a damaged one: an entry of unknown age
         if finished < cutoff and not _am_alive(rec):
             rec.remove()
             _ENDED.pop(rec.dir / "status.json", None)
@@ -79,15 +80,22 @@ def _ended_summary(rec: JobRecord) -> dict | None:
     hit = _ENDED.get(path)
     if hit is not None and hit[0] == stamp:
         return dict(hit[1])
-    status = rec.read_json("status.json")
-    if not status or status.get("state") not in ENDED:
+    status = _final_status(rec)
+    if status is None or status.get("state") not in ENDED:
         return None
-    try:
-        row = JobSummary.of(JobSnapshot.from_json(status)).to_json()
-    except (KeyError, TypeError, ValueError):
-        return None
+    row = JobSummary.of(JobSnapshot.checked(status)).to_json()
     _ENDED[path] = (stamp, row)
     return dict(row)
+
+
+def _final_status(rec: JobRecord) -> dict | None:
+    """status.json when it is a job's status; None when missing or damaged (the job's client
+    words the damage: local_summary)."""
+    status = rec.read_json("status.json")
+    try:
+        return JobSnapshot.checked(status).to_json() if status is not None else None
+    except ValueError:
+        return None
 
 
 def local_summary(rec: JobRecord) -> dict:
@@ -145,7 +153,7 @@ def open_job(job_id: str, root: Path | None = None) -> JobRecord:
         if root is None:
             return find_job(job_id)
         d = jobs_dir(root) / job_id
-        if (d / "spec.json").exists():
+        if is_job_dir(d):
             return JobRecord(job_id, d)
     except JobNotFoundError:
         if not cluster_configured():

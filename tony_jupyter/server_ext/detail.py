@@ -40,6 +40,7 @@ class JobDetail(Record):
     attempts: tuple[AttemptSpan, ...] = ()
     metrics: dict[str, dict[str, list[dict]]] = field(default_factory=dict)
     history: bool = False  # whether the AM wrote the job's history entry (history.json)
+    damaged: str = ""  # what of the record could not be read, and what to do (damage.py)
 
 
 def attempt_spans(snap: JobSnapshot, events: list[dict]) -> tuple[AttemptSpan, ...]:
@@ -82,11 +83,24 @@ def job_detail(client: JobClient) -> JobDetail:
     metrics = rec.read_json("metrics.json")
     if metrics is None and not snap.terminal:  # an older AM answers 404: no series yet
         metrics = client.call_am("GET", "metrics", none_on_404=True)
-    metrics = metrics or {}
+    series = (metrics or {}).get("attempts") or {}
+    if not _series_shaped(series):
+        rec.note_damage("metrics.json", "holds no metric series (another shape)")
+        series = {}
     return JobDetail(
         job=snap,
         spec=rec.read_json("spec.json") or {},
         attempts=attempt_spans(snap, events),
-        metrics=metrics.get("attempts") or {},
+        metrics=series,
         history=(rec.dir / "history.json").is_file(),
+        damaged=rec.damage_note(),
+    )
+
+
+def _series_shaped(series: Any) -> bool:
+    """``{"<attempt>": {"<task>": [{...}, ...]}}``, what the job page's charts read."""
+    return isinstance(series, dict) and all(
+        isinstance(tasks, dict)
+        and all(isinstance(s, list) and all(isinstance(x, dict) for x in s) for s in tasks.values())
+        for tasks in series.values()
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 from tornado import web
 
 from ..errors import TonyError
-from ..launcher.client import JobClient, JobRecord, jobs_dir, list_jobs
+from ..launcher.client import JobClient, JobRecord, is_job_dir, jobs_dir, list_jobs
 from ..launcher.clients import open_client
 from ..launcher.history import all_jobs, cluster_configured
 from ..protocol import JOB_ID, JobSnapshot, JobSummary
@@ -26,12 +26,12 @@ def record(job_id: str, root: Path | None = None, user: str | None = None) -> Jo
     if not _JOB_ID_RE.match(job_id):
         raise web.HTTPError(404, f"no job {job_id!r}")
     d = jobs_dir(root) / job_id
-    if not (d / "spec.json").is_file() and cluster_configured():
+    if not is_job_dir(d) and cluster_configured():
         try:  # a job of this user's submitted elsewhere: its record made here (history.py)
             adopt(job_id, root)
         except TonyError:
             pass
-    if not (d / "spec.json").is_file() or not _owned(JobRecord(job_id, d), user):
+    if not is_job_dir(d) or not _owned(JobRecord(job_id, d), user):
         raise web.HTTPError(404, f"no job {job_id!r}")
     return JobRecord(job_id, d)
 

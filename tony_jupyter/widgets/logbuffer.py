@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from collections import deque
 
+# A line past this many characters is cut (a progress bar redrawn with "\r" for a day is one
+# line): the buffer is bounded in characters, not only in lines.
+MAX_LINE_CHARS = 8192
+
 
 class LogBuffer:
-    def __init__(self, max_lines: int = 2000):
+    def __init__(self, max_lines: int = 2000, max_line_chars: int = MAX_LINE_CHARS):
         self.lines: deque[str] = deque(maxlen=max_lines)
+        self.max_line_chars = max_line_chars
         self.partial = ""  # text after the last newline: the task is mid-line
         self.total = 0  # lines ever seen, so the report can say "last 50 of 12,345"
 
@@ -16,10 +21,17 @@ class LogBuffer:
         if not text:
             return []
         *done, self.partial = (self.partial + text).split("\n")
-        done = [line.rstrip("\r") for line in done]
+        done = [self._cut(line.rstrip("\r")) for line in done]
+        self.partial = self._cut(self.partial)
         self.lines.extend(done)
         self.total += len(done)
         return done
+
+    def _cut(self, line: str) -> str:
+        if len(line) <= self.max_line_chars:
+            return line
+        keep = self.max_line_chars // 2
+        return f"{line[:keep]} [... {len(line) - 2 * keep} characters ...] {line[-keep:]}"
 
     def flush(self) -> list[str]:
         """End a pending partial line (the attempt or the job ended without a newline)."""

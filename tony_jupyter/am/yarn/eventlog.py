@@ -30,6 +30,21 @@ def am_attempt() -> int:
     return int(m.group(1)) if m else 1
 
 
+def parse(data: bytes) -> list[dict]:
+    """An event log's records, up to the first line that is not one: the last line of a file
+    whose writer died mid-batch, or damage (recovery.py checks each record's fields)."""
+    events = []
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            break
+        if not isinstance(event, dict):
+            break
+        events.append(event)
+    return events
+
+
 class EventLog:
     def __init__(self, fs, J, staging: str, attempt: int):
         self.fs, self.J, self.attempt = fs, J, attempt
@@ -49,14 +64,9 @@ class EventLog:
                 continue
             stream = self.fs.open(path)
             try:
-                text = bytes(stream.readAllBytes()).decode("utf-8", errors="replace")
+                events += parse(bytes(stream.readAllBytes()))
             finally:
                 stream.close()
-            for line in text.splitlines():
-                try:
-                    events.append(json.loads(line))
-                except json.JSONDecodeError:
-                    break  # the last line of a file whose writer died mid-batch
         return events
 
     def append(self, event: dict) -> None:

@@ -10,6 +10,7 @@ AM's final status, events, logs and result next to them once it sees the job end
 from __future__ import annotations
 
 import json
+import os
 import time
 
 from ...errors import BackendError
@@ -147,8 +148,10 @@ class YarnJobClient(JobClient):
         result = self.call_am("GET", "result")
         if result and result.get("result"):
             (d / "result.json").write_text(json.dumps(result["result"]))
-        # last: it marks the copy complete
-        (d / "status.json").write_text(json.dumps(snap.to_json()))
+        # last, whole or not at all: it marks the copy complete
+        tmp = d / f".status.json.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(snap.to_json()))
+        os.replace(tmp, d / "status.json")
 
     def _kill_without_am(self) -> bool:
         if (self.record.dir / "status.json").exists():

@@ -20,7 +20,9 @@ from pathlib import Path
 
 from ...errors import BackendError
 from ...protocol import JobState, JobSummary
+from .. import damage
 from ..client import JobRecord, home, jobs_dir
+from ..damage import DamagedRecordError
 from . import secure
 from .client import lost_snapshot
 from .rm import APP_TYPE
@@ -48,39 +50,73 @@ def entries(cluster: secure.Cluster) -> list[str]:
     path = history_root(cluster.conf.user)
     if st._call("listing", st.client.status, path, strict=False) is None:
         return []
-    return sorted(st._call("listing", st.client.list, path))
+    # a dot-name is an entry still being written (am/yarn/history.py renames it when whole)
+    return sorted(a for a in st._call("listing", st.client.list, path) if not a.startswith("."))
 
 
 def entry_record(cluster: secure.Cluster, app_id: str, root: Path | None = None) -> dict | None:
-    """The entry's history.json (cached here once read), or None when it cannot be read."""
+    """The entry's history.json (cached here once read); None when HDFS cannot be read now.
+    A damaged entry raises DamagedHistoryError."""
     cached = _cache_dir(root) / f"{app_id}.json"
     try:
-        return json.loads(cached.read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        pass
+        got = damage.read_json(cached)
+        if got is not None:
+            return got
+    except DamagedRecordError:  # read again from HDFS, and the cache written anew
+        shutil.rmtree(cached, ignore_errors=True)
+        cached.unlink(missing_ok=True)
     st = cluster.staging
-    path = f"{history_root(cluster.conf.user)}/{app_id}/history.json"
+    entry = f"{history_root(cluster.conf.user)}/{app_id}"
+    path = f"{entry}/history.json"
     try:
-        with st._call(f"reading {path}", st.client.read, path) as reader:
-            got = json.loads(reader.read())
-    except (BackendError, ValueError):
-        return None
+        data = st._call(f"reading {path}", _read_all, st.client, path)
+    except BackendError as e:
+        if st._call("reading", st.client.status, path, strict=False) is None:
+            raise DamagedHistoryError(entry, "has no history.json") from None
+        if "is a directory" in str(e).lower() or "not a file" in str(e).lower():
+            raise DamagedHistoryError(entry, "has a directory as its history.json") from None
+        return None  # HDFS cannot be read now: not the entry's fault
+    try:
+        got = json.loads(data)
+        JobSummary.checked(got["summary"])
+    except (ValueError, KeyError, TypeError) as e:
+        why = "is empty" if not data.strip() else f"is not a whole history record ({e!r:.60})"
+        raise DamagedHistoryError(entry, f"has a history.json that {why}") from None
     tmp = cached.with_suffix(f".{secrets.token_hex(3)}.tmp")
     tmp.write_text(json.dumps(got))
     tmp.replace(cached)
     return got
 
 
+def _read_all(client, path: str) -> bytes:
+    with client.read(path) as reader:  # the request is made here: inside Staging._call
+        return reader.read()
+
+
+class DamagedHistoryError(BackendError):
+    def __init__(self, entry: str, why: str):
+        self.entry = entry
+        super().__init__(
+            f"damaged history entry: {entry} {why} (its cluster stopped while it was written?); "
+            f"remove it to forget the job: hdfs dfs -rm -r {entry}"
+        )
+
+
 def remote_jobs(root: Path | None, known: set[str]) -> list[tuple[str, dict]]:
     """``("history" | "yarn", JobSummary JSON)`` for the user's jobs not in ``known``."""
     cluster = secure.connect()
     ids = [a for a in entries(cluster) if a not in known]
+
+    def summary(app_id: str) -> dict | None:
+        try:
+            rec = entry_record(cluster, app_id, root)
+        except DamagedHistoryError as e:  # listed as damaged, with what to do
+            return JobSummary(job_id=app_id, backend="yarn", reason=str(e)).to_json()
+        return JobSummary.checked(rec["summary"]).to_json() if rec else None
+
     with ThreadPoolExecutor(READ_THREADS) as pool:
-        records = list(pool.map(lambda a: entry_record(cluster, a, root), ids))
-    out = []
-    for rec in records:
-        if rec and isinstance(rec.get("summary"), dict):
-            out.append(("history", JobSummary.from_json(rec["summary"]).to_json()))
+        rows = list(pool.map(summary, ids))
+    out = [("history", row) for row in rows if row]
     _forget_pruned(root, set(ids) | known)
     seen = known | {row["job_id"] for _, row in out}
     for app in cluster.rm.apps(app_type=APP_TYPE):
@@ -124,8 +160,8 @@ def adopt(app_id: str, root: Path | None = None) -> JobRecord | None:
             for name in ("spec.json", "token"):
                 path = posixpath.join(st.job_dir(app_id), name)
                 st._call(f"reading {path}", st.client.download, path, str(tmp / name))
-        if not (tmp / "spec.json").exists():
-            return None
+        if not any((tmp / n).exists() for n in ("spec.json", "status.json", "history.json")):
+            return None  # not a job's entry (its spec, status and history are gone)
         tmp.chmod(0o700)
         token = tmp / "token"
         if not token.exists():
