@@ -24,8 +24,9 @@ import psutil
 import requests
 
 from bench.lib.common import REPO, Context, log
+from bench.lib.fake_provider import LAUNCHES
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import task_token
+from tony_jupyter.protocol import TOKEN_VERIFIER_FILE, token_verifier
 
 NAME = "soak"
 ABOUT = "AM, follower and server RSS over a long run at high step/metric/log/heartbeat rates"
@@ -53,7 +54,9 @@ def _start_am(home: Path, tasks: int) -> tuple[subprocess.Popen, dict, Path]:
     conf = "--conf tony.am.linger-sec=5 --conf tony.task.max-missed-heartbeats=3600"
     _, spec = parse_job_args(f"--workers {tasks} --no-tensorboard --name soak {conf}")
     (d / "spec.json").write_text(spec.to_json())
-    (d / "token").write_text(secrets.token_urlsafe(32))
+    token = secrets.token_urlsafe(32)
+    (d / "token").write_text(token)
+    (d / TOKEN_VERIFIER_FILE).write_text(token_verifier(token))  # what the AM knows of it
     am = subprocess.Popen(
         [sys.executable, "-m", "bench.lib.am_host", str(d)],
         cwd=REPO,
@@ -82,7 +85,7 @@ def _ship_logs(url: str, token: str, tasks: int, lines_per_s: int, stop: threadi
             s.post(
                 f"{url}/api/v1/executor/logs",
                 json={"task": task, "attempt": 1, "text": text},
-                headers={"Authorization": f"Bearer {task_token(token, task)}"},
+                headers={"Authorization": f"Bearer {token}"},  # the job's: any task's logs
                 timeout=10,
             )
         except requests.RequestException:
@@ -154,7 +157,7 @@ def run(ctx: Context) -> dict:
     out = d / "sim.json"
     try:
         sim = subprocess.Popen(
-            [sys.executable, "-m", "bench.lib.sim_executors", info["url"], token, "0"]
+            [sys.executable, "-m", "bench.lib.sim_executors", info["url"], str(d / LAUNCHES), "0"]
             + [str(tasks), str(seconds + 60), str(out), "stream"],
             cwd=REPO,
             env=dict(os.environ, TONY_HEARTBEAT_MS=str(beat_ms)),
