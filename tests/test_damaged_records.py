@@ -22,7 +22,7 @@ from tornado import web
 
 from tony_jupyter import commands
 from tony_jupyter.am.coordinator import Coordinator
-from tony_jupyter.am.provider import Provider
+from tony_jupyter.am.provider import Placement, Provider
 from tony_jupyter.am.yarn import eventlog
 from tony_jupyter.errors import TonyError
 from tony_jupyter.job import TonyJob
@@ -165,6 +165,9 @@ def test_no_damaged_file_of_a_local_job_breaks_a_command(pristine, tmp_path, mon
 class _Provider(Provider):
     def launch(self, task, task_id, attempt, env):
         pass
+
+    def placement(self, task_id, attempt):
+        return Placement("127.0.0.1")
 
     def stop_task(self, task_id, attempt):
         pass

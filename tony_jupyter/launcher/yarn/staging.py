@@ -59,10 +59,20 @@ class Staging:
 
     def delegation_token(self, renewer: str) -> str:
         """An HDFS delegation token (urlString) for the job's containers, renewable by the RM
-        (``renewer``), labelled for Hadoop's RPC client (tokens.py). From an HA pair, the
-        active NameNode's: its service is the nameservice's (``ha-hdfs:<ns>``)."""
+        (``renewer``), labelled for Hadoop's RPC client (tokens.py); from an HA pair, the
+        active NameNode's (its service is not yet the nameservice's ``ha-hdfs:<ns>``)."""
         ops = _TokenOps(";".join(self.address.urls), session=self.http, timeout=30)
-        r = self._call("getting a delegation token", ops._getdelegationtoken, "/", renewer=renewer)
+        try:
+            r = ops._getdelegationtoken("/", renewer=renewer)
+        except (requests.RequestException, HdfsError) as e:
+            why = (
+                transport.describe(e, self.address.urls[-1], self.http.verify)
+                if isinstance(e, requests.RequestException)
+                else (str(e).splitlines() or [type(e).__name__])[0]
+            )
+            raise BackendError(
+                f"could not get an HDFS delegation token from {self.address}: {why}"
+            ) from None
         if not (r.json() or {}).get("Token"):
             raise BackendError(
                 f"could not get an HDFS delegation token from {self.address}: {r.text[:300]}"
