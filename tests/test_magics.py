@@ -82,7 +82,7 @@ time.sleep(30)
     [
         ("--wrokers 2", "1", "unrecognized arguments: --wrokers"),
         ("--workers 0", "1", "at least one worker"),
-        ("--workers -2", "1", "cannot be negative"),
+        ("--workers -2", "1", "--workers: must be at least 0, got -2"),
         ("--memory 2x", "1", "malformed size '2x'"),
         ("--conf tony.worker.memroy=2g", "1", "did you mean tony.worker.memory?"),
         ("", "x = (\n", "syntax error in the cell at line 1"),

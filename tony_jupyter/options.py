@@ -32,8 +32,8 @@ def _count(flag: str):
     def parse(value: str) -> int:
         try:
             return numbers.whole(value, flag)
-        except SpecError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
+        except SpecError as e:  # argparse names the flag itself
+            raise argparse.ArgumentTypeError(str(e).removeprefix(f"{flag}: ")) from None
 
     return parse
 
@@ -42,8 +42,8 @@ def _seconds(flag: str):
     def parse(value: str) -> float:
         try:
             return numbers.seconds(value, flag)
-        except SpecError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
+        except SpecError as e:  # argparse names the flag itself
+            raise argparse.ArgumentTypeError(str(e).removeprefix(f"{flag}: ")) from None
 
     return parse
 
