@@ -174,7 +174,8 @@ def test_a_link_in_the_last_place_is_replaced_not_written_through(dirs):
 
 
 def pool(tmp_path) -> SparePool:
-    return SparePool(SimpleNamespace(keep_staging=False, shards=None), token="t")  # type: ignore[arg-type]
+    provider = SimpleNamespace(keep_staging=False, shards=None)
+    return SparePool(provider, verifier="0" * 64)  # type: ignore[arg-type]
 
 
 def b64(data: bytes) -> str:

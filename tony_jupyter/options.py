@@ -56,7 +56,9 @@ def _workers(value: str) -> int | tuple[int, int]:
     try:
         lo, hi = numbers.whole(low, "--workers MIN"), numbers.whole(high, "--workers MAX")
     except SpecError as e:
-        msg = f"--workers takes N or MIN:MAX (whole numbers, e.g. 2:4): {e}"
+        why = str(e).removeprefix("--workers ")
+        msg = "--workers takes N or MIN:MAX (whole numbers, e.g. 2:4), "
+        msg += f"not {numbers.shown(value)} ({why})"
         raise argparse.ArgumentTypeError(msg) from None
     if lo < 1 or hi < 1:
         raise argparse.ArgumentTypeError(f"--workers {value}: MIN and MAX must be at least 1")

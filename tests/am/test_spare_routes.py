@@ -7,7 +7,9 @@ routes close once the job is handed."""
 import asyncio
 import base64
 import json
+import tempfile
 import threading
+from pathlib import Path
 from types import SimpleNamespace
 
 from tornado import web
@@ -41,7 +43,8 @@ async def fetch(port, path, token=None, body=None, method=None):
 
 def scenario(test):
     async def run():
-        pool = SparePool(SimpleNamespace(lock=threading.Lock()), token_verifier(TOKEN))
+        provider = SimpleNamespace(lock=threading.Lock(), job_dir=Path(tempfile.mkdtemp()))
+        pool = SparePool(provider, token_verifier(TOKEN))
         pool.job = asyncio.get_running_loop().create_future()
         sockets = bind_sockets(0, "127.0.0.1")
         server = HTTPServer(router(pool, web.Application([])), max_body_size=200 << 20)

@@ -17,6 +17,10 @@ class FakeHdfs:
     def delete(self, path):
         self.files.pop(path, None)
 
+    def rename(self, src, dest):  # WebHDFS RENAME: refused when dest exists (deleted first)
+        assert dest not in self.files, dest
+        self.files[dest] = self.files.pop(src)
+
 
 def mirror(tmp_path: Path) -> tuple[CheckpointMirror, FakeHdfs]:
     m = CheckpointMirror.__new__(CheckpointMirror)

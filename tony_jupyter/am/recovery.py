@@ -65,7 +65,9 @@ _STATES = {s.value for s in JobState}
 def _whole(e: object) -> bool:
     if not isinstance(e, dict) or not isinstance(e.get("kind"), str) or e["kind"] not in _KINDS:
         return False
-    if not isinstance(e.get("seq"), int) or not isinstance(e.get("time"), (int, float)):
+    # Log batches are kept as add_logs writes them, without a sequence number or a time.
+    timed = isinstance(e.get("seq"), int) and isinstance(e.get("time"), (int, float))
+    if e["kind"] != EventKind.LOG and not timed:
         return False
     if e["kind"] == EventKind.JOB and not (
         isinstance(e.get("state"), str) and e["state"] in _STATES
