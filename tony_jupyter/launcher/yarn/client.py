@@ -121,7 +121,9 @@ class YarnJobClient(JobClient):
         self._url = None
 
     def lost_snapshot(self, spec: dict) -> JobSnapshot:
-        return lost_snapshot(self.info, spec, self._app or app_report(self.info))
+        if not ended(self._app):  # a report cached while it ran is stale once the AM is gone
+            self._app = app_report(self.info)
+        return lost_snapshot(self.info, spec, self._app)
 
     def _answered(self, snap: JobSnapshot) -> None:
         if snap.settled:
