@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import subprocess
 import sys
 import tempfile
@@ -21,11 +20,11 @@ from pathlib import Path
 import psutil
 import requests
 
+from bench.lib import am_host
 from bench.lib import before as before_lib
 from bench.lib.common import REPO, Context, log, pct
 from bench.lib.fake_provider import LAUNCHES
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import TOKEN_VERIFIER_FILE, token_verifier
 
 NAME = "am_scale"
 ABOUT = "the real AM under N simulated executors: CPU, RSS, heartbeat p50/p99, where it breaks"
@@ -48,22 +47,8 @@ def _start_am(n: int) -> tuple[subprocess.Popen, dict, Path]:
     # measured is the AM's cost per heartbeat and their latency, once all run.
     conf = "--conf tony.am.linger-sec=5 --conf tony.task.max-missed-heartbeats=30"
     _, spec = parse_job_args(f"--workers {n} --no-tensorboard {conf}")
-    (d / "spec.json").write_text(spec.to_json())
-    token = secrets.token_urlsafe(32)
-    (d / "token").write_text(token)
-    (d / TOKEN_VERIFIER_FILE).write_text(token_verifier(token))  # what the AM knows of it
-    am = subprocess.Popen(
-        [*_cores()[0], sys.executable, "-m", "bench.lib.am_host", str(d)],
-        cwd=REPO,
-        stdout=open(d / "am.log", "wb"),  # noqa: SIM115 - the child holds it
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 30
-    while not (d / "am.json").exists():
-        if am.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"bench AM did not start: {(d / 'am.log').read_text()[-2000:]}")
-        time.sleep(0.05)
-    return am, json.loads((d / "am.json").read_text()), d
+    am, info = am_host.launch(d, spec, _cores()[0])
+    return am, info, d
 
 
 def level(n: int, steady_s: float, mode: str = "stream", period_ms: int = 1000) -> dict:

@@ -8,7 +8,6 @@ figure that matters is the growth from the start (all tasks running) to the end.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -23,10 +22,10 @@ from pathlib import Path
 import psutil
 import requests
 
+from bench.lib import am_host
 from bench.lib.common import REPO, Context, log
 from bench.lib.fake_provider import LAUNCHES
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import TOKEN_VERIFIER_FILE, token_verifier
 
 NAME = "soak"
 ABOUT = "AM, follower and server RSS over a long run at high step/metric/log/heartbeat rates"
@@ -53,22 +52,8 @@ def _start_am(home: Path, tasks: int) -> tuple[subprocess.Popen, dict, Path]:
     # a minute (it did, at load 35) does not end the job: memory over time is measured here.
     conf = "--conf tony.am.linger-sec=5 --conf tony.task.max-missed-heartbeats=3600"
     _, spec = parse_job_args(f"--workers {tasks} --no-tensorboard --name soak {conf}")
-    (d / "spec.json").write_text(spec.to_json())
-    token = secrets.token_urlsafe(32)
-    (d / "token").write_text(token)
-    (d / TOKEN_VERIFIER_FILE).write_text(token_verifier(token))  # what the AM knows of it
-    am = subprocess.Popen(
-        [sys.executable, "-m", "bench.lib.am_host", str(d)],
-        cwd=REPO,
-        stdout=open(d / "am.log", "wb"),  # noqa: SIM115 - the child holds it
-        stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + 30
-    while not (d / "am.json").exists():
-        if am.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"bench AM did not start: {(d / 'am.log').read_text()[-2000:]}")
-        time.sleep(0.05)
-    return am, json.loads((d / "am.json").read_text()), d
+    am, info = am_host.launch(d, spec)
+    return am, info, d
 
 
 def _ship_logs(url: str, token: str, tasks: int, lines_per_s: int, stop: threading.Event):
