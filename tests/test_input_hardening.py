@@ -31,7 +31,7 @@ from tony_jupyter.options import parse_job_args
         ("--conf tony.worker.memory=" + "9" * 400 + "g", "tony.worker.memory: '9999999999999"),
         ("--workers \uff12", "--workers: expected a whole number (digits 0-9), got '\uff12'"),
         ("--workers " + "9" * 400, "--workers: expected a whole number (digits 0-9), got '999"),
-        ("--workers 1:\u0662", "--workers MAX: expected a whole number (digits 0-9)"),
+        ("--workers 1:\u0662", "(MAX: expected a whole number (digits 0-9), got '\u0662')"),
         ("--vcores 1_0", "--vcores: expected a whole number (digits 0-9), got '1_0'"),
         ("--conf tony.worker.instances=\uff12", "tony.worker.instances: expected a whole number"),
         ("--conf tony.worker.gpus=" + "9" * 20, "tony.worker.gpus: must be at most 2147483647"),
