@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from tony_jupyter.errors import SpecError
@@ -48,13 +50,13 @@ def test_defaults_are_one_worker_on_local():
 
 def test_json_round_trip():
     _, spec = parse_job_args("--workers 3 --ps 2 --pull a,b --conf tony.containers.envs=A=1,B=2")
-    again = JobSpec.from_json(spec.to_json())
+    again = JobSpec.from_json(spec.to_json(), json.loads(spec.env_json()))
     assert again == spec and again.env == (("A", "1"), ("B", "2"))
 
 
 def test_schema_version_mismatch_is_named():
     _, spec = parse_job_args("")
-    text = spec.to_json().replace('"schema_version": 1', '"schema_version": 99')
+    text = spec.to_json().replace('"schema_version": 2', '"schema_version": 99')
     with pytest.raises(SpecError, match="different tony-jupyter versions"):
         JobSpec.from_json(text)
 

@@ -35,7 +35,10 @@ def forwarded_env(environ=None) -> dict[str, str]:
     return {k: environ[k] for k in FORWARDED_ENV if environ.get(k)}
 
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: variables by name, their values in ENV_FILE
+# The values of a job's variables (spec.env): spec.json, the history and every API name them
+# only; the values are in this file beside spec.json (mode 600), for the AM, kept in no history.
+ENV_FILE = "env.json"
 
 # The order tasks are listed and launched in; custom types sort after these.
 KNOWN_TYPES = ("chief", "worker", "ps", "evaluator")
@@ -134,10 +137,35 @@ class JobSpec:
         return type_ not in self.untracked
 
     def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True)
+        """The spec as records and APIs keep it: its variables by name; values: env_json()."""
+        d = dataclasses.asdict(self)
+        d["env"] = [name for name, _ in self.env]
+        return json.dumps(d, indent=1, sort_keys=True)
+
+    def env_json(self) -> str:
+        """The values of the spec's variables, for ENV_FILE."""
+        return json.dumps(dict(self.env), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> JobSpec:
+    def read(cls, job_dir: Path) -> JobSpec:
+        """The job's spec as its AM runs it: spec.json with its variables' values (ENV_FILE)."""
+        text = (job_dir / "spec.json").read_text()
+        path = job_dir / ENV_FILE
+        values = json.loads(path.read_text()) if path.exists() else {}
+        if not isinstance(values, dict):
+            raise SpecError(f"{path} is not a JSON object of variables; submit the job again")
+        spec = cls.from_json(text, values)
+        missing = sorted(set(json.loads(text)["env"]) - set(values))
+        if missing:
+            raise SpecError(
+                f"{path} has no value for {', '.join(missing)}, which the job's spec names: "
+                "the job's files are incomplete; submit it again"
+            )
+        return spec
+
+    @classmethod
+    def from_json(cls, text: str, env_values: dict[str, str] | None = None) -> JobSpec:
+        """A spec from spec.json; its variables as ``env_values`` has them (JobSpec.read)."""
         d = json.loads(text)
         if d.get("schema_version") != SCHEMA_VERSION:
             raise SpecError(
@@ -147,7 +175,8 @@ class JobSpec:
         d["tasks"] = tuple(TaskSpec(**t) for t in d["tasks"])
         for k in ("untracked", "pull", "other_namenodes"):
             d[k] = tuple(d.get(k, ()))
-        d["env"] = tuple(tuple(p) for p in d["env"])
+        values = env_values or {}
+        d["env"] = tuple((name, str(values[name])) for name in d["env"] if name in values)
         return cls(**d)
 
 

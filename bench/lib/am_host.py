@@ -17,7 +17,7 @@ from bench.lib.common import REPO
 from bench.lib.fake_provider import FakeProvider
 from tony_jupyter.am.main import AM
 from tony_jupyter.protocol import TOKEN_VERIFIER_FILE, token_verifier
-from tony_jupyter.spec import JobSpec
+from tony_jupyter.spec import ENV_FILE, JobSpec
 
 
 def launch(
@@ -26,6 +26,7 @@ def launch(
     """Start this AM on job directory ``d`` (``spec``, a fresh job token and its verifier, as
     a launcher writes them), behind ``prefix`` (e.g. taskset); its process and am.json."""
     (d / "spec.json").write_text(spec.to_json())
+    (d / ENV_FILE).write_text(spec.env_json())
     token = secrets.token_urlsafe(32)
     (d / "token").write_text(token)
     (d / TOKEN_VERIFIER_FILE).write_text(token_verifier(token))  # what the AM knows of it

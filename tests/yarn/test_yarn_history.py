@@ -72,6 +72,34 @@ def test_a_job_is_listed_opened_and_read_from_another_home(
     assert hist["cell_sha256"] and hist["spec"]["name"] == "histyarn"
 
 
+def test_an_entry_is_its_users_only_and_keeps_the_variables_names_not_their_values(
+    shell, tony_home, yarn_cluster, cluster
+):
+    """Issue 28, finding 6: a variable's value reaches the tasks; the entry (700, its files 600,
+    under a root of 700) names the variable and holds no value."""
+    secret = "s3cret-4b7e91"
+    line = f"--workers 2 {FAST} --conf tony.containers.envs=API_KEY={secret}"
+    assert shell.run_cell_magic("tony", line, "import os\nos.environ['API_KEY']") == secret
+    (rec,) = list_jobs()
+    cluster.wait_app_end(rec.id)
+    root = history_root(getpass.getuser())
+    entry = f"{root}/{rec.id}"
+
+    def mode(path: str) -> str:
+        return hdfs(yarn_cluster, "GETFILESTATUS", path).json()["FileStatus"]["permission"]
+
+    assert mode(root) == "700" and mode(entry) == "700"
+    listed = hdfs(yarn_cluster, "LISTSTATUS", entry).json()["FileStatuses"]["FileStatus"]
+    files = [s["pathSuffix"] for s in listed if s["type"] == "FILE"]
+    assert "spec.json" in files and "env.json" not in files
+    assert {s["permission"] for s in listed} == {"600", "700"}, listed
+    for name in files:
+        body = hdfs(yarn_cluster, "OPEN", f"{entry}/{name}").content
+        assert secret.encode() not in body, name
+    spec = json.loads(hdfs(yarn_cluster, "OPEN", f"{entry}/spec.json").content)
+    assert spec["env"] == ["API_KEY"]
+
+
 def test_retention_on_hdfs_removes_old_entries_and_nothing_else(
     shell, tony_home, monkeypatch, yarn_cluster, cluster
 ):

@@ -20,7 +20,7 @@ from typing import Any
 
 from .. import quota, warm
 from ..protocol import TERMINAL_JOB_STATES, TOKEN_VERIFIER_FILE, ExecutorEnv, JobState
-from ..spec import JobSpec
+from ..spec import ENV_FILE, JobSpec
 from . import history
 from .coordinator import Coordinator
 from .local import LocalProvider
@@ -88,7 +88,7 @@ class AM:
         listening: tuple | None = None,
     ):
         self.job_dir = job_dir
-        self.spec = JobSpec.from_json((job_dir / "spec.json").read_text())
+        self.spec = JobSpec.read(job_dir)
         self.verifier = job_token_verifier(job_dir)
         self.job_id = os.environ.get("TONY_JOB_ID") or job_dir.name
         self.provider, self.host = provider, host
@@ -173,6 +173,7 @@ class AM:
             await asyncio.sleep(0.05)  # the exits the drain caused
             self.coordinator.write_status()
             history.write(self.job_dir, self.coordinator)
+            (self.job_dir / ENV_FILE).unlink(missing_ok=True)  # the job's record keeps names
             await loop.run_in_executor(None, self.provider.keep_history, self.job_dir)
         except Exception as e:  # noqa: BLE001 - the job's end never fails over its history
             why = quota.worded(str(self.job_dir), e) or repr(e)

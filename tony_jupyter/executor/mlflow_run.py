@@ -38,7 +38,7 @@ def spec_params(spec: dict) -> dict[str, str]:
                     if field != "type":
                         params[f"{task['type']}.{field}"] = str(v)
         elif key == "env":
-            params["env"] = ",".join(sorted(name for name, _ in value))
+            params["env"] = ",".join(sorted(p[0] if isinstance(p, list) else p for p in value))
         elif isinstance(value, (list, tuple, dict)):
             params[key] = json.dumps(value)
         else:

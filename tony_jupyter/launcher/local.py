@@ -17,7 +17,7 @@ from .. import hostenv, shards, srcdir
 from ..bundle import Bundle
 from ..errors import BackendError, SpecError
 from ..protocol import JobSnapshot
-from ..spec import JobSpec
+from ..spec import ENV_FILE, JobSpec
 from . import spare as spare_am
 from .client import JobClient, JobRecord, jobs_dir, new_job_id, pid_alive
 
@@ -51,6 +51,8 @@ def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRe
             srcdir.copy_into(bundle.src, d / SRC_DIR)
             meta["src"] = bundle.src.meta()
         (d / "bundle.json").write_text(json.dumps(meta))
+        (d / ENV_FILE).touch(mode=0o600)  # the variables' values, the AM's only
+        (d / ENV_FILE).write_text(spec.env_json())
         # spec.json last: its presence is what makes the directory a job (see list_jobs).
         (d / "spec.json").write_text(spec.to_json())
     except BaseException:

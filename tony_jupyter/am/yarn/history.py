@@ -1,5 +1,6 @@
 """The job's history entry on HDFS: ``/user/<user>/.tony-jupyter/history/<application id>/``,
-beside the staging directories (so mode 700 like them), written by the AM through the Hadoop
+beside the staging directories, readable by the user only (the root and each entry 700, the
+entry's files 600, whatever the NameNode's umask), written by the AM through the Hadoop
 FileSystem it already holds (its delegation tokens on a secure cluster) before it deletes
 staging, so any host the user works from can list and open the job after the AM is gone.
 
@@ -43,16 +44,26 @@ def save(fs, J, staging: str, app_id: str, job_dir: Path) -> str:
     dest = J.Path(root, app_id)
     local = gather(job_dir)
     fs.mkdirs(root)
+    fs.setPermission(root, J.FsPermission("700"))  # also a root an older version made 755
     try:
         if fs.exists(dest):
             fs.delete(dest, True)
         fs.copyFromLocalFile(False, True, J.Path(str(local)), dest)
+        owner_only(fs, J, dest)
     finally:
         shutil.rmtree(local, ignore_errors=True)
     board = J.Path(staging.rstrip("/") + "/tensorboard")  # the chief's event files
     if fs.exists(board):
         fs.rename(board, J.Path(dest, "tensorboard"))
     return str(dest.toString())
+
+
+def owner_only(fs, J, entry) -> None:
+    """The entry and its files (not each log below logs/: the entry's 700 already closes them)
+    readable by their owner only; a few calls whatever the number of tasks."""
+    fs.setPermission(entry, J.FsPermission("700"))
+    for st in fs.listStatus(entry):
+        fs.setPermission(st.getPath(), J.FsPermission("700" if st.isDirectory() else "600"))
 
 
 def prune(fs, J, staging: str, keep_days: float, now: float | None = None) -> list[str]:

@@ -116,6 +116,7 @@ class Classes:
         self.ArrayList = c("java.util.ArrayList")
         self.URI = c("java.net.URI")
         self.Path = c("org.apache.hadoop.fs.Path")
+        self.FsPermission = c("org.apache.hadoop.fs.permission.FsPermission")
         # Secure clusters: the job's delegation tokens (credentials.py).
         self.UserGroupInformation = c("org.apache.hadoop.security.UserGroupInformation")
         self.Credentials = c("org.apache.hadoop.security.Credentials")

@@ -243,7 +243,7 @@ def serve(argv: list[str]) -> int:
     args = p.parse_args(argv)
     job_dir = args.job_dir.resolve()
     verifier = (job_dir / TOKEN_VERIFIER_FILE).read_text().strip()
-    template = JobSpec.from_json((job_dir / "spec.json").read_text())
+    template = JobSpec.read(job_dir)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((listen_host(args.host, args.advertise), 0))

@@ -18,7 +18,7 @@ from ... import retention, shards
 from ...bundle import Bundle
 from ...errors import BackendError
 from ...protocol import TOKEN_VERIFIER_FILE, ExecutorEnv, token_verifier
-from ...spec import JobSpec
+from ...spec import ENV_FILE, JobSpec
 from . import packenv, secure
 from .conf import HadoopConf
 from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
@@ -28,6 +28,9 @@ AM_START_TIMEOUT_S = 180.0
 # Files every executor localizes too (spec.json: the chief's MLflow run logs it); the token's
 # verifier and resources only the AM needs.
 EXECUTOR_FILES = ("cell.py", "names.pkl", "bundle.json", "spec.json")
+# Readable on HDFS by the job's user only (the AM's container is given the verifier, not the
+# token; the token stays in staging for a record recovered from the RM).
+PRIVATE_FILES = ("token", TOKEN_VERIFIER_FILE, ENV_FILE)
 SRC_NAME = "src"  # the shipped directory, an ARCHIVE each executor localizes (executor/cell.py)
 
 
@@ -48,6 +51,7 @@ def bundle_files(spec: JobSpec, bundle: Bundle, argv: list[str] | None, token: s
         meta["shards"], shard_files = shards.staged(bundle.shards)
     return {
         "spec.json": spec.to_json().encode(),
+        ENV_FILE: spec.env_json().encode(),  # the AM's only (600), never in the history
         "token": token.encode(),  # on HDFS for a record recovered from the RM, never localized
         TOKEN_VERIFIER_FILE: token_verifier(token).encode(),  # what the AM is given instead
         "cell.py": bundle.source.encode(),

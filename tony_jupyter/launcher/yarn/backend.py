@@ -15,11 +15,18 @@ import time
 
 from ... import shards
 from ...bundle import Bundle
-from ...protocol import TOKEN_VERIFIER_FILE
 from ...spec import JobSpec
 from ..client import JobRecord, jobs_dir
 from . import packenv, secure, warm
-from .appmaster import SRC_NAME, am_context, bundle_files, cleanup, executor_file, wait_for_am
+from .appmaster import (
+    PRIVATE_FILES,
+    SRC_NAME,
+    am_context,
+    bundle_files,
+    cleanup,
+    executor_file,
+    wait_for_am,
+)
 
 
 def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:
@@ -54,7 +61,7 @@ def _submit(cluster, spec, bundle, argv, tokens, staged) -> JobRecord:
         app_id = rm.new_application()
         token = secrets.token_urlsafe(32)
         files = bundle_files(spec, bundle, argv, token)
-        resources = staging.upload(app_id, files, private=("token", TOKEN_VERIFIER_FILE))
+        resources = staging.upload(app_id, files, private=PRIVATE_FILES)
         executor_resources = {k: v for k, v in resources.items() if executor_file(k)}
         # The AM's container holds the token's verifier, not the token (other containers of
         # the NodeManager's user can read a container's files).

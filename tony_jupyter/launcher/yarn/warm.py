@@ -33,11 +33,12 @@ from ... import srcdir, warm
 from ...bundle import Bundle
 from ...errors import BackendError
 from ...protocol import TOKEN_VERIFIER_FILE, token_verifier
-from ...spec import JobSpec
+from ...spec import ENV_FILE, JobSpec
 from ..client import JobRecord, jobs_dir
 from . import packenv, secure
 from .appmaster import (
     AM_START_TIMEOUT_S,
+    PRIVATE_FILES,
     am_context,
     am_url_from_report,
     bundle_files,
@@ -196,11 +197,12 @@ def _start(cluster: secure.Cluster, spec: JobSpec, env_entry: dict | None, idle:
         token = secrets.token_urlsafe(32)
         files = {
             "spec.json": spec.to_json().encode(),
+            ENV_FILE: spec.env_json().encode(),  # the template's variables, for its spares
             # Its SHA-256 only: other containers can read the warm AM's files.
             TOKEN_VERIFIER_FILE: token_verifier(token).encode(),
             "bundle.json": b"{}",
         }
-        resources = staging.upload(app_id, files, private=(TOKEN_VERIFIER_FILE,))
+        resources = staging.upload(app_id, files, private=PRIVATE_FILES)
         executor_resources = {}
         if env_entry is not None:
             executor_resources[packenv.ENV_NAME] = resources[packenv.ENV_NAME] = env_entry
