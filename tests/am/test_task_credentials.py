@@ -14,6 +14,7 @@ from helpers.tokens import PRINT_OWN_TOKEN, own_token
 from tony_jupyter import warm
 from tony_jupyter.am.task_credentials import SecretReused, TaskCredentials
 from tony_jupyter.bundle import make_bundle
+from tony_jupyter.executor.link import AMLink, BeatStream
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
@@ -100,6 +101,27 @@ def test_a_siblings_environ_holds_a_spent_secret_whose_use_revokes_its_token(job
     r = requests.post(api(job, "executor/register"), json=body, headers=bearer(other), timeout=5)
     assert r.status_code == 403
     assert requests.get(api(job, "job"), headers=bearer(other), timeout=5).status_code == 403
+
+
+def test_a_heartbeat_stream_ends_when_its_token_is_revoked(job):
+    """A stream opened with a token before its revocation does not outlive it."""
+    own = own_token(job, "worker:0")
+    link = AMLink(job.am_url(), own, "worker:0", 1)
+    port = link.post("executor/heartbeat")["beats"]
+    stream = BeatStream(link, port, own, timeout=10)
+    try:
+        assert stream.beat(progress={"step": 1}) == {"command": None}
+        stolen = environ_of(job, "worker:0")["TONY_TOKEN"]
+        body = {"task": "worker:0", "attempt": 1, "host": "127.0.0.1", "port": 1, "pid": 1}
+        url = api(job, "executor/register")
+        r = requests.post(url, json=body, headers=bearer(stolen), timeout=5)
+        assert r.status_code == 403 and "presented twice" in r.json()["error"]
+        with pytest.raises(ConnectionAbortedError, match="token revoked"):
+            stream.beat(progress={"step": 2})
+    finally:
+        stream.close()
+    task = next(t for t in job.snapshot().tasks if t.id == "worker:0")
+    assert task.progress != {"step": 2}
 
 
 def bearer(token: str) -> dict:

@@ -7,6 +7,9 @@ token once, when the sidecar connects, and then spends per heartbeat only a line
 Coordinator's update and a write. Lines a sidecar sent while the AM was busy are read from one
 buffer: the stream coalesces what HTTP would have queued as requests.
 
+The token is looked up again for every line, a dictionary's lookup: a token revoked while its
+stream is open (task_credentials.py) ends the stream at its next line, answered 403.
+
 The wire: the sidecar's first line ``{"task": T, "attempt": N, "token": <T's own token>}``,
 answered ``{"ok": true}`` (or ``{"error": ..., "status": 403}`` and closed); then per heartbeat
 ``{"progress": {...}, "rss": N, "credentials": V}`` (each optional), answered as
@@ -60,6 +63,7 @@ class BeatProtocol(asyncio.Protocol):
     def __init__(self, am: AMState):
         self.am = am
         self.task: str | None = None
+        self.token = b""
         self.attempt = 0
         self.pending = b""
         self.transport: asyncio.Transport | None = None
@@ -80,6 +84,8 @@ class BeatProtocol(asyncio.Protocol):
                     return self._end(b'{"error":"wrong job token","status":403}\n')
                 out.append(b'{"ok":true}\n')
                 continue
+            if self.am.task_for(self.token) != self.task:  # revoked since the stream opened
+                return self._end(b"".join(out) + b'{"error":"token revoked","status":403}\n')
             try:
                 body = json.loads(line)
                 if not isinstance(body, dict):
@@ -109,9 +115,10 @@ class BeatProtocol(asyncio.Protocol):
         if not isinstance(token, str) or not isinstance(attempt, int):
             return None, 0
         try:
-            owner = self.am.task_for(token.encode("ascii"))
+            self.token = token.encode("ascii")
         except UnicodeEncodeError:
             return None, 0
+        owner = self.am.task_for(self.token)
         if owner is None or not hmac.compare_digest(owner, str(task)):
             return None, 0
         return owner, attempt
