@@ -15,6 +15,7 @@ usage: tony-jupyter list
        tony-jupyter status JOB
        tony-jupyter logs JOB [TASK]
        tony-jupyter kill JOB
+       tony-jupyter doctor [--python PATH] [--queue NAME] [--no-probe]
        tony-jupyter submit SCRIPT [job flags, as for %%tony] [-- script args]
        tony-jupyter devcluster {up,down,status,env,logs} ...
 """
@@ -74,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
             return devcluster_main(rest)
         if cmd == "submit":
             return submit(rest)
+        if cmd == "doctor":
+            from .launcher.doctor import doctor
+
+            report, ok = doctor(rest)
+            print(report)
+            return 0 if ok else 1
         commands.dispatch(cmd, rest)
         return 0
     except TonyError as e:

@@ -97,8 +97,15 @@ def kill_text(job_id: str) -> str:
 def dispatch(cmd: str, args: list[str]) -> None:
     """Run one of list/status/logs/kill and print its text."""
     need = {"status": 1, "logs": 1, "kill": 1}
+    if cmd == "doctor":
+        from .launcher.doctor import doctor
+
+        print(doctor(args)[0])  # the `tony-jupyter doctor` command exits 1 on a failed check
+        return
     if cmd not in ("list", *need):
-        raise SpecError(f"unknown command {cmd!r}; try list, status, logs, kill, attach, run, help")
+        raise SpecError(
+            f"unknown command {cmd!r}; try list, status, logs, kill, attach, run, doctor, help"
+        )
     if len(args) < need.get(cmd, 0):
         raise SpecError(f"{cmd} needs a job id (see `list`)")
     if cmd == "list":

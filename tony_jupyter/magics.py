@@ -25,7 +25,7 @@ from .options import default_backend, job_parser, parse_job_args, src_dir
 HELP = """\
 %%tony [flags]            run the cell as a distributed TensorFlow job
 %tony run SCRIPT [flags] [-- script args]
-%tony list | status ID | logs ID [TASK] | kill ID | attach ID | help
+%tony list | status ID | logs ID [TASK] | kill ID | attach ID | doctor | help
 """
 
 

@@ -1,0 +1,116 @@
+"""``tony-jupyter doctor``: the local backend's checks, the report's form, bad arguments, and the
+probe script itself run by this machine's Python on 127.0.0.1, read the way the doctor reads it
+from a node (a stand-in ResourceManager gives the node; the YARN run is in
+tests/yarn/test_yarn_doctor.py)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tony_jupyter import cli
+from tony_jupyter.errors import SpecError
+from tony_jupyter.launcher import doctor
+from tony_jupyter.launcher.yarn import probe
+
+
+def test_without_a_cluster_it_checks_the_local_backend(tony_home, monkeypatch, capsys):
+    monkeypatch.delenv("TONY_YARN_RM_URL", raising=False)
+    assert cli.main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "pass  backend" in out and "local" in out
+    assert f"pass  home        {tony_home} is writable" in out
+    assert "tensorflow" in out and "0 failed" in out
+    assert [p.name for p in tony_home.iterdir()] == []  # its write is gone
+
+
+def test_a_home_it_cannot_write_fails_with_the_path(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TONY_JUPYTER_HOME", str(tmp_path / "file"))
+    (tmp_path / "file").write_text("not a directory")
+    assert cli.main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  home" in out and str(tmp_path / "file") in out and "1 failed" in out
+
+
+@pytest.mark.parametrize("words", [["--nope"], ["--queue"], ["extra"]])
+def test_bad_arguments_name_the_usage(words):
+    with pytest.raises(SpecError, match=r"doctor \[--python PATH\] \[--queue NAME\]"):
+        doctor.doctor(words)
+
+
+class StandInRM:
+    """What the doctor reads of its probe's application: its node, its state."""
+
+    def __init__(self, state="ACCEPTED", node="127.0.0.1:8042", diagnostics=""):
+        self.state, self.node, self.diagnostics = state, node, diagnostics
+
+    def app(self, app_id):
+        return {
+            "state": self.state,
+            "amHostHttpAddress": self.node,
+            "diagnostics": self.diagnostics,
+        }
+
+
+def start_probe(tmp_path, port: int, targets: list[str]) -> subprocess.Popen:
+    """The probe's command as YARN would run it, with <LOG_DIR> and NM_HOST as a container has."""
+    cmd = probe.command(sys.executable, port, targets).replace("<LOG_DIR>", str(tmp_path))
+    env = {**os.environ, "NM_HOST": "127.0.0.1"}
+    return subprocess.Popen(["bash", "-c", cmd], env=env)
+
+
+def test_the_probe_reports_its_python_and_what_it_reached(tmp_path):
+    import socket
+
+    with socket.socket() as listening, socket.socket() as closed:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(1)
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: refused
+        targets = [
+            f"127.0.0.1:{listening.getsockname()[1]}",
+            f"127.0.0.1:{closed.getsockname()[1]}",
+        ]
+        port = 40000 + os.getpid() % 10000
+        proc = start_probe(tmp_path, port, targets)
+        try:
+            report, node = doctor._read_probe(StandInRM(), "application_1_0001", port)
+        finally:
+            assert proc.wait(timeout=30) == 0
+    assert node == "127.0.0.1" and report["host"] == "127.0.0.1"
+    assert report["version"] == "{}.{}.{}".format(*sys.version_info[:3])
+    ok, refused = report["reached"]
+    assert ok["ok"] and ok["address"] == targets[0]
+    assert not refused["ok"] and "refused" in refused["error"].lower()
+
+
+def test_a_probe_that_ended_names_its_node_and_the_fix_for_a_missing_python():
+    rm = StandInRM("FAILED", "worker1:8042", "Exception from container-launch.\nExit code: 127")
+    with pytest.raises(doctor._ProbeFailed) as e:
+        doctor._read_probe(rm, "application_1_0001", 40000)
+    assert "on worker1" in e.value.detail and "Exit code: 127" in e.value.detail
+    assert "--pack-env" in e.value.fix and "--python PATH" in e.value.fix
+
+
+def test_a_probe_that_never_listens_is_reported_within_the_wait(monkeypatch):
+    monkeypatch.setattr(doctor, "PROBE_WAIT_S", 1.0)
+    with pytest.raises(doctor._ProbeFailed, match="never listened within 1 s"):
+        doctor._read_probe(StandInRM(), "application_1_0001", 40000 + os.getpid() % 10000)
+
+
+def test_no_container_is_named_as_such(monkeypatch):
+    monkeypatch.setattr(doctor, "PROBE_WAIT_S", 0.5)
+    with pytest.raises(doctor._ProbeFailed, match="no container within 0.5 s"):
+        doctor._read_probe(StandInRM(node=""), "application_1_0001", 40000)
+
+
+def test_the_report_marks_each_check_and_its_fix():
+    checks = [
+        doctor.Check("resourcemanager", True, "active"),
+        doctor.Check("python on the nodes", False, "3.9 there", "--pack-env"),
+        doctor.Check("probe container", None, "the RM is not reachable"),
+    ]
+    out = doctor.text(checks, 1.25)
+    assert out.splitlines()[0].startswith("  pass  resourcemanager")
+    assert "FAIL  python on the nodes  3.9 there" in out and "fix: --pack-env" in out
+    assert "skip  probe container" in out and out.endswith("1 passed, 1 failed in 1.2 s")

@@ -1,0 +1,380 @@
+"""``tony-jupyter doctor`` and ``%tony doctor``: what a first job needs, checked from the
+notebook's host and from one short probe container on the cluster, each check printed with
+pass or fail and, when it fails, the fix. Nothing is left behind: the probe's application is
+killed (if it has not ended) and its HDFS write is removed.
+
+Without ``HADOOP_CONF_DIR`` it checks what the local backend needs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import secrets
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+from ..errors import TonyError
+from .client import home as tony_home
+from .yarn import probe
+
+PROBE_APP_TYPE = "TONY-JUPYTER-DOCTOR"  # not a job: no listing shows it
+PROBE_WAIT_S = 60.0  # for the probe's container to be given and to start
+CONNECT_TIMEOUT_S = 3.0
+FRAMEWORKS = ("tensorflow", "torch", "jax")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool | None  # None: not run (an earlier check it needs failed)
+    detail: str
+    fix: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class Doctor:
+    python: str = ""  # the job's Python on the nodes ("": this kernel's, as a job would use)
+    queue: str = "default"
+    probe: bool = True
+    checks: list[Check] = field(default_factory=list)
+
+    def check(self, name: str, fn: Callable[[], str]) -> bool:
+        """Run one check: ``fn`` returns what passed; a TonyError or OSError is the failure,
+        its message naming the fix."""
+        t = time.monotonic()
+        try:
+            detail = fn()
+        except (TonyError, OSError) as e:
+            self.checks.append(Check(name, False, str(e), seconds=time.monotonic() - t))
+            return False
+        self.checks.append(Check(name, True, detail, seconds=time.monotonic() - t))
+        return True
+
+    def fail(self, name: str, detail: str, fix: str) -> None:
+        self.checks.append(Check(name, False, detail, fix))
+
+    def skip(self, name: str, why: str) -> None:
+        self.checks.append(Check(name, None, why))
+
+    # --- the local backend ---------------------------------------------------------------
+
+    def local(self) -> None:
+        self.checks.append(
+            Check("backend", True, "local (HADOOP_CONF_DIR is not set: jobs run on this host)")
+        )
+        self.check("home", _writable_home)
+        found = [f for f in FRAMEWORKS if importlib.util.find_spec(f) is not None]
+        if found:
+            self.checks.append(Check("frameworks", True, ", ".join(found) + " importable"))
+        else:
+            self.fail(
+                "frameworks",
+                f"none of {', '.join(FRAMEWORKS)} is installed for {sys.executable}",
+                f"{sys.executable} -m pip install tensorflow (or torch, or jax)",
+            )
+
+    # --- a YARN cluster --------------------------------------------------------------------
+
+    def yarn(self) -> None:
+        from .yarn import secure
+        from .yarn.conf import HadoopConf
+
+        holder: dict = {}
+
+        def conf() -> str:
+            c = holder["conf"] = HadoopConf.load()
+            return f"ResourceManager {c.rm}; WebHDFS {c.webhdfs}; user {c.user}"
+
+        if not self.check("configuration", conf):
+            return
+        label = "kerberos login" if holder["conf"].secure else "cluster"
+
+        def connect() -> str:
+            c = holder["cluster"] = secure.connect()
+            return f"logged in as {c.login.user()}" if c.login else "simple authentication"
+
+        if not self.check(label, connect):
+            return
+        cluster = holder["cluster"]
+        rm_ok = self.check("resourcemanager", lambda: _rm_info(cluster.rm))
+        hdfs_ok = self.check("hdfs", lambda: _hdfs_write(cluster.staging))
+        if rm_ok:
+            self.check("queue", lambda: _queue(cluster.rm, self.queue))
+            self.check("nodes", lambda: _nodes(cluster.rm))
+        if cluster.secure and rm_ok and hdfs_ok:
+            self.check("delegation tokens", lambda: _tokens(cluster))
+        if not self.probe:
+            return
+        if not rm_ok:
+            self.skip("probe container", "the ResourceManager is not reachable")
+            return
+        self.run_probe(cluster)
+
+    def run_probe(self, cluster) -> None:
+        from .yarn.rm import TERMINAL_APP_STATES
+
+        python = self.python or sys.executable
+        conf, rm = cluster.conf, cluster.rm
+        targets = _targets(conf)
+        port = random.randint(30000, 59000 - probe.PORTS)
+        t = time.monotonic()
+        app_id = None
+        try:
+            app_id = rm.new_application()
+            rm.submit(_probe_context(app_id, self.queue, python, port, targets, conf.user))
+            report, node = _read_probe(rm, app_id, port)
+        except _ProbeFailed as e:
+            self.fail("probe container", e.detail, e.fix)
+            return
+        except TonyError as e:
+            self.fail("probe container", str(e), "")
+            return
+        finally:
+            if app_id is not None:
+                app = rm.app(app_id) or {}
+                if app.get("state") not in TERMINAL_APP_STATES:
+                    rm.kill(app_id)
+        took = time.monotonic() - t
+        self.checks.append(
+            Check("probe container", True, f"ran on {node} in {took:.1f} s", seconds=took)
+        )
+        self._probe_report(report, node, python, targets)
+
+    def _probe_report(self, report: dict, node: str, python: str, targets: dict) -> None:
+        ours = f"{sys.version_info[0]}.{sys.version_info[1]}"
+        theirs = ".".join(str(report.get("version", "")).split(".")[:2])
+        if theirs == ours:
+            self.checks.append(
+                Check("python on the nodes", True, f"{python} is Python {report['version']}")
+            )
+        else:
+            self.fail(
+                "python on the nodes",
+                f"{python} on {node} is Python {report.get('version')}, this kernel's is {ours}: "
+                "the cell's pickles and the job's packages need the same minor version",
+                "--pack-env (ship this kernel's virtualenv), or --python PATH naming a Python "
+                f"{ours} on the nodes",
+            )
+        self.checks.append(
+            Check("notebook host -> node", True, f"reached the probe on {node} (as the Jupyter "
+                  "server reaches an AM or a TensorBoard there)")
+        )  # fmt: skip
+        for hit in report.get("reached", []):
+            name = f"node -> {targets.get(hit['address'], hit['address'])}"
+            if hit.get("ok"):
+                self.checks.append(Check(name, True, f"{hit['address']} in {hit.get('ms')} ms"))
+            else:
+                self.fail(
+                    name,
+                    f"{node} could not reach {hit['address']}: {hit.get('error')}",
+                    "a job's AM on that node needs it: open that port from the cluster's nodes",
+                )
+
+    def run(self) -> list[Check]:
+        if os.environ.get("HADOOP_CONF_DIR") or os.environ.get("TONY_YARN_RM_URL"):
+            self.yarn()
+        else:
+            self.local()
+        return self.checks
+
+
+class _ProbeFailed(Exception):
+    def __init__(self, detail: str, fix: str) -> None:
+        super().__init__(detail)
+        self.detail, self.fix = detail, fix
+
+
+def _writable_home() -> str:
+    d = tony_home()
+    d.mkdir(parents=True, exist_ok=True)
+    probe_file = d / f".doctor-{secrets.token_hex(4)}"
+    probe_file.write_text("ok")
+    probe_file.unlink()
+    return f"{d} is writable"
+
+
+def _rm_info(rm) -> str:
+    info = rm._request("GET", "/info").json()["clusterInfo"]
+    state = info.get("haState") or info.get("state")
+    return f"{rm.address.urls[0] if len(rm.address.urls) == 1 else rm.address}: {state}, " + (
+        f"Hadoop {info.get('hadoopVersion', '?')}"
+    )
+
+
+def _hdfs_write(staging) -> str:
+    staging.check()
+    path = f"{staging.root}/.doctor-{secrets.token_hex(4)}"
+    data = secrets.token_bytes(1024)
+    try:
+        staging._call(f"writing {path}", staging.client.write, path, data=data, overwrite=True)
+        with staging._call(f"reading {path}", staging.client.read, path) as r:
+            back = r.read()
+    finally:
+        staging._call(f"removing {path}", staging.client.delete, path)
+    if back != data:
+        raise OSError(f"{path} read back differently than written: a DataNode is unwell")
+    return f"wrote, read back and removed 1 KiB under {staging.root} (NameNode and a DataNode)"
+
+
+def _queue(rm, name: str) -> str:
+    from ..errors import BackendError
+
+    queues = rm.leaf_queues()
+    q = queues.get(name)
+    if q is None:
+        raise BackendError(
+            f"no leaf queue {name!r}; leaf queues: {', '.join(sorted(queues)) or 'none'}. "
+            "Submit with --queue NAME"
+        )
+    if q.get("state", "RUNNING") != "RUNNING":
+        raise BackendError(f"queue {name!r} is {q.get('state')}: it takes no application")
+    used = q.get("usedCapacity", 0.0)
+    return f"{name}: RUNNING, {used:.0f}% of its capacity in use"
+
+
+def _nodes(rm) -> str:
+    from ..errors import BackendError
+
+    got = rm._request("GET", "/nodes", params={"states": "RUNNING"}).json().get("nodes") or {}
+    nodes = got.get("node") or []
+    if not nodes:
+        raise BackendError(
+            "no NodeManager is RUNNING: no container can start. Start the NodeManagers, or "
+            "look at the RM's Nodes page for unhealthy ones"
+        )
+    mem = sum(int(n.get("availMemoryMB", 0)) for n in nodes)
+    cores = sum(int(n.get("availableVirtualCores", 0)) for n in nodes)
+    hosts = ", ".join(sorted(str(n.get("nodeHostName")) for n in nodes))
+    return f"{len(nodes)} RUNNING ({hosts}): {mem} MB and {cores} vcores free"
+
+
+def _tokens(cluster) -> str:
+    renewer = cluster.conf.rm_principal
+    cluster.rm.delegation_token(renewer)
+    cluster.staging.delegation_token(renewer)
+    return f"a ResourceManager and an HDFS delegation token, renewable by {renewer}"
+
+
+def _targets(conf) -> dict[str, str]:
+    """host:port -> what it is, for the probe to reach from its node."""
+    out: dict[str, str] = {}
+    fs = urlparse(conf.default_fs)
+    if fs.scheme == "hdfs" and fs.hostname and fs.port:  # a nameservice has no port
+        out[f"{fs.hostname}:{fs.port}"] = "NameNode (RPC)"
+    for url in conf.rm.urls:
+        u = urlparse(url)
+        if u.hostname:
+            out[f"{u.hostname}:{u.port or (443 if u.scheme == 'https' else 80)}"] = (
+                "ResourceManager (web)"
+            )
+    return out
+
+
+def _probe_context(app_id, queue, python, port, targets, user) -> dict:
+    return {
+        "application-id": app_id,
+        "application-name": "tony-jupyter doctor",
+        "application-type": PROBE_APP_TYPE,
+        "queue": queue,
+        "resource": {"memory": 128, "vCores": 1},
+        "max-app-attempts": 1,
+        "am-container-spec": {
+            "environment": {"entry": [{"key": "HADOOP_USER_NAME", "value": user}]},
+            "commands": {"command": probe.command(python, port, list(targets))},
+        },
+    }
+
+
+def _read_probe(rm, app_id: str, port: int) -> tuple[dict, str]:
+    """The probe's report, read from its node; :class:`_ProbeFailed` naming what went wrong."""
+    import json
+
+    from .yarn.rm import TERMINAL_APP_STATES
+
+    deadline = time.monotonic() + PROBE_WAIT_S
+    node = ""
+    last = ""
+    while time.monotonic() < deadline:
+        app = rm.app(app_id) or {}
+        node = (app.get("amHostHttpAddress") or "").rpartition(":")[0] or node
+        if app.get("state") in TERMINAL_APP_STATES:
+            why = str(app.get("diagnostics", "")).strip().splitlines()
+            raise _ProbeFailed(
+                f"the probe ended before it reported, on {node or 'no node'}: "
+                + (" ".join(why)[:400] or app.get("finalStatus", "")),
+                "if the exit code is 127, the job's Python is not at that path on the node: "
+                "--pack-env, or --python PATH naming a Python on the nodes",
+            )
+        if node:
+            for p in range(port, port + probe.PORTS):
+                try:
+                    with socket.create_connection((node, p), timeout=CONNECT_TIMEOUT_S) as s:
+                        s.settimeout(10)
+                        line = s.makefile("rb").readline()
+                    return json.loads(line), node
+                except (ConnectionRefusedError, ValueError):
+                    continue  # not this port, or not listening yet
+                except OSError as e:
+                    last = f"{node}:{p}: {e}"
+                    break
+        time.sleep(0.2)
+    if node and last:
+        raise _ProbeFailed(
+            f"this host could not reach the probe on {node} ({last})",
+            "the Jupyter server reaches a job's AM and TensorBoard on the nodes: open the "
+            "NodeManagers' hosts to this one (ports 1024-65535 of the containers)",
+        )
+    if node:
+        raise _ProbeFailed(
+            f"the probe started on {node} but never listened within {PROBE_WAIT_S:g} s",
+            "look at its logs: yarn logs -applicationId " + app_id,
+        )
+    raise _ProbeFailed(
+        f"YARN gave the probe no container within {PROBE_WAIT_S:g} s (queue full, or no node "
+        "fits 128 MB and 1 vcore)",
+        "look at the queue in the ResourceManager's UI, or try again when it has room",
+    )
+
+
+def text(checks: list[Check], seconds: float) -> str:
+    marks = {True: "pass", False: "FAIL", None: "skip"}
+    width = max((len(c.name) for c in checks), default=0)
+    lines = []
+    for c in checks:
+        lines.append(f"  {marks[c.ok]}  {c.name.ljust(width)}  {c.detail}")
+        if c.fix:
+            lines.append(f"        {' ' * width}  fix: {c.fix}")
+    passed = sum(c.ok is True for c in checks)
+    failed = sum(c.ok is False for c in checks)
+    lines.append(f"{passed} passed, {failed} failed in {seconds:.1f} s")
+    return "\n".join(lines)
+
+
+def doctor(words: list[str]) -> tuple[str, bool]:
+    """Run the checks for ``tony-jupyter doctor [--python PATH] [--queue Q] [--no-probe]``;
+    the report and whether all passed."""
+    import argparse
+
+    from ..errors import SpecError
+
+    usage = "doctor [--python PATH] [--queue NAME] [--no-probe]"
+    p = argparse.ArgumentParser(prog="doctor", add_help=False, exit_on_error=False)
+    p.add_argument("--python", default="")
+    p.add_argument("--queue", default="default")
+    p.add_argument("--no-probe", action="store_true")
+    try:
+        args, extra = p.parse_known_args(words)
+    except argparse.ArgumentError as e:
+        raise SpecError(f"{usage}: {e}") from None
+    if extra:
+        raise SpecError(f"{usage}: unknown {' '.join(extra)!r}")
+    t = time.monotonic()
+    checks = Doctor(args.python, args.queue, not args.no_probe).run()
+    return text(checks, time.monotonic() - t), all(c.ok is not False for c in checks)
