@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from tony_jupyter import safefiles, srcdir
-from tony_jupyter.am.yarn.spares import SparePool
+from tony_jupyter.am.yarn.sparepool import SparePool
 from tony_jupyter.errors import UnsafeFileError
 from tony_jupyter.executor.spare import write_job_files
 from tony_jupyter.spec import JobSpec, TaskSpec

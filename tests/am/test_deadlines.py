@@ -1,4 +1,4 @@
-"""Missed-heartbeat detection from the deadline heap (am/rules.py ``Deadlines``), on a fake
+"""Missed-heartbeat detection from the deadline heap (am/deadlines.py), on a fake
 clock: a silent task is caught within interval x missed + interval, healthy tasks never are,
 and at every tick the heap finds a silent task exactly when a scan of every task would."""
 
@@ -68,7 +68,7 @@ def test_the_heap_finds_a_silent_task_exactly_when_a_scan_would(tmp_path):
             for tid in rng.sample(list(c.tasks), rng.randrange(0, 12)):
                 c.heartbeat(tid, 1, None)
             silent = scan(c, clock.t)
-            found = c.deadlines.silent(c, clock.t, rules.silence_limit(c.spec))
+            found = c.deadlines.silent(c.tasks, clock.t, rules.silence_limit(c.spec))
             assert (found is None) == (not silent), (seed, clock.t)
             assert found is None or found in silent
             if found is not None:

@@ -18,7 +18,7 @@ from tornado.httpserver import HTTPServer
 from tornado.netutil import bind_sockets
 
 from tony_jupyter.am.yarn.spare_routes import router
-from tony_jupyter.am.yarn.spares import SparePool
+from tony_jupyter.am.yarn.sparepool import SparePool
 from tony_jupyter.protocol import token_verifier
 from tony_jupyter.warm import SPARE_TOKEN
 

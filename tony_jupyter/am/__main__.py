@@ -1,4 +1,4 @@
-"""``python -m tony_jupyter.am JOB_DIR``: a thin entry point (see :mod:`tony_jupyter.am.main`).
+"""``python -m tony_jupyter.am JOB_DIR``: a thin entry point (see :mod:`tony_jupyter.am.cli`).
 ``--spare N [SPEC_JSON]``: a spare AM with N spare executors (spare.py), which waits for its job;
 ``--spare-yarn``: a warm AM in its YARN container (yarn/spares.py)."""
 
@@ -13,6 +13,6 @@ if sys.argv[1:2] == ["--spare-yarn"]:
 
     sys.exit(serve_yarn(sys.argv[2:]))
 
-from .main import main
+from .cli import main
 
 sys.exit(main())

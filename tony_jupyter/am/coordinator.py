@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..protocol import (
@@ -22,11 +21,13 @@ from ..protocol import (
 )
 from ..spec import JobSpec
 from . import elastic, recovery, rules, views
+from .deadlines import Deadlines
 from .events import EventLog
 from .metrics import MetricLog
 from .provider import Provider
 from .recovery import ENDPOINT_SECRETS
 from .task_credentials import TaskCredentials
+from .tasks import Task
 
 # A task's events that cannot end a cluster-spec long-poll (see Coordinator.subscribe).
 _STARTING_STATES = frozenset((TaskState.LAUNCHED, TaskState.REGISTERED, TaskState.RUNNING))
@@ -34,31 +35,6 @@ _STARTING_STATES = frozenset((TaskState.LAUNCHED, TaskState.REGISTERED, TaskStat
 
 class StaleAttempt(Exception):
     """A request from a task of an attempt that has ended: the executor should exit."""
-
-
-@dataclass
-class Task:
-    id: str
-    type: str
-    index: int
-    tracked: bool
-    state: str = TaskState.NEW
-    host: str | None = None
-    port: int | None = None
-    pid: int | None = None
-    container: str | None = None  # YARN: the task's container id
-    exit_code: int | None = None
-    launched_at: float | None = None
-    registered_at: float | None = None
-    finished_at: float | None = None
-    last_heartbeat: float | None = None
-    rss_bytes: int | None = None  # resident memory of the task's processes, from heartbeats
-    cpu_percent: float | None = None
-    gpus: list = field(default_factory=list)
-    progress: dict = field(default_factory=dict)
-    traceback: str | None = None
-    diagnostics: str = ""
-    attempt: int = 1  # the job's, or this task's own in an elastic job (am/elastic.py)
 
 
 class Coordinator:
@@ -97,7 +73,7 @@ class Coordinator:
         self._listeners: list = []  # callables notified on every change (the AM's long-polls)
         self._turn_listeners: list = []  # ... on a change of the job's course (subscribe)
         self.metrics = MetricLog()  # each task's progress and resource use over time
-        self.deadlines = rules.Deadlines()  # when each task's heartbeats are due
+        self.deadlines = Deadlines()  # when each task's heartbeats are due
         (job_dir / "logs").mkdir(parents=True, exist_ok=True)
 
     # --- events ---------------------------------------------------------------------------
@@ -112,13 +88,6 @@ class Coordinator:
         if kind is not EventKind.TASK or data.get("state") not in _STARTING_STATES:
             for notify in list(self._turn_listeners):
                 notify()
-
-    def keep_event(self, event: dict | None) -> None:
-        """An event taken over from a lost AM (recovery.py), written unflushed; None flushes."""
-        if event is None:
-            self.events.flush()
-            return
-        self.events.append(event, flush=False)
 
     def subscribe(self, notify, turns_only: bool = False) -> None:
         """Call ``notify()`` on every change (the AM's long-polls wait on it); ``turns_only``:
@@ -154,9 +123,23 @@ class Coordinator:
             self._set_state(JobState.STARTING)
         self._start_attempt()
 
-    def recover(self, events: list[dict]) -> None:
-        """Take over a job from the event log of an earlier AM attempt (am/recovery.py)."""
-        recovery.recover(self, events)
+    def recover(self, records: list[dict]) -> None:
+        """Take over a job from the records of an earlier AM attempt (am/recovery.py)."""
+        r = recovery.replay(records, len(self.events))
+        recovery.write_logs(r.logs, self.log_path)
+        for event in r.events:
+            self.events.append(event, flush=False)
+        self.events.flush()
+        self.attempt = max(self.attempt, r.attempt)
+        self.attempt_history += r.attempt_history
+        if r.attempt_history:
+            self.failed_task = r.attempt_history[-1]["task"]
+        self.endpoints.update(r.endpoints)
+        self.endpoint_keys.update(r.endpoint_keys)
+        self.endpoint_owners.update(r.endpoint_owners)
+        self.state, self.reason = r.state or self.state, r.reason or self.reason
+        if self.events:
+            self.started_at = self.events[0]["time"]
 
     def _set_state(self, state: str, reason: str = "") -> None:
         self.state = state
@@ -344,9 +327,21 @@ class Coordinator:
             self._check_done()
             return
         if elastic.replaceable(self, verdict.task):
-            elastic.replace(self, verdict.task, verdict.reason)
+            self._replace(verdict.task, verdict.reason)
             return
         self._fail_attempt(verdict.task, verdict.reason)
+
+    def _replace(self, task: Task, why: str) -> None:
+        """Elastic: launch the next attempt of ``task`` alone; the other tasks go on."""
+        if task.exit_code is None:  # alive but silent (stopped, hung): its process must go
+            self.provider.stop_task(task.id, task.attempt)
+        fresh = elastic.replacement(task)
+        why += f"; replaced by attempt {fresh.attempt} (elastic job)"
+        self.emit(
+            EventKind.TASK, task=task.id, state=TaskState.FAILED, attempt=task.attempt, reason=why
+        )
+        self.tasks[task.id] = fresh
+        self.launch(fresh)
 
     def _fail_attempt(self, task: Task, why: str) -> None:
         self.failed_task = task.id

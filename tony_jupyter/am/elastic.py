@@ -13,43 +13,40 @@ not a lost worker), and any lost worker once ``ELASTIC_MAX_RESTARTS`` have been 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..frameworks import ELASTIC_MAX_RESTARTS
-from ..protocol import DONE_TASK_STATES, TERMINAL_JOB_STATES, EventKind, TaskState
-
-if TYPE_CHECKING:
-    from .coordinator import Coordinator, Task
+from ..protocol import DONE_TASK_STATES, TERMINAL_JOB_STATES, TaskState
+from .jobview import JobView
+from .tasks import Task
 
 RENDEZVOUS_TASK = "worker:0"  # its agent hosts the c10d rendezvous (its TCPStore)
 
 
-def ready(c: Coordinator) -> bool:
+def ready(c: JobView) -> bool:
     """The rendezvous endpoint can be handed out: worker:0 and MIN workers registered."""
     joined = [t for t in c.tasks.values() if t.registered_at]
     host = c.tasks.get(RENDEZVOUS_TASK)
     return bool(host and host.registered_at) and len(joined) >= c.spec.min_workers
 
 
-def finished(c: Coordinator) -> bool:
+def finished(c: JobView) -> bool:
     """worker:0's agent ended well: the workers' group completed. A worker that fails after
     (a replacement that found the rendezvous gone) does not fail the job."""
     host = c.tasks.get(RENDEZVOUS_TASK)
     return bool(c.spec.elastic and host and host.state == TaskState.SUCCEEDED)
 
 
-def done(c: Coordinator) -> bool:
+def done(c: JobView) -> bool:
     """The job succeeded: the group completed and every worker that joined has ended (those
     that never registered are stopped, not waited for)."""
     joined = [t for t in c.tasks.values() if t.registered_at]
     return finished(c) and all(t.state in DONE_TASK_STATES for t in joined)
 
 
-def replacements(c: Coordinator) -> int:
+def replacements(c: JobView) -> int:
     return sum(t.attempt - c.attempt for t in c.tasks.values())
 
 
-def replaceable(c: Coordinator, task: Task) -> bool:
+def replaceable(c: JobView, task: Task) -> bool:
     return (
         c.spec.elastic
         and c.state not in TERMINAL_JOB_STATES
@@ -61,23 +58,12 @@ def replaceable(c: Coordinator, task: Task) -> bool:
     )
 
 
-def replace(c: Coordinator, task: Task, why: str) -> None:
-    """Launch the next attempt of ``task`` alone; the other tasks go on."""
-    if task.exit_code is None:  # alive but silent (stopped, hung): its process must go
-        c.provider.stop_task(task.id, task.attempt)
-    c.emit(
-        EventKind.TASK,
-        task=task.id,
-        state=TaskState.FAILED,
-        attempt=task.attempt,
-        reason=f"{why}; replaced by attempt {task.attempt + 1} (elastic job)",
-    )
-    fresh = type(task)(task.id, task.type, task.index, task.tracked, attempt=task.attempt + 1)
-    c.tasks[task.id] = fresh
-    c.launch(fresh)
+def replacement(task: Task) -> Task:
+    """The next attempt of ``task`` alone (the Coordinator stops the old one, launches this)."""
+    return Task(task.id, task.type, task.index, task.tracked, attempt=task.attempt + 1)
 
 
-def not_joined(c: Coordinator, waiting: list[Task], limit_s: str) -> str:
+def not_joined(c: JobView, waiting: list[Task], limit_s: str) -> str:
     """Why an elastic job's rendezvous did not start: the tasks it still waits for."""
     joined = sum(1 for t in c.tasks.values() if t.registered_at)
     host = c.tasks.get(RENDEZVOUS_TASK)

@@ -1,4 +1,4 @@
-"""The Application Master: ``python -m tony_jupyter.am JOB_DIR``.
+"""The Application Master (its command line, ``python -m tony_jupyter.am JOB_DIR``: cli.py).
 
 One program for every backend: a Coordinator plus a Provider, serving the job's HTTP API.
 It outlives the kernel that started it; after the job ends it lingers until a client has
@@ -7,7 +7,6 @@ released it (or ``tony.am.linger-sec`` passes), so results and logs can still be
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import os
@@ -18,12 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import quota, warm
+from .. import quota
 from ..protocol import TERMINAL_JOB_STATES, TOKEN_VERIFIER_FILE, ExecutorEnv, JobState
 from ..spec import ENV_FILE, JobSpec
 from . import history
 from .coordinator import Coordinator
-from .local import LocalProvider
 from .provider import Provider
 
 TICK_MS = 200
@@ -237,30 +235,3 @@ class AM:
         self.coordinator.close()
         (self.job_dir / "am.json").unlink(missing_ok=True)
         return 0 if self.coordinator.state == JobState.SUCCEEDED else 1
-
-
-def main(argv: list[str] | None = None, spares: list[warm.Spare] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="tony_jupyter.am")
-    p.add_argument("job_dir", type=Path)
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--advertise", default=None, help="the host executors reach the AM at")
-    p.add_argument("--provider", choices=("local", "yarn"), default="local")
-    args = p.parse_args(argv)
-    job_dir = args.job_dir.resolve()
-
-    def make_provider() -> Provider:
-        if args.provider == "yarn":
-            from .yarn.provider import YarnProvider  # starts a JVM: only in a YARN AM
-
-            return YarnProvider(job_dir)
-        return LocalProvider(job_dir, spares=spares)
-
-    provider = make_provider()
-    am = AM(job_dir, provider, host=args.host, advertise=args.advertise)
-    am.launch()
-    if isinstance(provider, LocalProvider):
-        provider.drop_spares()  # the tasks have started: the spares left are not needed
-    import asyncio  # after the launch: the tasks' interpreters start meanwhile
-
-    # The server is built inside the running loop (run): tornado's conditions bind to it.
-    return asyncio.run(am.run())

@@ -1,52 +1,69 @@
-"""A new AM attempt takes over a job from the event log its lost predecessor kept (YARN)."""
+"""A new AM attempt takes over a job from the event log its lost predecessor kept (YARN): what
+its records say, replayed; the Coordinator takes it over (``Coordinator.recover``)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from ..protocol import Event, EventKind, JobState
-
-if TYPE_CHECKING:
-    from .coordinator import Coordinator
 
 ENDPOINT_SECRETS = ("key", "path_key")  # an endpoint's credentials (TensorBoard's guard)
 
 
-def recover(c: Coordinator, events: list[dict]) -> None:
-    """The lost AM's history, attempt number, endpoints, state and its tasks' logs.
-    :meth:`Coordinator.start` then goes on with the next attempt (an attempt lost with its AM
-    counts against --max-attempts for later failures)."""
-    events = [e for e in events if _whole(e)]
-    for batch in (e for e in events if e["kind"] == EventKind.LOG):
-        # A log batch the lost AM kept (see add_logs): %tony attach, the widget and
-        # JobClient.logs show every attempt's logs, those of an attempt lost with its AM too.
-        path = c.log_path(batch["task"], int(batch["attempt"]))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(batch["text"])
-    kept = [Event.from_json(e) for e in events if e["kind"] != EventKind.LOG]
+@dataclass
+class Recovered:
+    """What the lost AM's records say: :meth:`Coordinator.recover` takes it over, then
+    :meth:`Coordinator.start` goes on with the next attempt (an attempt lost with its AM counts
+    against --max-attempts for later failures)."""
+
+    events: list[dict] = field(default_factory=list)  # renumbered, without endpoint secrets
+    logs: list[dict] = field(default_factory=list)  # the tasks' log batches, as add_logs kept them
+    attempt: int = 0  # the last attempt started
+    attempt_history: list[dict] = field(default_factory=list)  # the attempts that failed
+    state: str | None = None  # the job's last state, and its last reason given
+    reason: str = ""
+    endpoints: dict[str, str] = field(default_factory=dict)
+    endpoint_keys: dict[str, dict[str, str]] = field(default_factory=dict)
+    endpoint_owners: dict[str, str | None] = field(default_factory=dict)
+
+
+def replay(records: list[dict], first_seq: int) -> Recovered:
+    """The lost AM's history (its events numbered on from ``first_seq``), attempt number,
+    endpoints, state and its tasks' logs; damaged records are skipped."""
+    records = [e for e in records if _whole(e)]
+    r = Recovered(logs=[e for e in records if e["kind"] == EventKind.LOG])
+    kept = [Event.from_json(e) for e in records if e["kind"] != EventKind.LOG]
     for old in sorted(kept, key=lambda e: e.seq):
         d = old.data
         public = {k: v for k, v in d.items() if k not in ENDPOINT_SECRETS}
-        c.keep_event(replace(old, seq=len(c.events), data=public).to_json())
+        r.events.append(replace(old, seq=first_seq + len(r.events), data=public).to_json())
         if old.kind is EventKind.ATTEMPT:
-            c.attempt = max(c.attempt, int(d["attempt"]))
+            r.attempt = max(r.attempt, int(d["attempt"]))
             if d.get("state") == "FAILED":
-                c.failed_task = d.get("task")
-                c.attempt_history.append(
+                r.attempt_history.append(
                     {"attempt": d["attempt"], "reason": d.get("reason"), "task": d.get("task")}
                 )
         elif old.kind is EventKind.ENDPOINT:
-            c.endpoints[str(d["name"])] = str(d["url"])
-            c.endpoint_keys[str(d["name"])] = {k: str(d[k]) for k in ENDPOINT_SECRETS if d.get(k)}
-            c.endpoint_owners[str(d["name"])] = str(d["task"]) if d.get("task") else None
+            r.endpoints[str(d["name"])] = str(d["url"])
+            r.endpoint_keys[str(d["name"])] = {k: str(d[k]) for k in ENDPOINT_SECRETS if d.get(k)}
+            r.endpoint_owners[str(d["name"])] = str(d["task"]) if d.get("task") else None
         elif old.kind is EventKind.JOB:
-            c.state = d["state"]
-            c.reason = d.get("reason") or c.reason
-    c.keep_event(None)
-    if c.events:
-        c.started_at = c.events[0]["time"]
+            r.state = d["state"]
+            r.reason = d.get("reason") or r.reason
+    return r
+
+
+def write_logs(batches: list[dict], path: Callable[[str, int], Path]) -> None:
+    """A log batch the lost AM kept (see add_logs), appended to ``path(task, attempt)``:
+    %tony attach, the widget and JobClient.logs show every attempt's logs, those of an attempt
+    lost with its AM too."""
+    for batch in batches:
+        log = path(batch["task"], int(batch["attempt"]))
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(batch["text"])
 
 
 # What recovery reads of each kind of event, and its types (None: may be absent): a record

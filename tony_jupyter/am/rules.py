@@ -15,16 +15,13 @@ verdict (``tick``, and ``on_exit`` for a task's exit code); nothing else ends a 
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from ..protocol import DONE_TASK_STATES, TaskState
+from ..protocol import DONE_TASK_STATES
+from ..spec import JobSpec
 from . import elastic
-
-if TYPE_CHECKING:
-    from ..spec import JobSpec
-    from .coordinator import Coordinator, Task
+from .jobview import JobView
+from .tasks import Task
 
 
 @dataclass(frozen=True)
@@ -44,7 +41,7 @@ def exit_verdict(task: Task, code: int, diagnostics: str) -> Verdict:
     return Verdict(why + (f" ({diagnostics})" if diagnostics else ""), task)
 
 
-def timed_out(c: Coordinator, now: float) -> Verdict | None:
+def timed_out(c: JobView, now: float) -> Verdict | None:
     if c.spec.timeout_s and now - c.started_at > c.spec.timeout_s:
         return Verdict(
             f"timed out after {c.spec.timeout_s:g} s (tony.application.timeout / --timeout)"
@@ -52,7 +49,7 @@ def timed_out(c: Coordinator, now: float) -> Verdict | None:
     return None
 
 
-def not_registered(c: Coordinator, now: float) -> Verdict | None:
+def not_registered(c: JobView, now: float) -> Verdict | None:
     if c.cluster_spec is not None:
         return None
     waiting = [t for t in c.tasks.values() if not t.registered_at]
@@ -77,8 +74,8 @@ def silence_limit(spec: JobSpec) -> float:
     return spec.heartbeat_interval_ms / 1000.0 * spec.max_missed_heartbeats
 
 
-def missed_heartbeats(c: Coordinator, now: float) -> Verdict | None:
-    t = c.deadlines.silent(c, now, silence_limit(c.spec))
+def missed_heartbeats(c: JobView, now: float) -> Verdict | None:
+    t = c.deadlines.silent(c.tasks, now, silence_limit(c.spec))
     if t is None or t.last_heartbeat is None:
         return None
     why = (
@@ -88,47 +85,7 @@ def missed_heartbeats(c: Coordinator, now: float) -> Verdict | None:
     return Verdict(why, t, task_failed=True)
 
 
-class Deadlines:
-    """When each registered task's heartbeats are due, in a heap: a tick looks only at the
-    tasks whose deadline has passed, not at every task (10,000 tasks, 5 ticks a second: 50,000
-    checks a second before). A heartbeat only sets ``last_heartbeat``; a task whose deadline
-    passed but which beat since is pushed back with its new deadline, so each task costs the
-    tick about one heap step per missed-heartbeat limit. A task is silent, as before, when
-    ``now - last_heartbeat > limit`` while it is REGISTERED or RUNNING."""
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[float, int, str, int]] = []
-        self._seq = 0  # ties: first pushed, first looked at
-
-    def watch(self, task: Task, limit: float) -> None:
-        """``task`` registered (its ``last_heartbeat`` is set): from now on its beats count."""
-        assert task.last_heartbeat is not None
-        self._seq += 1
-        heapq.heappush(self._heap, (task.last_heartbeat + limit, self._seq, task.id, task.attempt))
-
-    def silent(self, c: Coordinator, now: float, limit: float) -> Task | None:
-        """A task silent past ``limit``, if any (with several, the one whose deadline the heap
-        reached first)."""
-        heap = self._heap
-        while heap and heap[0][0] < now:
-            _, _, task_id, attempt = heap[0]
-            t = c.tasks.get(task_id)
-            if (
-                t is None
-                or t.attempt != attempt
-                or t.state not in (TaskState.REGISTERED, TaskState.RUNNING)
-                or t.last_heartbeat is None
-            ):
-                heapq.heappop(heap)  # an ended task's, or an ended attempt's
-                continue
-            if now - t.last_heartbeat > limit:
-                return t
-            self._seq += 1
-            heapq.heapreplace(heap, (t.last_heartbeat + limit, self._seq, task_id, attempt))
-        return None
-
-
-def past_completion_grace(c: Coordinator, now: float) -> Verdict | None:
+def past_completion_grace(c: JobView, now: float) -> Verdict | None:
     done_at = c.chief_done_at
     if not done_at or now - done_at <= c.spec.completion_grace_s:
         return None

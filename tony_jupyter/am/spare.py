@@ -68,7 +68,7 @@ def serve(executors: int, spec_json: str = "") -> int:
 
     from tornado import httpserver, ioloop  # noqa: F401
 
-    from . import api, beats, cells, main  # noqa: F401
+    from . import api, beats, cells, cli  # noqa: F401
 
     def import_now() -> None:  # the kernel's last job has ended: the spare executors may import
         for s in spares:
@@ -79,4 +79,4 @@ def serve(executors: int, spec_json: str = "") -> int:
     if job is None:
         return 0  # the kernel is gone; the spare executors read EOF as we exit
     warm.become(job)
-    return main.main(job["args"], spares=fitting(spares, Path(job["args"][0])))
+    return cli.main(job["args"], spares=fitting(spares, Path(job["args"][0])))

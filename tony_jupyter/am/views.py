@@ -8,7 +8,7 @@ task records: the same dict that ``JobSnapshot.to_json()`` gives, without making
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..protocol import (
     SCHEMA_VERSION,
@@ -18,9 +18,7 @@ from ..protocol import (
     JobState,
     TaskView,
 )
-
-if TYPE_CHECKING:
-    from .coordinator import Coordinator
+from .jobview import JobView
 
 TASK_FIELDS = tuple(f.name for f in fields(TaskView))
 
@@ -42,7 +40,7 @@ def task_json(t: Any) -> dict:
     return d
 
 
-def snapshot_json(c: Coordinator) -> dict:
+def snapshot_json(c: JobView) -> dict:
     """``c.snapshot().to_json()``, built directly."""
     return {
         "job_id": c.job_id,
@@ -68,5 +66,5 @@ def snapshot_json(c: Coordinator) -> dict:
     }
 
 
-def snapshot(c: Coordinator) -> JobSnapshot:
+def snapshot(c: JobView) -> JobSnapshot:
     return JobSnapshot.from_json(snapshot_json(c))

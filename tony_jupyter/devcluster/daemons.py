@@ -1,6 +1,5 @@
 """Starting the devcluster's daemons: their command lines, environment and pid files, and the
-NameNode's first format. Functions of a
-:class:`~tony_jupyter.devcluster.cluster.DevCluster`."""
+NameNode's first format. Functions of the cluster, as clusterview.py shows it."""
 
 from __future__ import annotations
 
@@ -9,15 +8,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from . import hostrun, process
+from .clusterview import ClusterView
 from .config import DATANODE2, KDC, SERVICE_NAMES, service
 from .errors import DevClusterError
 from .hosts import SERVICE_HOSTS
-
-if TYPE_CHECKING:
-    from .cluster import DevCluster
 
 log = logging.getLogger("tony_jupyter.devcluster.cluster")
 
@@ -34,7 +30,7 @@ _DAEMON_JVM_OPTS = (
 )
 
 
-def clear_pid_files(cluster: DevCluster) -> None:
+def clear_pid_files(cluster: ClusterView) -> None:
     """Drop pid files of dead daemons; refuse to start over a half-running cluster."""
     alive = []
     for name in (*SERVICE_NAMES, DATANODE2.name, KDC):
@@ -54,7 +50,7 @@ def clear_pid_files(cluster: DevCluster) -> None:
         )
 
 
-def daemon_cmd(cluster: DevCluster, name: str, java_home: Path) -> list[str]:
+def daemon_cmd(cluster: ClusterView, name: str, java_home: Path) -> list[str]:
     spec = service(name)
     cmd = [
         str(java_home / "bin" / "java"),
@@ -77,7 +73,7 @@ def daemon_cmd(cluster: DevCluster, name: str, java_home: Path) -> list[str]:
     return cluster.hosts.command(SERVICE_HOSTS[name], cmd)
 
 
-def _datanode2_args(cluster: DevCluster) -> list[str]:
+def _datanode2_args(cluster: ClusterView) -> list[str]:
     """worker2's DataNode: the shared hdfs-site names worker1's; Hadoop's generic options
     (which the DataNode parses) move it to its own host and data dir."""
     host, ports = SERVICE_HOSTS[DATANODE2.name], cluster.layout.ports(DATANODE2.name)
@@ -91,7 +87,7 @@ def _datanode2_args(cluster: DevCluster) -> list[str]:
     return [arg for key, value in props.items() for arg in ("-D", f"{key}={value}")]
 
 
-def daemon_env(cluster: DevCluster, java_home: Path) -> dict[str, str]:
+def daemon_env(cluster: ClusterView, java_home: Path) -> dict[str, str]:
     """The NMs pass the whitelisted part of this to every container."""
     if cluster.hosts is not None:
         return hostrun.host_env(cluster, "worker1", java_home)
@@ -107,7 +103,7 @@ def daemon_env(cluster: DevCluster, java_home: Path) -> dict[str, str]:
     return env
 
 
-def format_namenode(cluster: DevCluster, java_home: Path) -> None:
+def format_namenode(cluster: ClusterView, java_home: Path) -> None:
     if (cluster.layout.data / "nn" / "current").is_dir():
         return
     log.info("formatting the NameNode")

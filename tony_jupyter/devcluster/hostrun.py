@@ -1,7 +1,6 @@
 """Running programs on the hosts of a several-host devcluster (`up --hosts`): each host's
 environment, `devcluster exec`, and the readiness wait, which runs on the edge because the
-machine's own namespace reaches no host. Functions of a
-:class:`~tony_jupyter.devcluster.cluster.DevCluster`."""
+machine's own namespace reaches no host. Functions of the cluster, as clusterview.py shows it."""
 
 from __future__ import annotations
 
@@ -9,13 +8,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from .clusterview import ClusterView
 from .errors import DevClusterError
 from .hosts import EDGE, Hosts
-
-if TYPE_CHECKING:
-    from .cluster import DevCluster
 
 # Set in whatever `exec` runs: the host it runs on (`wait` on the edge reads it).
 ON_HOST_ENV = "TONY_DEVCLUSTER_HOST"
@@ -24,7 +20,7 @@ _SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _PASSED = ("LANG", "LC_ALL", "TZ", "TERM", "USER", "LOGNAME")
 
 
-def hosts_of(cluster: DevCluster) -> Hosts:
+def hosts_of(cluster: ClusterView) -> Hosts:
     if cluster.hosts is None:
         raise DevClusterError(
             f"The devcluster in {cluster.dir} runs on this machine's own host, not on several: "
@@ -33,7 +29,7 @@ def hosts_of(cluster: DevCluster) -> Hosts:
     return cluster.hosts
 
 
-def host_env(cluster: DevCluster, name: str, java_home: Path) -> dict[str, str]:
+def host_env(cluster: ClusterView, name: str, java_home: Path) -> dict[str, str]:
     """The environment of a program on host ``name``: on the edge the caller's own plus the
     cluster's; elsewhere only the cluster's, with the JDK and the nodes' Python on PATH."""
     hosts = hosts_of(cluster)
@@ -53,7 +49,7 @@ def host_env(cluster: DevCluster, name: str, java_home: Path) -> dict[str, str]:
     return env
 
 
-def exec_argv(cluster: DevCluster, name: str, argv: list[str]) -> tuple[list[str], dict]:
+def exec_argv(cluster: ClusterView, name: str, argv: list[str]) -> tuple[list[str], dict]:
     """What `devcluster exec NAME -- ARGV...` runs, and in which environment."""
     if not argv:
         raise DevClusterError("`devcluster exec HOST -- CMD...`: name a command to run.")
@@ -63,7 +59,7 @@ def exec_argv(cluster: DevCluster, name: str, argv: list[str]) -> tuple[list[str
     return hosts.command(name, argv), env
 
 
-def wait_on_edge(cluster: DevCluster, timeout: float) -> None:
+def wait_on_edge(cluster: ClusterView, timeout: float) -> None:
     """`up`'s readiness wait, run by `devcluster wait` on the edge (as a user's client would)."""
     argv, env = exec_argv(
         cluster,
@@ -87,7 +83,7 @@ def on_host() -> str | None:
     return os.environ.get(ON_HOST_ENV)
 
 
-def host_rows(cluster: DevCluster) -> list[dict]:
+def host_rows(cluster: ClusterView) -> list[dict]:
     hosts = hosts_of(cluster)
     return [
         {

@@ -120,9 +120,8 @@ def hidden_paths(extra: list[Path] | None = None) -> list[Path]:
     /dev/shm, the project checkout (with the one a git worktree belongs to), and the kernel's
     virtualenv and its base interpreter. Outermost only (a tmpfs over a path inside another
     tmpfs would have nowhere to go)."""
-    import tony_jupyter  # the checkout (or site-packages dir) this code runs from
-
-    checkout = Path(tony_jupyter.__file__).resolve().parents[1]
+    # the checkout (or site-packages dir) this code runs from: above tony_jupyter/devcluster/
+    checkout = Path(__file__).resolve().parents[2]
     candidates = [
         Path.home(),
         Path.cwd(),

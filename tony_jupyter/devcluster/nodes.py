@@ -1,6 +1,5 @@
 """Crashing and restarting a NodeManager as a lost host would: what the fault-tolerance tests
-and benchmarks strike with. Functions of a
-:class:`~tony_jupyter.devcluster.cluster.DevCluster`."""
+and benchmarks strike with. Functions of the cluster, as clusterview.py shows it."""
 
 from __future__ import annotations
 
@@ -8,21 +7,18 @@ import logging
 import signal
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import psutil
 
 from . import daemons, process, ready
+from .clusterview import ClusterView
 from .config import NODEMANAGERS
 from .errors import DevClusterError
-
-if TYPE_CHECKING:
-    from .cluster import DevCluster
 
 log = logging.getLogger("tony_jupyter.devcluster.cluster")
 
 
-def kill_node(cluster: DevCluster, name: str) -> list[int]:
+def kill_node(cluster: ClusterView, name: str) -> list[int]:
     """Crash NodeManager ``name`` as a lost host would: SIGKILL its JVM and every process
     in its containers (its process tree, taken before anything dies) at once, without a
     chance to stop them cleanly. Returns the pids killed."""
@@ -46,7 +42,7 @@ def kill_node(cluster: DevCluster, name: str) -> list[int]:
     return [p.pid for p in family]
 
 
-def start_node(cluster: DevCluster, name: str, timeout: float = 180.0) -> None:
+def start_node(cluster: ClusterView, name: str, timeout: float = 180.0) -> None:
     """Start NodeManager ``name`` again (after :meth:`kill_node`) and return once the RM
     has taken its new registration: NM recovery is off, so the restarted NM reports no
     containers, and the RM ends those the old one ran (exit status ABORTED, node lost)."""
@@ -87,14 +83,14 @@ def start_node(cluster: DevCluster, name: str, timeout: float = 180.0) -> None:
         time.sleep(0.25)
 
 
-def restart_node(cluster: DevCluster, name: str, timeout: float = 180.0) -> list[int]:
+def restart_node(cluster: ClusterView, name: str, timeout: float = 180.0) -> list[int]:
     """:meth:`kill_node` then :meth:`start_node`: a node that crashed and came back."""
     killed = kill_node(cluster, name)
     start_node(cluster, name, timeout)
     return killed
 
 
-def nm_pid_file(cluster: DevCluster, name: str) -> Path:
+def nm_pid_file(cluster: ClusterView, name: str) -> Path:
     if name not in NODEMANAGERS:
         raise DevClusterError(
             f"No NodeManager named {name!r}; choose one of: {', '.join(NODEMANAGERS)}."

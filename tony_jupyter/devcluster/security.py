@@ -17,10 +17,8 @@ user for ACLs, queues, HDFS access and tokens; only the Unix separation of conta
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .config import Layout
+from pathlib import Path
+from typing import Protocol
 
 REALM = "DEVCLUSTER.TEST"
 # Host name in every service principal; see the module docstring.
@@ -90,6 +88,14 @@ class Security:
         return cls(**{k: int(v) for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
+class SecureLayout(Protocol):
+    """Where the secure settings point (config.Layout has it; config imports this module)."""
+
+    def keytab(self, name: str) -> Path: ...
+    @property
+    def http_secret(self) -> Path: ...
+
+
 def auth_to_local() -> str:
     """Service principals to hdfs/yarn; one-part principals of the realm (alice, bob, the
     operator) to their own name; anything else (another realm, other services) is refused."""
@@ -101,7 +107,7 @@ def auth_to_local() -> str:
     return "\n".join(rules)
 
 
-def core_site(layout: Layout, user: str) -> dict[str, object]:
+def core_site(layout: SecureLayout, user: str) -> dict[str, object]:
     http_keytab = layout.keytab("HTTP")
     return {
         "hadoop.security.authentication": "kerberos",
@@ -129,7 +135,7 @@ def core_site(layout: Layout, user: str) -> dict[str, object]:
     }
 
 
-def hdfs_site(layout: Layout, user: str, security: Security) -> dict[str, object]:
+def hdfs_site(layout: SecureLayout, user: str, security: Security) -> dict[str, object]:
     return {
         "dfs.block.access.token.enable": "true",
         # Admin pages of the HDFS daemons (/logLevel, /stacks) for the operator too, not only
@@ -156,7 +162,7 @@ def hdfs_site(layout: Layout, user: str, security: Security) -> dict[str, object
     }
 
 
-def yarn_site(layout: Layout, user: str, security: Security) -> dict[str, object]:
+def yarn_site(layout: SecureLayout, user: str, security: Security) -> dict[str, object]:
     http = SERVICE_PRINCIPALS["HTTP"]
     return {
         "yarn.resourcemanager.principal": SERVICE_PRINCIPALS["rm"],

@@ -91,7 +91,7 @@ class YarnProvider(Provider):
         self.loop = threading.Thread(target=self._run, name="amrm", daemon=True)
         self.allocated_at: dict[str, float] = {}
         self.tracking_url: str | None = None  # a new tracking URL for the next allocate
-        self.spares: Any = None  # a warm AM's spare containers (spares.SparePool)
+        self.spares: Any = None  # a warm AM's spare containers (sparepool.SparePool)
         self.registered = False
 
     # --- lifecycle ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The warm YARN AM's spare routes (spares.py has the pool they serve): the kernel's hand-over
+"""The warm YARN AM's spare routes (sparepool.py has the pool they serve): the kernel's hand-over
 (``job``), a spare executor's ``hello`` and ``task``, and ``status``. Each checks its secret
 once the headers are in, before any body is read, and bounds the body; a body that is not JSON
 is a 400 naming the problem."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tornado import routing, web
 
@@ -15,9 +15,7 @@ from ... import safefiles
 from ...errors import UnsafeFileError
 from ..http import MAX_BODY
 from ..task_credentials import matches
-
-if TYPE_CHECKING:
-    from .spares import SparePool
+from .sparepool import SparePool
 
 POLL_S, WAIT_S = 0.02, 25.0
 # The hand-over: the job's files, base64 (the shipped directory's archive is at most 8 MiB, the
