@@ -87,9 +87,13 @@ def test_the_probe_reports_its_python_and_what_it_reached(tmp_path):
 def test_a_probe_that_ended_names_its_node_and_the_fix_for_a_missing_python():
     rm = StandInRM("FAILED", "worker1:8042", "Exception from container-launch.\nExit code: 127")
     with pytest.raises(doctor._ProbeFailed) as e:
-        doctor._read_probe(rm, "application_1_0001", 40000)
-    assert "on worker1" in e.value.detail and "Exit code: 127" in e.value.detail
+        doctor._read_probe(rm, "application_1_0001", 40000, "/opt/venv/bin/python3")
+    assert e.value.detail.startswith("the job's Python /opt/venv/bin/python3 is not on worker1")
     assert "--pack-env" in e.value.fix and "--python PATH" in e.value.fix
+    rm = StandInRM("FAILED", "worker1:8042", "Container exited with a non-zero exit code 1")
+    with pytest.raises(doctor._ProbeFailed, match="ended on worker1 before it reported") as e:
+        doctor._read_probe(rm, "application_1_0001", 40000)
+    assert "yarn logs -applicationId" in e.value.fix
 
 
 def test_a_probe_that_never_listens_is_reported_within_the_wait(monkeypatch):

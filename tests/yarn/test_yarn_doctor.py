@@ -37,7 +37,7 @@ def assert_nothing_left(cluster, before: set[str]) -> None:
         assert time.monotonic() < deadline, f"probe applications left: {live}"
         time.sleep(0.2)
     r = requests.get(
-        f"{cluster.webhdfs}/webhdfs/v1/user/{cluster.user}/.tony-jupyter/staging",
+        f"{cluster.webhdfs}/webhdfs/v1/user/{cluster.user}/.tony-jupyter",
         params={"op": "LISTSTATUS", "user.name": cluster.user},
         timeout=10,
     )
@@ -67,8 +67,8 @@ def test_a_python_missing_on_the_nodes_is_named_with_the_fix(tony_home, cluster,
     before = {a["id"] for a in probe_apps(cluster)}
     code, out = doctor(capsys, "--python", "/nonexistent/bin/python3")
     assert code == 1, out
-    assert "FAIL  probe container" in out and "127" in out, out
-    assert "fix: if the exit code is 127" in out and "--pack-env" in out
+    assert "FAIL  probe container  the job's Python /nonexistent/bin/python3 is not on " in out
+    assert "code 127" in out and "fix: --pack-env" in out
     assert_nothing_left(cluster, before)
 
 

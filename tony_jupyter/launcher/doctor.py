@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import random
+import re
 import secrets
 import socket
 import sys
@@ -129,7 +130,7 @@ class Doctor:
         try:
             app_id = rm.new_application()
             rm.submit(_probe_context(app_id, self.queue, python, port, targets, conf.user))
-            report, node = _read_probe(rm, app_id, port)
+            report, node = _read_probe(rm, app_id, port, python)
         except _ProbeFailed as e:
             self.fail("probe container", e.detail, e.fix)
             return
@@ -292,7 +293,26 @@ def _probe_context(app_id, queue, python, port, targets, user) -> dict:
     }
 
 
-def _read_probe(rm, app_id: str, port: int) -> tuple[dict, str]:
+def _ended(app: dict, node: str, python: str) -> _ProbeFailed:
+    """The probe's application ended before it reported: why, from its diagnostics."""
+    why = " ".join(str(app.get("diagnostics", "")).split())
+    code = re.search(r"[Ee]xit ?[Cc]ode: ?(-?\d+)", why)
+    if code and code.group(1) == "127":
+        return _ProbeFailed(
+            f"the job's Python {python} is not on {node} (the probe's container exited with "
+            "code 127, command not found)",
+            "--pack-env (ship this kernel's virtualenv), or --python PATH naming a Python on "
+            "the nodes",
+        )
+    return _ProbeFailed(
+        f"the probe ended on {node} before it reported"
+        + (f" (exit code {code.group(1)})" if code else "")
+        + f": {why[:300] or app.get('finalStatus', '')}",
+        "its stderr is in the container's logs: yarn logs -applicationId " + str(app.get("id")),
+    )
+
+
+def _read_probe(rm, app_id: str, port: int, python: str = "") -> tuple[dict, str]:
     """The probe's report, read from its node; :class:`_ProbeFailed` naming what went wrong."""
     import json
 
@@ -305,13 +325,7 @@ def _read_probe(rm, app_id: str, port: int) -> tuple[dict, str]:
         app = rm.app(app_id) or {}
         node = (app.get("amHostHttpAddress") or "").rpartition(":")[0] or node
         if app.get("state") in TERMINAL_APP_STATES:
-            why = str(app.get("diagnostics", "")).strip().splitlines()
-            raise _ProbeFailed(
-                f"the probe ended before it reported, on {node or 'no node'}: "
-                + (" ".join(why)[:400] or app.get("finalStatus", "")),
-                "if the exit code is 127, the job's Python is not at that path on the node: "
-                "--pack-env, or --python PATH naming a Python on the nodes",
-            )
+            raise _ended(app, node or "no node", python)
         if node:
             for p in range(port, port + probe.PORTS):
                 try:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import base64
 import shlex
 
-# argv: PORT (the first of PORTS ports to try) and the addresses "host:port,..." to try from here.
+# argv: this script (base64), PORT (the first of PORTS ports to try) and the addresses
+# "host:port,..." to try from here.
 SCRIPT = r"""
 import json, os, platform, socket, sys, time
-port, tries, targets = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+port, tries, targets = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 host = os.environ.get("NM_HOST") or socket.getfqdn()
 def reach(hp):
     h, _, p = hp.rpartition(":")
@@ -56,8 +57,9 @@ PORTS = 20  # ports tried from the one the doctor picks, should one be taken on 
 def command(python: str, port: int, targets: list[str]) -> str:
     """The container's command line (YARN runs it with bash)."""
     code = base64.b64encode(SCRIPT.encode()).decode()
-    boot = f"import base64;exec(base64.b64decode('{code}'))"
-    args = " ".join(shlex.quote(a) for a in (str(port), str(PORTS), ",".join(targets)))
+    # No quote inside: YARN's launch script mangles nested quoting.
+    boot = "import sys,base64;exec(base64.b64decode(sys.argv[1]))"
+    args = " ".join(shlex.quote(a) for a in (code, str(port), str(PORTS), ",".join(targets)))
     return (
         f"{shlex.quote(python)} -c {shlex.quote(boot)} {args} "
         "1><LOG_DIR>/probe.stdout 2><LOG_DIR>/probe.stderr"
