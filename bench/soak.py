@@ -91,6 +91,7 @@ def _start_server(home: Path, wait_s: float) -> tuple[subprocess.Popen | None, s
             "--ip=127.0.0.1",
             f"--IdentityProvider.token={token}",
             f"--ServerApp.root_dir={home}",
+            *(["--allow-root"] if os.geteuid() == 0 else []),  # CI machines run as root
         ],
         env=env,
         stdout=subprocess.DEVNULL,

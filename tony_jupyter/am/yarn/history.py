@@ -11,6 +11,7 @@ are removed by each AM after it writes its own; nothing else under the root is t
 from __future__ import annotations
 
 import logging
+import secrets
 import shutil
 import time
 from pathlib import Path
@@ -37,25 +38,36 @@ def gather(job_dir: Path) -> Path:
 
 
 def save(fs, J, staging: str, app_id: str, job_dir: Path) -> str:
-    """Copy the entry to HDFS (replacing one an earlier AM attempt wrote); its path. (Written in
-    place: the write-beside-and-rename of this entry failed its rename in 64 of 69 AMs of a
-    full test run, cause not found; readers take a torn entry as damaged, launcher/damage.py.)"""
+    """Copy the entry to HDFS (replacing one an earlier AM attempt wrote); its path. Written
+    whole under a hidden name, then renamed: a reader sees no entry or a complete one."""
     root = J.Path(J.Path(staging).getParent(), HISTORY)
     dest = J.Path(root, app_id)
+    tmp = J.Path(root, f".{app_id}.{secrets.token_hex(4)}.tmp")  # readers skip dot-names
     local = gather(job_dir)
     fs.mkdirs(root)
     fs.setPermission(root, J.FsPermission("700"))  # also a root an older version made 755
     try:
+        fs.copyFromLocalFile(False, True, J.Path(str(local)), tmp)
+        board = J.Path(staging.rstrip("/") + "/tensorboard")  # the chief's event files
+        if fs.exists(board):
+            rename(J, fs, board, J.Path(tmp, "tensorboard"))
+        owner_only(fs, J, tmp)
         if fs.exists(dest):
             fs.delete(dest, True)
-        fs.copyFromLocalFile(False, True, J.Path(str(local)), dest)
-        owner_only(fs, J, dest)
+        rename(J, fs, tmp, dest)
     finally:
         shutil.rmtree(local, ignore_errors=True)
-    board = J.Path(staging.rstrip("/") + "/tensorboard")  # the chief's event files
-    if fs.exists(board):
-        fs.rename(board, J.Path(dest, "tensorboard"))
+        if fs.exists(tmp):
+            fs.delete(tmp, True)
     return str(dest.toString())
+
+
+def rename(J, fs, src, dst) -> None:
+    """HDFS's rename that raises why it failed. (A plain ``fs.rename(src, dst)`` from Python
+    is not FileSystem's boolean rename: JPype resolves it to the ``Options.Rename...`` varargs
+    overload, which returns nothing; ``if not fs.rename(...)`` then took every success for a
+    failure, which is how the history entry's rename "failed" before.)"""
+    fs.rename(src, dst, J.RenameNone)
 
 
 def owner_only(fs, J, entry) -> None:

@@ -117,6 +117,7 @@ class Classes:
         self.URI = c("java.net.URI")
         self.Path = c("org.apache.hadoop.fs.Path")
         self.FsPermission = c("org.apache.hadoop.fs.permission.FsPermission")
+        self.RenameNone = c("org.apache.hadoop.fs.Options$Rename").NONE  # fail if dst exists
         # Secure clusters: the job's delegation tokens (credentials.py).
         self.UserGroupInformation = c("org.apache.hadoop.security.UserGroupInformation")
         self.Credentials = c("org.apache.hadoop.security.Credentials")
