@@ -78,7 +78,7 @@ def test_an_entry_is_its_users_only_and_keeps_the_variables_names_not_their_valu
     """Issue 28, finding 6: a variable's value reaches the tasks; the entry (700, its files 600,
     under a root of 700) names the variable and holds no value."""
     secret = "s3cret-4b7e91"
-    line = f"--workers 2 {FAST} --conf tony.containers.envs=API_KEY={secret}"
+    line = f"--workers 2 --conf tony.containers.envs=API_KEY={secret}"
     assert shell.run_cell_magic("tony", line, "import os\nos.environ['API_KEY']") == secret
     (rec,) = list_jobs()
     cluster.wait_app_end(rec.id)
