@@ -15,7 +15,8 @@ import shutil
 import time
 from pathlib import Path
 
-from ... import retention
+from ... import jobdir, retention
+from ...jobdir import JobDir
 from .. import history
 
 log = logging.getLogger("tony_jupyter.am.yarn")
@@ -31,8 +32,8 @@ def gather(job_dir: Path) -> Path:
     for name in history.FILES:
         if (job_dir / name).exists():
             shutil.copyfile(job_dir / name, out / name)
-    if (job_dir / "logs").is_dir():
-        shutil.copytree(job_dir / "logs", out / "logs")
+    if JobDir(job_dir).logs.is_dir():
+        shutil.copytree(JobDir(job_dir).logs, JobDir(out).logs)
     return out
 
 
@@ -52,9 +53,9 @@ def save(fs, J, staging: str, app_id: str, job_dir: Path) -> str:
         owner_only(fs, J, dest)
     finally:
         shutil.rmtree(local, ignore_errors=True)
-    board = J.Path(staging.rstrip("/") + "/tensorboard")  # the chief's event files
+    board = J.Path(staging.rstrip("/") + "/" + jobdir.TENSORBOARD)  # the chief's event files
     if fs.exists(board):
-        fs.rename(board, J.Path(dest, "tensorboard"))
+        fs.rename(board, J.Path(dest, jobdir.TENSORBOARD))
     return str(dest.toString())
 
 
@@ -98,7 +99,7 @@ def wrap_up(J, conf, staging: str, job_dir: Path, keep: bool) -> None:
         path = J.Path(staging)
         fs = path.getFileSystem(conf)
         if keep:
-            for name in ("status.json", "events.jsonl", "logs"):
+            for name in (jobdir.STATUS, jobdir.EVENTS, jobdir.LOGS):
                 src = job_dir / name
                 if src.exists():
                     fs.copyFromLocalFile(False, True, J.Path(str(src)), J.Path(path, "am"))

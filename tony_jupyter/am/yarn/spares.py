@@ -38,8 +38,9 @@ from typing import Any
 
 from tornado import httpserver, routing, web
 
-from ... import loadenv, safefiles, warm
-from ...protocol import TOKEN_VERIFIER_FILE
+from ... import jobdir, loadenv, safefiles, warm
+from ...jobdir import JobDir
+from ...protocol import ExecutorEnv
 from ...spec import JobSpec, TaskSpec
 from ..main import AM, BACKLOG, executor_env
 from .provider import Launch, YarnProvider
@@ -49,7 +50,7 @@ log = logging.getLogger("tony_jupyter.am.yarn")
 
 # What a fresh executor container localizes; src.tar.gz is the shipped directory, an ARCHIVE
 # "src" in a fresh container, unpacked by the spare executor itself.
-EXECUTOR_FILES = ("cell.py", "names.pkl", "bundle.json", "spec.json", "src.tar.gz")
+EXECUTOR_FILES = (jobdir.CELL, jobdir.NAMES, jobdir.BUNDLE, jobdir.SPEC, jobdir.SRC_ARCHIVE)
 
 
 def shape(task: TaskSpec) -> tuple:
@@ -190,9 +191,9 @@ class SparePool:
         for name, b64 in files.items():
             safefiles.write_file(job_dir, name, base64.b64decode(b64))
         self.files = {n: files[n] for n in EXECUTOR_FILES if n in files}
-        cell = base64.b64decode(files.get("cell.py", "")).decode(errors="replace")
+        cell = base64.b64decode(files.get(jobdir.CELL, "")).decode(errors="replace")
         self.writes = loadenv.load_env_writes(cell)
-        spec = JobSpec.from_json((job_dir / "spec.json").read_text())
+        spec = JobSpec.from_json(JobDir(job_dir).spec.read_text())
         self.provider.keep_staging = spec.keep_staging
         self.provider.shards = None
         self.job_dir = job_dir
@@ -211,8 +212,8 @@ class SparePool:
                 dst = J.Path(f"{p.staging}/{name}")
                 fs.copyFromLocalFile(False, True, J.Path(str(job_dir / name)), dst)
                 st = fs.getFileStatus(dst)
-                archive = name == "src.tar.gz"
-                p.resources["src" if archive else name] = {
+                archive = name == jobdir.SRC_ARCHIVE
+                p.resources[jobdir.SRC if archive else name] = {
                     "resource": str(fs.makeQualified(dst).toUri().toString()),
                     "type": "ARCHIVE" if archive else "FILE",
                     "visibility": "APPLICATION",
@@ -242,7 +243,7 @@ def serve(argv: list[str]) -> int:
     p.add_argument("--provider", choices=("yarn",), default="yarn")
     args = p.parse_args(argv)
     job_dir = args.job_dir.resolve()
-    verifier = (job_dir / TOKEN_VERIFIER_FILE).read_text().strip()
+    verifier = JobDir(job_dir).token_verifier.read_text().strip()
     template = JobSpec.read(job_dir)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -254,7 +255,7 @@ def serve(argv: list[str]) -> int:
     pool = provider.spares = SparePool(provider, verifier)
     provider.start(url)
     env = {warm.SPARE_URL: url, "PYTHONUNBUFFERED": "1"}  # each its own secret: launch_env
-    for name in ("HADOOP_USER_NAME", "TONY_WEBHDFS_URL"):
+    for name in ("HADOOP_USER_NAME", ExecutorEnv.var("webhdfs_url")):
         if os.environ.get(name):
             env[name] = os.environ[name]
     # What a framework reads as it loads, as the template's tasks will have it (its spare
