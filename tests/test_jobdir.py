@@ -168,3 +168,43 @@ def test_local_client_notes_a_damaged_am_info(tony_home):
     assert client.am_url() is None
     assert "AmInfo" in client.record.damaged["am.json"]
     assert "am.json" in client.snapshot().reason
+
+
+def test_bundle_info_round_trip(tmp_path):
+    from tony_jupyter.bundle import BundleInfo
+
+    path = JobDir(tmp_path).bundle
+    full = BundleInfo(
+        filename="/home/u/train.py",
+        pull=("model",),
+        pushed=("lr", "data"),
+        shards={"readers": ["worker:0"], "names": {}},
+        src={"rel": "nb", "hash": "ab", "files": 2, "bytes": 10},
+        argv=("train.py", "--epochs", "2"),
+    )
+    path.write_text(full.dumps())
+    assert BundleInfo.read(path) == full
+    # nothing that is not there is written (the form every launcher has written)
+    path.write_text(BundleInfo(pull=("x",)).dumps())
+    assert json.loads(path.read_text()) == {"filename": "<tony-cell>", "pull": ["x"], "pushed": []}
+    # an older or a template's bundle.json: the defaults
+    path.write_text("{}")
+    assert BundleInfo.read(path) == BundleInfo()
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("{", "Expecting"),
+        ('{"filename": 3}', "BundleInfo.filename is 3, not a str"),
+        ("[]", "JSON list"),
+    ],
+)
+def test_bundle_info_malformed_is_a_clear_error(tmp_path, text, why):
+    from tony_jupyter.bundle import BundleInfo
+
+    path = JobDir(tmp_path).bundle
+    path.write_text(text)
+    with pytest.raises(ValueError, match="submit it again") as e:
+        BundleInfo.read(path)
+    assert why in str(e.value) and str(path) in str(e.value)

@@ -3,7 +3,6 @@ and the client of such a job, which finds its AM through ``am.json`` and its pro
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import signal
@@ -15,7 +14,7 @@ import psutil
 
 from .. import hostenv, jobdir, shards, srcdir
 from ..aminfo import AmInfo, AmInfoError
-from ..bundle import Bundle
+from ..bundle import Bundle, BundleInfo
 from ..errors import BackendError, SpecError
 from ..protocol import JobSnapshot
 from ..spec import JobSpec
@@ -37,22 +36,13 @@ def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRe
         record.write_token(secrets.token_urlsafe(32))
         files.cell.write_text(bundle.source)
         files.names.write_bytes(bundle.names)
-        meta: dict[str, object] = {
-            "filename": bundle.filename,
-            "pull": list(spec.pull),
-            "pushed": list(bundle.pushed),
-        }
-        if bundle.shards is not None:
-            meta["shards"] = shards.write(bundle.shards, d)
-        if argv:
-            meta["argv"] = argv
         if bundle.src is not None:
             # The job's own copy, not the directory itself: what the tasks see is what was
             # there at submission (as on YARN), and what they write stays out of it.
             # In the job's directory: the tasks' working directory (executor/cell.py).
             srcdir.copy_into(bundle.src, files.src)
-            meta["src"] = bundle.src.meta()
-        files.bundle.write_text(json.dumps(meta))
+        manifest = shards.write(bundle.shards, d) if bundle.shards is not None else None
+        files.bundle.write_text(BundleInfo.of(spec.pull, bundle, argv, manifest).dumps())
         files.env.touch(mode=0o600)  # the variables' values, the AM's only
         files.env.write_text(spec.env_json())
         # spec.json last: its presence is what makes the directory a job (see list_jobs).

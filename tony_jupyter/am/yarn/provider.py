@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ... import jobdir, shards
+from ...bundle import BundleInfo
 from ...jobdir import JobDir
 from ...protocol import ExecutorEnv
 from ...spec import JobSpec, TaskSpec
@@ -61,7 +62,7 @@ class YarnProvider(Provider):
         self.keep_staging = JobSpec.from_json(JobDir(job_dir).spec.read_text()).keep_staging
         self.outcome = ("FAILED", "the AM ended without an outcome")
         self.resources = json.loads(JobDir(job_dir).resources.read_text())
-        self.shards = json.loads(JobDir(job_dir).bundle.read_text()).get("shards")
+        self.shards = BundleInfo.read(JobDir(job_dir).bundle).shards
         jvm.start()
         self.J: Any = jvm.Classes()  # Java classes: typed by the JVM, not here
         self.conf = self.J.YarnConfiguration()

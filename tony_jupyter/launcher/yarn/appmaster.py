@@ -4,7 +4,6 @@ submission that failed. Used by the usual submission (backend.py) and the warm A
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -15,7 +14,7 @@ import time
 import requests
 
 from ... import jobdir, retention, shards
-from ...bundle import Bundle
+from ...bundle import Bundle, BundleInfo
 from ...errors import BackendError
 from ...protocol import ExecutorEnv, token_verifier
 from ...spec import JobSpec
@@ -35,20 +34,12 @@ PRIVATE_FILES = (jobdir.TOKEN, jobdir.TOKEN_VERIFIER, jobdir.ENV)
 
 
 def bundle_files(spec: JobSpec, bundle: Bundle, argv: list[str] | None, token: str) -> dict:
-    meta: dict = {
-        "filename": bundle.filename,
-        "pull": list(spec.pull),
-        "pushed": list(bundle.pushed),
-    }
-    if argv:
-        meta["argv"] = argv
-    shard_files: dict[str, bytes] = {}
-    if bundle.src is not None:
-        meta["src"] = bundle.src.meta()
+    manifest, shard_files = None, {}
     if bundle.shards is not None:
         # Parquet parts at the same relative paths as the local backend's; each container
         # localizes only the parts its task reads (YarnProvider), the AM none.
-        meta["shards"], shard_files = shards.staged(bundle.shards)
+        manifest, shard_files = shards.staged(bundle.shards)
+    meta = BundleInfo.of(spec.pull, bundle, argv, manifest)
     return {
         jobdir.SPEC: spec.to_json().encode(),
         jobdir.ENV: spec.env_json().encode(),  # the AM's only (600), never in the history
@@ -56,7 +47,7 @@ def bundle_files(spec: JobSpec, bundle: Bundle, argv: list[str] | None, token: s
         jobdir.TOKEN_VERIFIER: token_verifier(token).encode(),  # what the AM is given instead
         jobdir.CELL: bundle.source.encode(),
         jobdir.NAMES: bundle.names,
-        jobdir.BUNDLE: json.dumps(meta).encode(),
+        jobdir.BUNDLE: meta.dumps().encode(),
         **shard_files,
     }
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import requests
 
 from ... import jobdir, srcdir, warm
-from ...bundle import Bundle
+from ...bundle import Bundle, BundleInfo
 from ...errors import BackendError
 from ...protocol import token_verifier
 from ...spec import JobSpec
@@ -200,7 +200,7 @@ def _start(cluster: secure.Cluster, spec: JobSpec, env_entry: dict | None, idle:
             jobdir.ENV: spec.env_json().encode(),  # the template's variables, for its spares
             # Its SHA-256 only: other containers can read the warm AM's files.
             jobdir.TOKEN_VERIFIER: token_verifier(token).encode(),
-            jobdir.BUNDLE: b"{}",
+            jobdir.BUNDLE: BundleInfo().dumps().encode(),  # no cell: a template
         }
         resources = staging.upload(app_id, files, private=PRIVATE_FILES)
         executor_resources = {}
