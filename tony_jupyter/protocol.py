@@ -327,6 +327,9 @@ class ExecutorEnv(Record):
     webhdfs_url: str | None = None
     checkpoint_remote: str | None = None
     python: str | None = None  # YARN: the AM's, the interpreter its executors run
+    credentials_file: str | None = None  # secure YARN: the job's tokens (tokens.tokens_env)
+    credentials_version: str | None = None
+    hdfs_token: str | None = None
 
     @staticmethod
     def var(name: str) -> str:
