@@ -24,7 +24,6 @@ from urllib.parse import urlparse
 
 from ... import jobdir, shards
 from ...bundle import BundleInfo
-from ...jobdir import JobDir
 from ...protocol import ExecutorEnv
 from ...spec import JobSpec, TaskSpec
 from ...tokens import tokens_env
@@ -59,10 +58,10 @@ class YarnProvider(Provider):
         self.job_dir = job_dir
         self.python = python or os.environ.get(V("python")) or sys.executable
         self.staging = os.environ.get(V("staging_dir"), "")
-        self.keep_staging = JobSpec.from_json(JobDir(job_dir).spec.read_text()).keep_staging
+        self.keep_staging = JobSpec.from_json(jobdir.JobDir(job_dir).spec.read_text()).keep_staging
         self.outcome = ("FAILED", "the AM ended without an outcome")
-        self.resources = json.loads(JobDir(job_dir).resources.read_text())
-        self.shards = BundleInfo.read(JobDir(job_dir).bundle).shards
+        self.resources = json.loads(jobdir.JobDir(job_dir).resources.read_text())
+        self.shards = BundleInfo.read(jobdir.JobDir(job_dir).bundle).shards
         jvm.start()
         self.J: Any = jvm.Classes()  # Java classes: typed by the JVM, not here
         self.conf = self.J.YarnConfiguration()

@@ -30,11 +30,11 @@ EXECUTOR_FILES = (jobdir.CELL, jobdir.NAMES, jobdir.BUNDLE, jobdir.SPEC)
 # Readable on HDFS by the job's user only (the AM's container is given the verifier, not the
 # token; the token stays in staging for a record recovered from the RM).
 PRIVATE_FILES = (jobdir.TOKEN, jobdir.TOKEN_VERIFIER, jobdir.ENV)
-# The shipped directory (jobdir.SRC): an ARCHIVE each executor localizes (executor/cell.py).
 
 
 def bundle_files(spec: JobSpec, bundle: Bundle, argv: list[str] | None, token: str) -> dict:
-    manifest, shard_files = None, {}
+    manifest: dict | None = None
+    shard_files: dict[str, bytes] = {}
     if bundle.shards is not None:
         # Parquet parts at the same relative paths as the local backend's; each container
         # localizes only the parts its task reads (YarnProvider), the AM none.

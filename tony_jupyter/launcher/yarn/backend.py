@@ -72,7 +72,9 @@ def _submit(cluster, spec, bundle, argv, tokens, staged) -> JobRecord:
         if env_entry is not None:
             executor_resources[packenv.ENV_NAME] = resources[packenv.ENV_NAME] = env_entry
         if src_entry is not None:
-            executor_resources[jobdir.SRC] = src_entry  # the executors' only: the AM runs none
+            # The shipped directory, an ARCHIVE each executor localizes (executor/cell.py); not
+            # the AM's: it runs no user code.
+            executor_resources[jobdir.SRC] = src_entry
         resources[jobdir.RESOURCES] = staging.upload_json(
             app_id, jobdir.RESOURCES, executor_resources
         )
