@@ -1,15 +1,20 @@
 """What ships with a cell: its source, the notebook names it reads (cloudpickled), and which
-names to bring back. Everything here is checked before anything is submitted."""
+names to bring back. Everything here is checked before anything is submitted. Its metadata
+travels as :class:`BundleInfo` (the job directory's ``bundle.json``), beside the source
+(``cell.py``) and the names (``names.pkl``)."""
 
 from __future__ import annotations
 
 import ast
 import builtins
+import json
 import symtable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .errors import BundleError
+from .records import Record
 
 if TYPE_CHECKING:
     from .shards import ShardPlan
@@ -26,6 +31,50 @@ class Bundle:
     filename: str = CELL_FILENAME
     shards: ShardPlan | None = None  # --shard names, staged as Parquet, never pickled
     src: SrcDir | None = None  # the directory shipped with it (srcdir.py)
+
+
+@dataclass(frozen=True)
+class BundleInfo(Record):
+    """``bundle.json``: what an executor needs of the bundle besides its source and names."""
+
+    filename: str = CELL_FILENAME  # what tracebacks name the cell (a script's own path)
+    pull: tuple[str, ...] = ()  # the names the chief sends back
+    pushed: tuple[str, ...] = ()
+    shards: dict[str, Any] | None = None  # the --shard manifest (shards.py)
+    src: dict[str, Any] | None = None  # the shipped directory (srcdir.SrcDir.meta)
+    argv: tuple[str, ...] | None = None  # %tony run SCRIPT ARGS: its sys.argv
+
+    def to_json(self) -> dict[str, Any]:
+        # What is not there is left out, as every launcher has written it.
+        return {k: v for k, v in super().to_json().items() if v is not None}
+
+    @classmethod
+    def of(
+        cls,
+        pull: tuple[str, ...] | list[str],
+        bundle: Bundle,
+        argv: list[str] | None = None,
+        shards: dict[str, Any] | None = None,
+    ) -> BundleInfo:
+        return cls(
+            filename=bundle.filename,
+            pull=tuple(pull),
+            pushed=tuple(bundle.pushed),
+            shards=shards,
+            src=bundle.src.meta() if bundle.src is not None else None,
+            argv=tuple(argv) if argv else None,
+        )
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json())
+
+    @classmethod
+    def read(cls, path: Path) -> BundleInfo:
+        """The job's ``bundle.json``; a ValueError naming the file when it is not one."""
+        try:
+            return cls.checked(json.loads(path.read_text()))
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}; the job's files are damaged, submit it again") from None
 
 
 def check_syntax(source: str, filename: str = CELL_FILENAME) -> ast.Module:

@@ -291,12 +291,8 @@ class CellOutcome(Record):
         return {k: v for k, v in super().to_json().items() if v is not None}
 
 
-# What an AM is started with instead of the job's token: its SHA-256, enough to check the
-# token, not to use it (a task can read the files its AM was started with).
-TOKEN_VERIFIER_FILE = "token.sha256"
-
-
 def token_verifier(token: str) -> str:
+    """What an AM is given instead of the job's token (jobdir.TOKEN_VERIFIER)."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
@@ -330,6 +326,10 @@ class ExecutorEnv(Record):
     staging_dir: str | None = None
     webhdfs_url: str | None = None
     checkpoint_remote: str | None = None
+    python: str | None = None  # YARN: the AM's, the interpreter its executors run
+    credentials_file: str | None = None  # secure YARN: the job's tokens (tokens.tokens_env)
+    credentials_version: str | None = None
+    hdfs_token: str | None = None
 
     @staticmethod
     def var(name: str) -> str:

@@ -15,6 +15,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import jobdir
+from .protocol import ExecutorEnv
+
+V = ExecutorEnv.var
+
 _lock = threading.Lock()
 _progress: dict = {}
 # The chief's MLflow run (executor/mlflow_run.py), when the job has one: report() logs to it.
@@ -74,7 +79,7 @@ class _StepScalars:
         self.broken = False
 
     def wanted(self) -> bool:
-        return not self.broken and "TONY_TASK_ID" in os.environ and task()["is_chief"]
+        return not self.broken and V("task_id") in os.environ and task()["is_chief"]
 
     def write(self, values: dict, step: int) -> None:
         try:
@@ -105,13 +110,13 @@ _scalars = _StepScalars()
 
 def task() -> dict:
     """This process's task: type, index, attempt, and whether it is the chief."""
-    tid = os.environ.get("TONY_TASK_ID", "worker:0")
+    tid = os.environ.get(V("task_id"), "worker:0")
     type_, _, index = tid.partition(":")
     return {
         "type": type_,
         "index": int(index or 0),
-        "attempt": int(os.environ.get("TONY_ATTEMPT", "1")),
-        "is_chief": tid == os.environ.get("TONY_CHIEF", "worker:0"),
+        "attempt": int(os.environ.get(V("attempt"), "1")),
+        "is_chief": tid == os.environ.get(V("chief"), "worker:0"),
     }
 
 
@@ -151,11 +156,11 @@ def _dir(env: str, name: str) -> str:
 
 
 def checkpoint_dir() -> str:
-    return _dir("TONY_CHECKPOINT_DIR", "checkpoints")
+    return _dir(V("checkpoint_dir"), jobdir.CHECKPOINTS)
 
 
 def tensorboard_dir() -> str:
-    return _dir("TONY_TENSORBOARD_DIR", "tensorboard")
+    return _dir(V("tensorboard_dir"), jobdir.TENSORBOARD)
 
 
 def progress(every_n_steps: int = 1, summary_every_n_steps: int = 10, tensorboard=None):
@@ -172,7 +177,7 @@ def progress(every_n_steps: int = 1, summary_every_n_steps: int = 10, tensorboar
     import tensorflow as tf  # the user's cell has imported it already; resolves tf.keras
 
     if tensorboard is None:
-        tensorboard = "TONY_TASK_ID" in os.environ and task()["is_chief"]
+        tensorboard = V("task_id") in os.environ and task()["is_chief"]
     summaries = _Summaries(tf) if tensorboard else None
 
     class EpochProgress(tf.keras.callbacks.Callback):

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import BundleError, SpecError
+from .protocol import ExecutorEnv
 
 if TYPE_CHECKING:
     from .spec import JobSpec
@@ -211,7 +212,7 @@ def bind(bundle_dir: Path, manifest: dict | None, task_id: str | None = None) ->
 
     from . import tables
 
-    task_id = task_id or os.environ.get("TONY_TASK_ID", "worker:0")
+    task_id = task_id or os.environ.get(ExecutorEnv.var("task_id"), "worker:0")
     out: dict = {}
     for name in manifest["names"]:
         parts = parts_for(manifest, task_id, name)

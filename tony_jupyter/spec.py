@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .errors import SpecError
 from .frameworks import check_tasks, parse_framework
+from .jobdir import JobDir
 from .numbers import MAX_SECONDS, parse_memory, shown, whole
 from .tonyconf import HARMLESS, NOT_APPLICABLE
 
@@ -35,10 +36,9 @@ def forwarded_env(environ=None) -> dict[str, str]:
     return {k: environ[k] for k in FORWARDED_ENV if environ.get(k)}
 
 
-SCHEMA_VERSION = 2  # 2: variables by name, their values in ENV_FILE
-# The values of a job's variables (spec.env): spec.json, the history and every API name them
-# only; the values are in this file beside spec.json (mode 600), for the AM, kept in no history.
-ENV_FILE = "env.json"
+# 2: variables by name (spec.json, the history and every API name them only); their values
+# in the job directory's env.json (jobdir.ENV, mode 600), for the AM, kept in no history.
+SCHEMA_VERSION = 2
 
 # The order tasks are listed and launched in; custom types sort after these.
 KNOWN_TYPES = ("chief", "worker", "ps", "evaluator")
@@ -143,14 +143,14 @@ class JobSpec:
         return json.dumps(d, indent=1, sort_keys=True)
 
     def env_json(self) -> str:
-        """The values of the spec's variables, for ENV_FILE."""
+        """The values of the spec's variables, for env.json."""
         return json.dumps(dict(self.env), sort_keys=True)
 
     @classmethod
     def read(cls, job_dir: Path) -> JobSpec:
-        """The job's spec as its AM runs it: spec.json with its variables' values (ENV_FILE)."""
-        text = (job_dir / "spec.json").read_text()
-        path = job_dir / ENV_FILE
+        """The job's spec as its AM runs it: spec.json with its variables' values (env.json)."""
+        text = JobDir(job_dir).spec.read_text()
+        path = JobDir(job_dir).env
         values = json.loads(path.read_text()) if path.exists() else {}
         if not isinstance(values, dict):
             raise SpecError(f"{path} is not a JSON object of variables; submit the job again")

@@ -20,12 +20,15 @@ import json
 import os
 from dataclasses import dataclass
 
+from .protocol import ExecutorEnv
+
 HDFS_KIND = "HDFS_DELEGATION_TOKEN"
 WEBHDFS_KIND = "WEBHDFS delegation"
 RM_KIND = "RM_DELEGATION_TOKEN"
-ENV_TOKEN = "TONY_HDFS_TOKEN"
-ENV_FILE = "TONY_CREDENTIALS_FILE"
-ENV_VERSION = "TONY_CREDENTIALS_VERSION"
+# A task's credentials, as its executor's environment carries them (ExecutorEnv's).
+ENV_TOKEN = ExecutorEnv.var("hdfs_token")
+ENV_FILE = ExecutorEnv.var("credentials_file")
+ENV_VERSION = ExecutorEnv.var("credentials_version")
 FILE_NAME = ".tony-credentials.json"
 
 

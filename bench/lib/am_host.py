@@ -5,7 +5,6 @@ with the FakeProvider, in its own process so its CPU and memory can be measured 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import secrets
 import subprocess
@@ -16,8 +15,10 @@ from pathlib import Path
 from bench.lib.common import REPO
 from bench.lib.fake_provider import FakeProvider
 from tony_jupyter.am.main import AM
-from tony_jupyter.protocol import TOKEN_VERIFIER_FILE, token_verifier
-from tony_jupyter.spec import ENV_FILE, JobSpec
+from tony_jupyter.aminfo import AmInfo
+from tony_jupyter.jobdir import JobDir
+from tony_jupyter.protocol import token_verifier
+from tony_jupyter.spec import JobSpec
 
 
 def launch(
@@ -25,23 +26,24 @@ def launch(
 ) -> tuple[subprocess.Popen, dict]:
     """Start this AM on job directory ``d`` (``spec``, a fresh job token and its verifier, as
     a launcher writes them), behind ``prefix`` (e.g. taskset); its process and am.json."""
-    (d / "spec.json").write_text(spec.to_json())
-    (d / ENV_FILE).write_text(spec.env_json())
+    files = JobDir(d)
+    files.spec.write_text(spec.to_json())
+    files.env.write_text(spec.env_json())
     token = secrets.token_urlsafe(32)
-    (d / "token").write_text(token)
-    (d / TOKEN_VERIFIER_FILE).write_text(token_verifier(token))  # what the AM knows of it
+    files.token.write_text(token)
+    files.token_verifier.write_text(token_verifier(token))  # what the AM knows of it
     am = subprocess.Popen(
         [*(prefix or []), sys.executable, "-m", "bench.lib.am_host", str(d)],
         cwd=REPO,
-        stdout=open(d / "am.log", "wb"),  # noqa: SIM115 - the child holds it
+        stdout=open(files.am_log, "wb"),  # noqa: SIM115 - the child holds it
         stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 30
-    while not (d / "am.json").exists():
+    while (info := AmInfo.read(files.am_info)) is None:
         if am.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"bench AM did not start: {(d / 'am.log').read_text()[-2000:]}")
+            raise RuntimeError(f"bench AM did not start: {files.am_log.read_text()[-2000:]}")
         time.sleep(0.05)
-    return am, json.loads((d / "am.json").read_text())
+    return am, info.to_json()
 
 
 def main() -> int:

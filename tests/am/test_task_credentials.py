@@ -18,7 +18,7 @@ from tony_jupyter.executor.link import AMLink, BeatStream
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import TOKEN_VERIFIER_FILE, token_verifier
+from tony_jupyter.protocol import token_verifier
 
 CELL = PRINT_OWN_TOKEN + (
     "import os, pathlib, time\n"
@@ -68,7 +68,7 @@ def test_the_job_token_is_in_no_file_of_the_job_dir_and_no_environment(job):
     own_token(job)  # the cell has run its first lines
     assert "bundle token False" in job.logs("worker:0")[0]
     assert not (job.record.dir / "token").exists()
-    assert (job.record.dir / TOKEN_VERIFIER_FILE).read_text() == token_verifier(token)
+    assert job.record.layout.token_verifier.read_text() == token_verifier(token)
     for path in job.record.dir.rglob("*"):
         if path.is_file():
             assert token.encode() not in path.read_bytes(), path

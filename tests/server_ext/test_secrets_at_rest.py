@@ -9,9 +9,10 @@ import stat
 import pytest
 from helpers.jobs import FAST, fetch_json
 
+from tony_jupyter.jobdir import JobDir
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
-from tony_jupyter.spec import ENV_FILE, JobSpec, SpecError
+from tony_jupyter.spec import JobSpec, SpecError
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -31,7 +32,7 @@ def test_the_spec_names_its_variables_and_their_values_stay_apart(tmp_path):
     assert SECRET not in text and "API_KEY" in json.loads(text)["env"]
     assert json.loads(spec.env_json())["API_KEY"] == SECRET
     (tmp_path / "spec.json").write_text(text)
-    (tmp_path / ENV_FILE).write_text(spec.env_json())
+    JobDir(tmp_path).env.write_text(spec.env_json())
     assert JobSpec.read(tmp_path) == spec  # the AM's spec: values and all
     assert dict(JobSpec.from_json(text).env) == {}  # read to be shown: no value to show
 
@@ -47,7 +48,7 @@ def test_the_spec_names_its_variables_and_their_values_stay_apart(tmp_path):
 def test_an_am_without_the_values_says_so(tmp_path, values, message):
     (tmp_path / "spec.json").write_text(spec_with_secret().to_json())
     if values is not None:
-        (tmp_path / ENV_FILE).write_text(values)
+        JobDir(tmp_path).env.write_text(values)
     with pytest.raises(SpecError, match=message):
         JobSpec.read(tmp_path)
 
@@ -60,7 +61,7 @@ async def test_a_local_jobs_variables_reach_its_tasks_and_no_record_or_api(
     assert shell.run_cell_magic("tony", line, cell) == SECRET
     (rec,) = list_jobs()
     assert open_client(rec).wait_am_exit()  # the AM has written the history and left
-    assert not (rec.dir / ENV_FILE).exists()  # the record keeps the names only
+    assert not rec.layout.env.exists()  # the record keeps the names only
     files = [p for p in rec.dir.rglob("*") if p.is_file()]
     assert len(files) > 5
     for path in files:
@@ -82,7 +83,7 @@ def test_a_running_jobs_values_are_the_users_only(shell, tony_home):
     _, spec = parse_job_args(f"--workers 1 --no-tensorboard --conf tony.containers.envs=K={SECRET}")
     client = open_client(backend_local.submit(spec, make_bundle("import time\ntime.sleep(60)", {})))
     try:
-        mode = stat.S_IMODE((client.record.dir / ENV_FILE).stat().st_mode)
+        mode = stat.S_IMODE(client.record.layout.env.stat().st_mode)
         assert mode == 0o600, oct(mode)
     finally:
         client.kill()

@@ -7,6 +7,7 @@ import json
 import time
 from pathlib import Path
 
+from ..jobdir import JobDir
 from ..protocol import (
     DONE_TASK_STATES,
     TERMINAL_JOB_STATES,
@@ -57,7 +58,7 @@ class Coordinator:
         self.attempt = 0
         self.tasks: dict[str, Task] = {}
         self.attempt_history: list[dict] = []
-        self.events = EventLog(job_dir / "events.jsonl")  # the last ones in memory (events.py)
+        self.events = EventLog(JobDir(job_dir).events)  # the last ones in memory (events.py)
         self.endpoints: dict[str, str] = {}
         # An endpoint's credentials (TensorBoard's "key" and "path_key"): never in a snapshot or
         # in the events served or kept beside the job; only in YARN's recovery log (below).
@@ -74,7 +75,7 @@ class Coordinator:
         self._turn_listeners: list = []  # ... on a change of the job's course (subscribe)
         self.metrics = MetricLog()  # each task's progress and resource use over time
         self.deadlines = Deadlines()  # when each task's heartbeats are due
-        (job_dir / "logs").mkdir(parents=True, exist_ok=True)
+        JobDir(job_dir).logs.mkdir(parents=True, exist_ok=True)
 
     # --- events ---------------------------------------------------------------------------
 
@@ -165,7 +166,7 @@ class Coordinator:
     def launch(self, task: Task) -> None:
         """Start ``task``'s executor for its attempt (every task of a job attempt; one lost
         worker's replacement in an elastic job)."""
-        (self.job_dir / "logs" / f"attempt-{task.attempt}").mkdir(parents=True, exist_ok=True)
+        JobDir(self.job_dir).attempt_logs(task.attempt).mkdir(parents=True, exist_ok=True)
         env = dict(self.base_env)
         env[ExecutorEnv.var("task_id")] = task.id
         env[ExecutorEnv.var("attempt")] = str(task.attempt)
@@ -245,10 +246,9 @@ class Coordinator:
         self.changed()
 
     def log_path(self, task_id: str, attempt: int | None = None) -> Path:
-        name = task_id.replace(":", "-") + ".log"
         task = self.tasks.get(task_id)
         attempt = attempt or (task.attempt if task else self.attempt)
-        return self.job_dir / "logs" / f"attempt-{attempt}" / name
+        return JobDir(self.job_dir).log(attempt, task_id)
 
     def add_logs(self, task_id: str, attempt: int, text: str) -> None:
         if task_id not in self.tasks or attempt > self.tasks[task_id].attempt:
@@ -270,7 +270,7 @@ class Coordinator:
         keep = outcome.value is not None if self.spec.elastic else task_id == self.spec.chief_id
         if keep and outcome.ok:
             self.result = payload
-            (self.job_dir / "result.json").write_text(json.dumps(payload))
+            JobDir(self.job_dir).result.write_text(json.dumps(payload))
         self.changed()
 
     # --- provider callbacks and timers ------------------------------------------------------
@@ -376,10 +376,10 @@ class Coordinator:
         self.write_status()
 
     def write_status(self) -> None:
-        tmp = self.job_dir / "status.json.tmp"
+        tmp = JobDir(self.job_dir).status.with_suffix(".json.tmp")
         # the file is read once the AM is gone, when the history is kept (or never will be)
         tmp.write_text(json.dumps({**self.snapshot_json(), "history_pending": False}, indent=1))
-        tmp.replace(self.job_dir / "status.json")
+        tmp.replace(JobDir(self.job_dir).status)
 
     # --- views ------------------------------------------------------------------------------
 

@@ -17,6 +17,8 @@ import os
 import time
 from pathlib import Path
 
+from .. import jobdir
+from ..jobdir import JobDir
 from ..protocol import JobSummary
 from .coordinator import Coordinator
 
@@ -24,13 +26,13 @@ HISTORY_VERSION = 1
 # What a history entry holds (plus logs/): never the token, pickles (names, the chief's
 # value) or shards.
 FILES = (
-    "history.json",
-    "metrics.json",
-    "spec.json",
-    "cell.py",
-    "bundle.json",
-    "events.jsonl",
-    "status.json",
+    jobdir.HISTORY,
+    jobdir.METRICS,
+    jobdir.SPEC,
+    jobdir.CELL,
+    jobdir.BUNDLE,
+    jobdir.EVENTS,
+    jobdir.STATUS,
 )
 
 
@@ -43,7 +45,8 @@ def _user() -> str:
 
 def record(job_dir: Path, coordinator: Coordinator) -> dict:
     snap = coordinator.snapshot()
-    cell = (job_dir / "cell.py").read_bytes() if (job_dir / "cell.py").exists() else b""
+    path = JobDir(job_dir).cell
+    cell = path.read_bytes() if path.exists() else b""
     return {
         "history_version": HISTORY_VERSION,
         "job_id": snap.job_id,
@@ -59,10 +62,11 @@ def record(job_dir: Path, coordinator: Coordinator) -> dict:
 
 def write(job_dir: Path, coordinator: Coordinator) -> None:
     """history.json and metrics.json into the job's directory (atomically each)."""
-    for name, data in (
-        ("metrics.json", coordinator.metrics.to_json()),
-        ("history.json", record(job_dir, coordinator)),
+    d = JobDir(job_dir)
+    for path, data in (
+        (d.metrics, coordinator.metrics.to_json()),
+        (d.history, record(job_dir, coordinator)),
     ):
-        tmp = job_dir / (name + ".tmp")
+        tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(data))
-        os.replace(tmp, job_dir / name)
+        os.replace(tmp, path)

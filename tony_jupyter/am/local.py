@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from .. import hostenv, warm
+from ..jobdir import JobDir
 from ..protocol import ExecutorEnv
 from ..spec import JobSpec, TaskSpec
 from .provider import Placement, Provider
@@ -82,7 +83,7 @@ class LocalProvider(Provider):
         if task.gpus:
             full_env["CUDA_VISIBLE_DEVICES"] = gpu_devices(self._gpu_next, task.gpus)
             self._gpu_next += task.gpus
-        out = self.job_dir / "logs" / f"attempt-{attempt}" / (task_id.replace(":", "-") + ".stdout")
+        out = JobDir(self.job_dir).stdout(attempt, task_id)
         out.parent.mkdir(parents=True, exist_ok=True)
         argv = [self.python, "-m", "tony_jupyter.executor"]
         job = full_env.get(ExecutorEnv.var("job_id"), "")

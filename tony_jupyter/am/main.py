@@ -8,7 +8,6 @@ released it (or ``tony.am.linger-sec`` passes), so results and logs can still be
 from __future__ import annotations
 
 import gc
-import json
 import os
 import signal
 import socket
@@ -18,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import quota
-from ..protocol import TERMINAL_JOB_STATES, TOKEN_VERIFIER_FILE, ExecutorEnv, JobState
-from ..spec import ENV_FILE, JobSpec
+from ..aminfo import AmInfo
+from ..jobdir import TENSORBOARD, JobDir
+from ..protocol import TERMINAL_JOB_STATES, ExecutorEnv, JobState
+from ..spec import JobSpec
 from . import history
 from .coordinator import Coordinator
 from .provider import Provider
@@ -31,12 +32,6 @@ TICK_MS = 200
 BACKLOG = 4096
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
-
-
 def executor_env(job_id: str, spec: JobSpec, url: str, job_dir: Path) -> dict:
     env = ExecutorEnv(
         job_id=job_id,
@@ -44,11 +39,11 @@ def executor_env(job_id: str, spec: JobSpec, url: str, job_dir: Path) -> dict:
         chief=spec.chief_id,
         heartbeat_ms=spec.heartbeat_interval_ms,
         max_missed=spec.max_missed_heartbeats,
-        checkpoint_dir=str(job_dir / "checkpoints"),
+        checkpoint_dir=str(JobDir(job_dir).checkpoints),
         # Relative: each executor resolves it against its own cwd (executor/main.py). On YARN
         # that is the task's container, where the chief's TensorBoard reads; the AM's dir is
         # another container, maybe on another node.
-        tensorboard_dir="tensorboard" if spec.backend == "yarn" else str(job_dir / "tensorboard"),
+        tensorboard_dir=TENSORBOARD if spec.backend == "yarn" else str(JobDir(job_dir).tensorboard),
         tensorboard=spec.tensorboard,
         session=spec.session,
         framework=spec.framework,
@@ -66,14 +61,15 @@ def executor_env(job_id: str, spec: JobSpec, url: str, job_dir: Path) -> dict:
         # Keras 3 fails under MultiWorkerMirroredStrategy (see README, "Keras versions").
         env["TF_USE_LEGACY_KERAS"] = "1"
     # TONY_* are the AM's to set (a spec from an older client could still carry one).
-    env.update({k: v for k, v in dict(spec.env).items() if not k.upper().startswith("TONY_")})
+    mine = ExecutorEnv.PREFIX
+    env.update({k: v for k, v in dict(spec.env).items() if not k.upper().startswith(mine)})
     return env
 
 
 def job_token_verifier(job_dir: Path) -> str:
     """The job token's SHA-256, from ``token.sha256`` (what a launcher writes: the AM is never
     given the token itself, nor keeps it where a task could read it)."""
-    return (job_dir / TOKEN_VERIFIER_FILE).read_text().strip()
+    return JobDir(job_dir).token_verifier.read_text().strip()
 
 
 class AM:
@@ -88,7 +84,7 @@ class AM:
         self.job_dir = job_dir
         self.spec = JobSpec.read(job_dir)
         self.verifier = job_token_verifier(job_dir)
-        self.job_id = os.environ.get("TONY_JOB_ID") or job_dir.name
+        self.job_id = os.environ.get(ExecutorEnv.var("job_id")) or job_dir.name
         self.provider, self.host = provider, host
         # A warm YARN AM (yarn/spares.py) serves already: its socket, URL, server and router.
         self.warm_server = listening[2:] if listening else None
@@ -171,7 +167,7 @@ class AM:
             await asyncio.sleep(0.05)  # the exits the drain caused
             self.coordinator.write_status()
             history.write(self.job_dir, self.coordinator)
-            (self.job_dir / ENV_FILE).unlink(missing_ok=True)  # the job's record keeps names
+            JobDir(self.job_dir).env.unlink(missing_ok=True)  # the job's record keeps names
             await loop.run_in_executor(None, self.provider.keep_history, self.job_dir)
         except Exception as e:  # noqa: BLE001 - the job's end never fails over its history
             why = quota.worded(str(self.job_dir), e) or repr(e)
@@ -203,17 +199,14 @@ class AM:
         beats = await serve_beats(self.state, self.host)
         from tornado.ioloop import PeriodicCallback
 
-        write_json_atomic(
-            self.job_dir / "am.json",
-            {
-                "url": self.url,
-                "pid": os.getpid(),
-                "port": self.port,
-                "started": time.time(),
-                "job_id": self.job_id,
-                "backend": self.spec.backend,
-            },
-        )
+        AmInfo(
+            url=self.url,
+            pid=os.getpid(),
+            port=self.port,
+            started=time.time(),
+            job_id=self.job_id,
+            backend=self.spec.backend,
+        ).write(JobDir(self.job_dir).am_info)
         ticker = PeriodicCallback(self._tick, TICK_MS)
         ticker.start()
         try:
@@ -233,5 +226,5 @@ class AM:
         self.server.stop()
         beats.close()
         self.coordinator.close()
-        (self.job_dir / "am.json").unlink(missing_ok=True)
+        JobDir(self.job_dir).am_info.unlink(missing_ok=True)
         return 0 if self.coordinator.state == JobState.SUCCEEDED else 1

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from .. import loadenv, warm
+from ..jobdir import JobDir
 from ..spec import JobSpec
 
 MAX_SPARE_EXECUTORS = 8
@@ -45,7 +46,7 @@ def fitting(spares: list[warm.Spare], job_dir: Path) -> list[warm.Spare]:
     sets, before its own import, to another value (those read EOF and exit)."""
     if not any(s.framework for s in spares):
         return spares
-    cell = job_dir / "cell.py"
+    cell = JobDir(job_dir).cell
     writes = loadenv.load_env_writes(cell.read_text(errors="replace")) if cell.exists() else []
     keep = []
     for s in spares:

@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 from .. import tokens
 from ..errors import TonyError
 from ..kerberos import Login
+from ..protocol import ExecutorEnv
 
 
 class DataError(TonyError, ValueError):
@@ -30,7 +31,9 @@ def _webhdfs(url: str):
             f"{url}: reading hdfs:// needs fsspec (pip install fsspec), which WebHDFS access "
             "goes through"
         ) from None
-    base = _active_namenode(os.environ.get("TONY_WEBHDFS_URL") or _namenode_http() or "")
+    base = _active_namenode(
+        os.environ.get(ExecutorEnv.var("webhdfs_url")) or _namenode_http() or ""
+    )
     if not base:
         base = f"http://{urlparse(url).hostname or '127.0.0.1'}:9870"
     b = urlparse(base if "://" in base else f"http://{base}")

@@ -4,7 +4,6 @@ shards bound (each framework's environment is frameworks.py's)."""
 from __future__ import annotations
 
 import base64
-import json
 import linecache
 import os
 import pickle
@@ -13,7 +12,8 @@ import types
 from pathlib import Path
 
 from .. import runtime, shards, tables
-from ..bundle import split_last_expression
+from ..bundle import BundleInfo, split_last_expression
+from ..jobdir import JobDir
 from ..protocol import CellOutcome
 
 # What the chief's value and pulled names may weigh: base64 in JSON, they must stay under the
@@ -30,24 +30,24 @@ def enter_src(bundle_dir: Path) -> str | None:
     the notebook's working directory: it becomes this task's working directory, and the
     shipped script's (or the notebook's) directory goes first on ``sys.path``. Returns that
     directory; None when nothing was shipped (--no-src-dir)."""
-    meta = json.loads((bundle_dir / "bundle.json").read_text())
-    if "src" not in meta:
+    meta = BundleInfo.read(JobDir(bundle_dir).bundle)
+    if meta.src is None:
         return None
     # Not resolved: on YARN ``src`` is a link into the NodeManager's cache, and paths in the
     # container's own directory are what the user should see.
-    root = os.path.abspath(bundle_dir / "src")
+    root = os.path.abspath(JobDir(bundle_dir).src)
     os.chdir(root)
-    rel = meta["src"].get("rel") or ""
+    rel = meta.src.get("rel") or ""
     here = os.path.join(root, rel) if rel else root
     sys.path.insert(0, here)
     return here
 
 
 def run_user_code(bundle_dir: Path, is_chief: bool, src: str | None = None) -> dict:
-    meta = json.loads((bundle_dir / "bundle.json").read_text())
-    source = (bundle_dir / "cell.py").read_text()
-    filename = meta.get("filename", "<tony-cell>")
-    if meta.get("argv") and src is not None:  # the script's shipped copy
+    meta = BundleInfo.read(JobDir(bundle_dir).bundle)
+    source = JobDir(bundle_dir).cell.read_text()
+    filename = meta.filename
+    if meta.argv and src is not None:  # the script's shipped copy
         filename = os.path.join(src, os.path.basename(filename))
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     # The user's code is __main__, as under `python script.py`: code that looks itself up there
@@ -57,15 +57,15 @@ def run_user_code(bundle_dir: Path, is_chief: bool, src: str | None = None) -> d
     namespace["__builtins__"] = __builtins__
     # pickle imports cloudpickle's reconstructors itself when the names need them (a function
     # or class defined in the notebook): a cell that pushes none starts without it.
-    namespace.update(pickle.loads((bundle_dir / "names.pkl").read_bytes()))
-    namespace.update(shards.bind(bundle_dir, meta.get("shards")))
-    if meta.get("argv"):  # %tony run SCRIPT: what `python SCRIPT args` would show it
-        sys.argv = list(meta["argv"])
+    namespace.update(pickle.loads(JobDir(bundle_dir).names.read_bytes()))
+    namespace.update(shards.bind(bundle_dir, meta.shards))
+    if meta.argv:  # %tony run SCRIPT: what `python SCRIPT args` would show it
+        sys.argv = list(meta.argv)
         namespace["__file__"] = filename
         if src is None:  # --no-src-dir: the directory it has on the notebook's host
             sys.path.insert(0, os.path.dirname(filename))
     sys.modules["__main__"] = main
-    return execute(source, filename, namespace, meta.get("pull", []), is_chief)
+    return execute(source, filename, namespace, list(meta.pull), is_chief)
 
 
 def execute(source: str, filename: str, namespace: dict, pull: list[str], is_chief: bool) -> dict:

@@ -17,7 +17,10 @@ import re
 import threading
 from pathlib import Path
 
-from .. import quota, tokens
+from .. import jobdir, quota, tokens
+from ..protocol import ExecutorEnv
+
+V = ExecutorEnv.var
 
 SYNC_S = 0.5
 SKIP_PREFIX = "workertemp_"
@@ -201,13 +204,13 @@ class CheckpointMirror:
 def from_env(is_chief: bool) -> CheckpointMirror | None:
     """The mirror a YARN executor uses (TONY_CHECKPOINT_REMOTE set), else None. Points
     TONY_CHECKPOINT_DIR, which checkpoint_dir() returns, at the container-local copy."""
-    remote = os.environ.get("TONY_CHECKPOINT_REMOTE")
+    remote = os.environ.get(V("checkpoint_remote"))
     if not remote:
         return None
-    local = Path(os.environ.get("TONY_BUNDLE_DIR", ".")).resolve() / "checkpoints"
-    os.environ["TONY_CHECKPOINT_DIR"] = str(local)
+    local = jobdir.JobDir(Path(os.environ.get(V("bundle_dir"), ".")).resolve()).checkpoints
+    os.environ[V("checkpoint_dir")] = str(local)
     user = os.environ.get("HADOOP_USER_NAME") or os.environ.get("USER", "")
-    mirror = CheckpointMirror(local, remote, os.environ["TONY_WEBHDFS_URL"], user)
+    mirror = CheckpointMirror(local, remote, os.environ[V("webhdfs_url")], user)
     restored = mirror.restore()
     if restored:
         newest = sorted(
@@ -230,12 +233,12 @@ def for_round(rank0: bool) -> CheckpointMirror | None:
     task, so each task's first process restores the newest checkpoint from HDFS as its round
     starts, and the round's rank 0 alone mirrors it back while it runs. The agents stop every
     process of a round before the next one starts: one writer at a time."""
-    remote = os.environ.get("TONY_CHECKPOINT_REMOTE")
+    remote = os.environ.get(V("checkpoint_remote"))
     if not remote:
         return None
     user = os.environ.get("HADOOP_USER_NAME") or os.environ.get("USER", "")
-    local = Path(os.environ["TONY_CHECKPOINT_DIR"])
-    mirror = CheckpointMirror(local, remote, os.environ["TONY_WEBHDFS_URL"], user)
+    local = Path(os.environ[V("checkpoint_dir")])
+    mirror = CheckpointMirror(local, remote, os.environ[V("webhdfs_url")], user)
     restored = mirror.restore()
     print(f"[tony] this round starts from {restored} checkpoint files from hdfs", flush=True)
     if rank0:
@@ -248,8 +251,8 @@ def keep_tensorboard() -> None:
     once, at the end, to ``<staging>/tensorboard``, which the AM moves into the job's history
     entry (am/yarn/history.py): a finished job's TensorBoard reads it there. Never fails the
     task: a problem is one log line."""
-    remote = os.environ.get("TONY_CHECKPOINT_REMOTE")
-    logdir = os.environ.get("TONY_TENSORBOARD_DIR")
+    remote = os.environ.get(V("checkpoint_remote"))
+    logdir = os.environ.get(V("tensorboard_dir"))
     if not remote or not logdir or not os.path.isdir(logdir):
         return
     from .. import runtime
@@ -258,8 +261,8 @@ def keep_tensorboard() -> None:
         if runtime._scalars.writer is not None:
             runtime._scalars.writer.flush()
         user = os.environ.get("HADOOP_USER_NAME") or os.environ.get("USER", "")
-        dest = posixpath.join(posixpath.dirname(remote.rstrip("/")), "tensorboard")
-        mirror = CheckpointMirror(Path(logdir), dest, os.environ["TONY_WEBHDFS_URL"], user)
+        dest = posixpath.join(posixpath.dirname(remote.rstrip("/")), jobdir.TENSORBOARD)
+        mirror = CheckpointMirror(Path(logdir), dest, os.environ[V("webhdfs_url")], user)
         for rel, st in sorted(mirror._local_files().items()):
             _, data = mirror._read(rel)
             mirror._write(rel, data, st)

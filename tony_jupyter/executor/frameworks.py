@@ -19,6 +19,8 @@ import json
 import os
 import sys
 
+from ..protocol import ExecutorEnv
+
 # The order ranks are given in: the chief (if any) is rank 0, as in TensorFlow.
 RANK_ORDER = ("chief", "worker")
 
@@ -151,7 +153,7 @@ def register_jax_cluster() -> None:
 
         @classmethod
         def is_env_present(cls) -> bool:
-            return "JAX_PROCESS_ID" in os.environ and "TONY_TASK_ID" in os.environ
+            return "JAX_PROCESS_ID" in os.environ and ExecutorEnv.var("task_id") in os.environ
 
         @classmethod
         def get_coordinator_address(cls, timeout_secs=None, override_coordinator_port=None):

@@ -13,6 +13,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from ..protocol import ExecutorEnv
+
 
 def start(procs: int, env_for) -> list[subprocess.Popen]:
     """Local ranks 1..procs-1; ``env_for(local_rank)`` is each one's framework environment."""
@@ -38,7 +40,7 @@ def main() -> None:
 
     code = 0
     try:
-        run_user_code(Path(os.environ["TONY_BUNDLE_DIR"]), is_chief=False)
+        run_user_code(Path(os.environ[ExecutorEnv.var("bundle_dir")]), is_chief=False)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException:  # noqa: BLE001 - reported in the task's log; the exit code tells

@@ -41,9 +41,10 @@ def resolve_tensorboard_dir(env=os.environ) -> None:
     """A relative TONY_TENSORBOARD_DIR (YARN) is in this task's cwd, its container: made
     absolute before the cell runs, so tensorboard_dir() and TensorBoard agree even if the cell
     changes directory."""
-    tb_dir = env.get("TONY_TENSORBOARD_DIR")
+    var = ExecutorEnv.var("tensorboard_dir")
+    tb_dir = env.get(var)
     if tb_dir and not os.path.isabs(tb_dir):
-        env["TONY_TENSORBOARD_DIR"] = os.path.abspath(tb_dir)
+        env[var] = os.path.abspath(tb_dir)
 
 
 def main() -> int:

@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..jobdir import JobDir
+
 # What may be long in a spec: MLflow keeps parameter values up to 6,000 characters.
 MAX_PARAM = 6000
 # The spec's fields that are not the job's parameters (or could hold secrets: only the names of
@@ -58,7 +60,7 @@ class Run:
         try:
             import mlflow
 
-            spec = json.loads((bundle_dir / "spec.json").read_text())
+            spec = json.loads(JobDir(bundle_dir).spec.read_text())
             run = mlflow.start_run(
                 run_name=spec.get("name") or job_id,
                 tags={

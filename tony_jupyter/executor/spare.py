@@ -60,13 +60,13 @@ def write_job_files(cwd: str, files: dict[str, str]) -> None:
     import base64
     import io
 
-    from .. import safefiles, srcdir
+    from .. import jobdir, safefiles, srcdir
 
     for name, b64 in files.items():
         data = base64.b64decode(b64)
-        if name == "src.tar.gz":  # the shipped directory, where a fresh container unpacks it
-            # an empty one too, as NodeManager's
-            dest = safefiles.inside(cwd, "src")
+        if name == jobdir.SRC_ARCHIVE:  # the shipped directory, where a fresh container
+            # unpacks it (an empty one too, as NodeManager's)
+            dest = safefiles.inside(cwd, jobdir.SRC)
             safefiles.extract_tar(io.BytesIO(data), dest, srcdir.MAX_BYTES, srcdir.MAX_FILES)
         else:
             safefiles.write_file(cwd, name, data)

@@ -27,6 +27,7 @@ import threading
 import time
 from pathlib import Path
 
+from .. import jobdir
 from ..protocol import ExecutorEnv
 from .tensorboard_guard import Guard, GuardConfig
 
@@ -99,8 +100,10 @@ def wait_ready(
 
 def run(am, env: dict[str, str], say=print, log_dir: str | None = None) -> subprocess.Popen | None:
     """Start TensorBoard, wait for it, register it. Returns the process (None if it failed)."""
-    logdir = env.get("TONY_TENSORBOARD_DIR") or os.path.join(os.getcwd(), "tensorboard")
-    advertise = env.get("TONY_EXECUTOR_HOST") or "127.0.0.1"
+    logdir = env.get(ExecutorEnv.var("tensorboard_dir")) or os.path.join(
+        os.getcwd(), jobdir.TENSORBOARD
+    )
+    advertise = env.get(ExecutorEnv.var("executor_host")) or "127.0.0.1"
     # On a cluster the AM (and through it the notebook server) reaches us from another host.
     bind = "127.0.0.1" if advertise in ("127.0.0.1", "localhost") else "0.0.0.0"  # noqa: S104
     began = time.monotonic()

@@ -26,14 +26,18 @@ import cloudpickle
 import psutil
 import requests
 
+from .. import jobdir
 from ..errors import BackendError, JobNotFoundError
-from ..protocol import TOKEN_VERIFIER_FILE, JobSnapshot, token_verifier
+from ..jobdir import JobDir
+from ..protocol import JobSnapshot, token_verifier
 from . import damage
 from .damage import DamagedRecordError
 
+HOME_ENV = "TONY_JUPYTER_HOME"  # the notebook side's: where its job records are
+
 
 def home() -> Path:
-    return Path(os.environ.get("TONY_JUPYTER_HOME") or Path.home() / ".tony-jupyter")
+    return Path(os.environ.get(HOME_ENV) or Path.home() / ".tony-jupyter")
 
 
 def jobs_dir(root: Path | None = None) -> Path:
@@ -54,8 +58,14 @@ class JobRecord:
     # file name -> what is wrong with it (damage.py), as the files are read
     damaged: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
+    @property
+    def layout(self) -> JobDir:
+        """Where each of the job's files is."""
+        return JobDir(self.dir)
+
     def read_json(self, name: str) -> dict | None:
-        """The file's JSON object; None when it is missing, or damaged (then in ``damaged``)."""
+        """The file's JSON object (``name``: one of :mod:`..jobdir`'s); None when it is
+        missing, or damaged (then in ``damaged``)."""
         try:
             return damage.read_json(self.dir / name)
         except DamagedRecordError as e:
@@ -78,14 +88,14 @@ class JobRecord:
         job's tasks run in it); a YARN job's record (no task runs there) and an older local
         job keep it in the job's directory."""
         kept = token_store(self.dir.parent) / self.id
-        return kept if kept.exists() else self.dir / "token"
+        return kept if kept.exists() else self.layout.token
 
     @property
     def token(self) -> str:
         try:
             raw = damage.read_bytes(self.token_path)
         except DamagedRecordError as e:
-            self.damaged["token"], raw = e.why, None
+            self.damaged[jobdir.TOKEN], raw = e.why, None
         return (raw or b"").decode("ascii", errors="replace").strip()
 
     def write_token(self, token: str) -> None:
@@ -94,7 +104,7 @@ class JobRecord:
         path = token_store(self.dir.parent) / self.id
         path.touch(mode=0o600)
         path.write_text(token)
-        (self.dir / TOKEN_VERIFIER_FILE).write_text(token_verifier(token))
+        self.layout.token_verifier.write_text(token_verifier(token))
 
     def remove(self) -> None:
         """The job's directory and its token."""
@@ -111,11 +121,8 @@ def token_store(jobs: Path) -> Path:
 
 
 def is_job_dir(d: Path) -> bool:
-    """spec.json makes a directory a job (written last when staged); a directory the AM has
-    written its status or history into is one too, with its spec lost (shown as damaged)."""
-    if d.name.startswith("."):  # a record being copied here (history.adopt)
-        return False
-    return any((d / name).exists() for name in ("spec.json", "status.json", "history.json"))
+    """A job's directory (JobDir.holds_job), not one being copied here (history.adopt)."""
+    return not d.name.startswith(".") and JobDir(d).holds_job()
 
 
 def list_jobs(root: Path | None = None) -> list[JobRecord]:
@@ -227,19 +234,19 @@ class JobClient(ABC):
             self._answered(snap)
             return snap
         rec = self.record
-        saved = rec.read_json("status.json")
+        saved = rec.read_json(jobdir.STATUS)
         if saved is not None:
             try:
                 return JobSnapshot.checked(saved)
             except ValueError as e:
-                rec.note_damage("status.json", f"is not a job's status ({e})")
-        elif (rec.dir / "history.json").is_file():  # the AM kept the history: status was there
-            rec.note_damage("status.json", "is missing")
-        spec = rec.read_json("spec.json") or {}
+                rec.note_damage(jobdir.STATUS, f"is not a job's status ({e})")
+        elif rec.layout.history.is_file():  # the AM kept the history: status was there
+            rec.note_damage(jobdir.STATUS, "is missing")
+        spec = rec.read_json(jobdir.SPEC) or {}
         try:
             snap = JobSnapshot.checked(self.lost_snapshot(spec).to_json())
         except ValueError as e:
-            rec.note_damage("spec.json", f"is not a job's spec ({e})")
+            rec.note_damage(jobdir.SPEC, f"is not a job's spec ({e})")
             snap = self.lost_snapshot({})
         return replace(snap, reason=rec.damage_note()) if rec.damaged else snap
 
@@ -255,9 +262,9 @@ class JobClient(ABC):
         )
         if got is None:
             try:
-                events = damage.read_lines(self.record.dir / "events.jsonl")[since:]
+                events = damage.read_lines(self.record.layout.events)[since:]
             except DamagedRecordError as e:
-                self.record.note_damage("events.jsonl", e.why)
+                self.record.note_damage(jobdir.EVENTS, e.why)
                 events = []
             return events, since + len(events)
         return got["events"], got["next"]
@@ -284,8 +291,7 @@ class JobClient(ABC):
             return got["text"], got["offset"]
         if not attempt:
             attempt = self.snapshot().attempt or 1
-        path = self.record.dir / "logs" / f"attempt-{attempt}" / (task.replace(":", "-") + ".log")
-        data = damage.read_from(path, offset)
+        data = damage.read_from(self.record.layout.log(attempt, task), offset)
         return data.decode("utf-8", errors="replace"), offset + len(data)
 
     def result(self) -> dict | None:
@@ -293,12 +299,12 @@ class JobClient(ABC):
         got = self.call_am("GET", "result")
         if got:
             return decode_result(got.get("result"))
-        saved = self.record.read_json("result.json")
+        saved = self.record.read_json(jobdir.RESULT)
         try:
             return decode_result(saved)
         except Exception as e:  # noqa: BLE001 - whatever a damaged pickle raises
             why = f"holds no result that can be read ({e!r:.80})"
-            raise DamagedRecordError(self.record.dir / "result.json", why) from None
+            raise DamagedRecordError(self.record.layout.result, why) from None
 
     def kill(self, reason: str = "killed on request") -> bool:
         if self.call_am("POST", "kill", json={"reason": reason}) is not None:

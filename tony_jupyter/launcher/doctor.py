@@ -179,7 +179,9 @@ class Doctor:
                 )
 
     def run(self) -> list[Check]:
-        if os.environ.get("HADOOP_CONF_DIR") or os.environ.get("TONY_YARN_RM_URL"):
+        from .yarn.conf import RM_URL_ENV
+
+        if os.environ.get("HADOOP_CONF_DIR") or os.environ.get(RM_URL_ENV):
             self.yarn()
         else:
             self.local()

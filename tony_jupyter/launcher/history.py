@@ -20,7 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import retention
+from .. import jobdir, retention
+from ..aminfo import AmInfo
 from ..errors import JobNotFoundError, TonyError
 from ..numbers import shown
 from ..protocol import JOB_ID, JobSnapshot, JobState, JobSummary
@@ -36,9 +37,11 @@ def cluster_configured() -> bool:
 
 
 def _am_alive(rec: JobRecord) -> bool:
-    am = rec.read_json("am.json") or {}
-    pid = am.get("pid")
-    return isinstance(pid, int) and pid > 0 and pid_alive(pid)
+    try:
+        am = AmInfo.read(rec.layout.am_info)
+    except ValueError:
+        return False
+    return am is not None and am.pid > 0 and pid_alive(am.pid)
 
 
 def prune_local(
@@ -56,7 +59,7 @@ def prune_local(
             continue  # running, no final status, or a damaged one: an entry of unknown age
         if finished < cutoff and not _am_alive(rec):
             rec.remove()
-            _ENDED.pop(rec.dir / "status.json", None)
+            _ENDED.pop(rec.layout.status, None)
             removed.append(rec.id)
     return removed
 
@@ -69,9 +72,9 @@ _ENDED: dict[Path, tuple[tuple[int, int], dict]] = {}
 def _ended_summary(rec: JobRecord) -> dict | None:
     """The summary of a job whose AM is gone and left its final status (what the job's client
     would read too), without a client: most of a long history."""
-    if (rec.dir / "am.json").exists():
+    if rec.layout.am_info.exists():
         return None
-    path = rec.dir / "status.json"
+    path = rec.layout.status
     try:
         st = path.stat()
     except OSError:
@@ -91,7 +94,7 @@ def _ended_summary(rec: JobRecord) -> dict | None:
 def _final_status(rec: JobRecord) -> dict | None:
     """status.json when it is a job's status; None when missing or damaged (the job's client
     words the damage: local_summary)."""
-    status = rec.read_json("status.json")
+    status = rec.read_json(jobdir.STATUS)
     try:
         return JobSnapshot.checked(status).to_json() if status is not None else None
     except ValueError:

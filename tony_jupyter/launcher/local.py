@@ -3,7 +3,6 @@ and the client of such a job, which finds its AM through ``am.json`` and its pro
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import signal
@@ -13,16 +12,16 @@ import time
 
 import psutil
 
-from .. import hostenv, shards, srcdir
-from ..bundle import Bundle
+from .. import hostenv, jobdir, shards, srcdir
+from ..aminfo import AmInfo, AmInfoError
+from ..bundle import Bundle, BundleInfo
 from ..errors import BackendError, SpecError
 from ..protocol import JobSnapshot
-from ..spec import ENV_FILE, JobSpec
+from ..spec import JobSpec
 from . import spare as spare_am
 from .client import JobClient, JobRecord, jobs_dir, new_job_id, pid_alive
 
 AM_START_TIMEOUT_S = 30.0
-SRC_DIR = "src"  # in the job's directory: the tasks' working directory (executor/cell.py)
 TASKS_PER_CORE, MIN_TASKS = 4, 8
 
 
@@ -31,30 +30,23 @@ def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRe
     d = jobs_dir() / job_id
     d.mkdir(mode=0o700)
     record = JobRecord(job_id, d)
+    files = record.layout
     try:
         # Not in the job's directory, the tasks' bundle: the AM is given its verifier only.
         record.write_token(secrets.token_urlsafe(32))
-        (d / "cell.py").write_text(bundle.source)
-        (d / "names.pkl").write_bytes(bundle.names)
-        meta: dict[str, object] = {
-            "filename": bundle.filename,
-            "pull": list(spec.pull),
-            "pushed": list(bundle.pushed),
-        }
-        if bundle.shards is not None:
-            meta["shards"] = shards.write(bundle.shards, d)
-        if argv:
-            meta["argv"] = argv
+        files.cell.write_text(bundle.source)
+        files.names.write_bytes(bundle.names)
         if bundle.src is not None:
             # The job's own copy, not the directory itself: what the tasks see is what was
             # there at submission (as on YARN), and what they write stays out of it.
-            srcdir.copy_into(bundle.src, d / SRC_DIR)
-            meta["src"] = bundle.src.meta()
-        (d / "bundle.json").write_text(json.dumps(meta))
-        (d / ENV_FILE).touch(mode=0o600)  # the variables' values, the AM's only
-        (d / ENV_FILE).write_text(spec.env_json())
+            # In the job's directory: the tasks' working directory (executor/cell.py).
+            srcdir.copy_into(bundle.src, files.src)
+        manifest = shards.write(bundle.shards, d) if bundle.shards is not None else None
+        files.bundle.write_text(BundleInfo.of(spec.pull, bundle, argv, manifest).dumps())
+        files.env.touch(mode=0o600)  # the variables' values, the AM's only
+        files.env.write_text(spec.env_json())
         # spec.json last: its presence is what makes the directory a job (see list_jobs).
-        (d / "spec.json").write_text(spec.to_json())
+        files.spec.write_text(spec.to_json())
     except BaseException:
         record.remove()
         raise
@@ -64,14 +56,14 @@ def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRe
 def start_am(record: JobRecord) -> None:
     """Start the AM (in the kernel's spare AM where there is one that fits: launcher/spare.py)
     and wait until it serves; on any failure leave nothing behind."""
-    d = record.dir
+    d, files = record.dir, record.layout
     argv = [sys.executable, "-m", "tony_jupyter.am", str(d)]
     env = hostenv.without_jupyter(os.environ)  # the AM's, and so its tasks'
     spare = spare_am.take(env)
-    if spare is not None and spare.hand(env, str(d), str(d / "am.log"), [str(d)]):
+    if spare is not None and spare.hand(env, str(d), str(files.am_log), [str(d)]):
         proc = spare.proc
     else:
-        with open(d / "am.log", "ab") as log:
+        with open(files.am_log, "ab") as log:
             proc = subprocess.Popen(
                 argv,
                 env=env,
@@ -82,12 +74,12 @@ def start_am(record: JobRecord) -> None:
                 # Its own session: the AM survives the kernel (and Ctrl-C in it).
                 start_new_session=True,
             )
-    (d / "am.pid").write_text(str(proc.pid))
+    files.am_pid.write_text(str(proc.pid))
     deadline = time.monotonic() + AM_START_TIMEOUT_S
     try:
-        while not (d / "am.json").exists():
+        while not files.am_info.exists():
             if proc.poll() is not None:
-                tail = (d / "am.log").read_text(errors="replace")[-2000:]
+                tail = files.am_log.read_text(errors="replace")[-2000:]
                 raise BackendError(
                     f"the job's AM exited with code {proc.returncode} before "
                     f"it started serving:\n{tail}"
@@ -95,7 +87,7 @@ def start_am(record: JobRecord) -> None:
             if time.monotonic() > deadline:
                 raise BackendError(
                     f"the job's AM did not start within {AM_START_TIMEOUT_S:g} s; "
-                    f"see {d / 'am.log'}"
+                    f"see {files.am_log}"
                 )
             time.sleep(0.02)
     except BaseException:  # includes KeyboardInterrupt: leave no AM and no job dir
@@ -143,10 +135,17 @@ class LocalJobClient(JobClient):
     and its final status, events, logs and result into the job's directory."""
 
     def am_url(self) -> str | None:
-        info = self.record.read_json("am.json")
-        if info and pid_alive(int(info.get("pid", 0))):
-            return str(info["url"])
-        return None
+        info = self.am_info()
+        return info.url if info and pid_alive(info.pid) else None
+
+    def am_info(self) -> AmInfo | None:
+        """Where the AM serves (``am.json``); None when it does not, or the file is damaged
+        (then noted: the job is shown from what its AM left)."""
+        try:
+            return AmInfo.read(self.record.layout.am_info)
+        except AmInfoError as e:
+            self.record.note_damage(jobdir.AM_INFO, e.why)
+            return None
 
     def lost_snapshot(self, spec: dict) -> JobSnapshot:
         return JobSnapshot.lost(
@@ -157,7 +156,7 @@ class LocalJobClient(JobClient):
 
     def am_pid(self) -> int:
         try:
-            return int((self.record.dir / "am.pid").read_text())
+            return int(self.record.layout.am_pid.read_text())
         except (FileNotFoundError, ValueError):
             return 0
 

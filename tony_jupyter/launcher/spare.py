@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from .. import hostenv, warm
+from ..jobdir import JobDir
 from ..spec import JobSpec
 
 # After a job started: its own tasks have the CPU first, then the spare starts.
@@ -114,7 +115,8 @@ def _import_when_ended(spare: warm.Spare, job_dir: Path) -> None:
     """Tell ``spare`` to import once the job in ``job_dir`` has ended (its AM wrote the job's
     history; or its directory is gone): the import's CPU is not taken from that job's tasks.
     Nothing if the spare was taken or let go meanwhile."""
-    while (job_dir / "spec.json").exists() and not (job_dir / "history.json").exists():
+    files = JobDir(job_dir)
+    while files.spec.exists() and not files.history.exists():
         if current() is not spare:
             return
         time.sleep(IMPORT_POLL_S)

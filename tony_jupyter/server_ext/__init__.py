@@ -19,6 +19,8 @@ def _load_jupyter_server_extension(serverapp) -> None:
     from jupyter_server.utils import url_path_join
     from tornado.ioloop import PeriodicCallback
 
+    from ..launcher.client import HOME_ENV
+    from ..retention import DAYS_ENV
     from .api import SETTINGS_KEY, api_handlers
     from .boards import FinishedBoards
     from .config import TonyJupyter
@@ -41,9 +43,9 @@ def _load_jupyter_server_extension(serverapp) -> None:
     # The kernels this server starts inherit its environment: they find the same job records
     # and the proxy's base URL there (see urls.py).
     if config.jobs_home:
-        os.environ["TONY_JUPYTER_HOME"] = config.jobs_home
+        os.environ[HOME_ENV] = config.jobs_home
     if config.history_days > 0:
-        os.environ["TONY_JUPYTER_HISTORY_DAYS"] = f"{config.history_days:g}"
+        os.environ[DAYS_ENV] = f"{config.history_days:g}"
     os.environ[BASE_URL_ENV] = base = serverapp.web_app.settings["base_url"]
     handlers = api_handlers() + (proxy_handlers() if config.proxy_enabled else [])
     routes = [(url_path_join(base, p), *rest) for p, *rest in handlers]

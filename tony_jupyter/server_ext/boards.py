@@ -26,7 +26,6 @@ from ..launcher.client import JobRecord
 from ..protocol import GuardConfig
 
 READY_TIMEOUT_S = 90.0
-LOGDIR = "tensorboard"
 
 
 @dataclass
@@ -63,7 +62,7 @@ class FinishedBoards:
             if board is not None and board.proc.poll() is None:
                 board.used = self.clock()
                 return {"url": board.url, "key": board.key}
-            logdir = rec.dir / LOGDIR
+            logdir = rec.layout.tensorboard
             if not has_event_files(logdir):
                 return None
             board = self._start(rec, logdir)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import jobdir
 from ..launcher.client import JobClient
 from ..protocol import JobSnapshot
 from ..records import Record
@@ -80,19 +81,19 @@ def job_detail(client: JobClient) -> JobDetail:
     rec = client.record
     snap = client.snapshot()
     events, _ = client.events(0)
-    metrics = rec.read_json("metrics.json")
+    metrics = rec.read_json(jobdir.METRICS)
     if metrics is None and not snap.terminal:  # an older AM answers 404: no series yet
         metrics = client.call_am("GET", "metrics", none_on_404=True)
     series = (metrics or {}).get("attempts") or {}
     if not _series_shaped(series):
-        rec.note_damage("metrics.json", "holds no metric series (another shape)")
+        rec.note_damage(jobdir.METRICS, "holds no metric series (another shape)")
         series = {}
     return JobDetail(
         job=snap,
-        spec=rec.read_json("spec.json") or {},
+        spec=rec.read_json(jobdir.SPEC) or {},
         attempts=attempt_spans(snap, events),
         metrics=series,
-        history=(rec.dir / "history.json").is_file(),
+        history=rec.layout.history.is_file(),
         damaged=rec.damage_note(),
     )
 

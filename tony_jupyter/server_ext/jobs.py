@@ -11,6 +11,7 @@ from pathlib import Path
 from tornado import web
 
 from ..errors import TonyError
+from ..jobdir import YARN_INFO
 from ..launcher.client import JobClient, JobRecord, is_job_dir, jobs_dir, list_jobs
 from ..launcher.clients import open_client
 from ..launcher.history import all_jobs, cluster_configured
@@ -40,7 +41,7 @@ def _owned(rec: JobRecord, user: str | None) -> bool:
     """Whether the server's user may see this job: on a secure cluster only its submitter."""
     if user is None:
         return True
-    info = rec.read_json("yarn.json") or {}
+    info = rec.read_json(YARN_INFO) or {}
     return not info.get("secure") or info.get("user") == user
 
 
@@ -110,7 +111,7 @@ class ServerJobs:
         if not client.snapshot().terminal:
             return None  # a running job's TensorBoard is its chief's, registered with its AM
         rec = client.record
-        if rec.read_json("yarn.json") and not has_event_files(rec.dir / "tensorboard"):
+        if rec.read_json(YARN_INFO) and not has_event_files(rec.layout.tensorboard):
             from ..launcher.yarn.history import fetch_tensorboard
 
             try:

@@ -16,7 +16,8 @@ import shutil
 import time
 from pathlib import Path
 
-from ... import retention
+from ... import jobdir, retention
+from ...jobdir import JobDir
 from .. import history
 
 log = logging.getLogger("tony_jupyter.am.yarn")
@@ -32,8 +33,8 @@ def gather(job_dir: Path) -> Path:
     for name in history.FILES:
         if (job_dir / name).exists():
             shutil.copyfile(job_dir / name, out / name)
-    if (job_dir / "logs").is_dir():
-        shutil.copytree(job_dir / "logs", out / "logs")
+    if JobDir(job_dir).logs.is_dir():
+        shutil.copytree(JobDir(job_dir).logs, JobDir(out).logs)
     return out
 
 
@@ -48,9 +49,9 @@ def save(fs, J, staging: str, app_id: str, job_dir: Path) -> str:
     fs.setPermission(root, J.FsPermission("700"))  # also a root an older version made 755
     try:
         fs.copyFromLocalFile(False, True, J.Path(str(local)), tmp)
-        board = J.Path(staging.rstrip("/") + "/tensorboard")  # the chief's event files
+        board = J.Path(staging.rstrip("/") + "/" + jobdir.TENSORBOARD)  # the chief's events
         if fs.exists(board):
-            rename(J, fs, board, J.Path(tmp, "tensorboard"))
+            rename(J, fs, board, J.Path(tmp, jobdir.TENSORBOARD))
         owner_only(fs, J, tmp)
         if fs.exists(dest):
             fs.delete(dest, True)
@@ -110,7 +111,7 @@ def wrap_up(J, conf, staging: str, job_dir: Path, keep: bool) -> None:
         path = J.Path(staging)
         fs = path.getFileSystem(conf)
         if keep:
-            for name in ("status.json", "events.jsonl", "logs"):
+            for name in (jobdir.STATUS, jobdir.EVENTS, jobdir.LOGS):
                 src = job_dir / name
                 if src.exists():
                     fs.copyFromLocalFile(False, True, J.Path(str(src)), J.Path(path, "am"))

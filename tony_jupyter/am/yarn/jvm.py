@@ -36,11 +36,13 @@ JPMS_FLAGS: tuple[str, ...] = (
 )
 # The AM's JVM only runs two RPC clients; keep it small so the AM container stays small.
 HEAP_FLAGS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+# The AM's own settings (not its executors'): its JVM's classpath and extra flags.
+CLASSPATH_ENV, JVM_OPTS_ENV = "TONY_HADOOP_CLASSPATH", "TONY_AM_JVM_OPTS"
 
 
 def hadoop_classpath() -> list[str]:
     """CLASSPATH (the client sets it from yarn.application.classpath), else `hadoop classpath`."""
-    for var in ("TONY_HADOOP_CLASSPATH", "CLASSPATH"):
+    for var in (CLASSPATH_ENV, "CLASSPATH"):
         if os.environ.get(var):
             return [p for p in os.environ[var].split(os.pathsep) if p]
     hadoop = shutil.which("hadoop")
@@ -71,7 +73,7 @@ def start() -> None:
 
     if jpype.isJVMStarted():
         return
-    extra = os.environ.get("TONY_AM_JVM_OPTS", "").split()
+    extra = os.environ.get(JVM_OPTS_ENV, "").split()
     krb5 = os.environ.get("KRB5_CONFIG")
     if krb5 and os.path.isfile(krb5):  # a krb5.conf elsewhere than /etc (as the notebook's)
         extra.append(f"-Djava.security.krb5.conf={krb5}")

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from ... import shards
+from ... import jobdir, shards
+from ...bundle import BundleInfo
 from ...protocol import ExecutorEnv
 from ...spec import JobSpec, TaskSpec
 from ...tokens import tokens_env
@@ -55,12 +56,12 @@ class Launch:
 class YarnProvider(Provider):
     def __init__(self, job_dir: Path, python: str | None = None):
         self.job_dir = job_dir
-        self.python = python or os.environ.get("TONY_PYTHON") or sys.executable
+        self.python = python or os.environ.get(V("python")) or sys.executable
         self.staging = os.environ.get(V("staging_dir"), "")
-        self.keep_staging = JobSpec.from_json((job_dir / "spec.json").read_text()).keep_staging
+        self.keep_staging = JobSpec.from_json(jobdir.JobDir(job_dir).spec.read_text()).keep_staging
         self.outcome = ("FAILED", "the AM ended without an outcome")
-        self.resources = json.loads((job_dir / "resources.json").read_text())
-        self.shards = json.loads((job_dir / "bundle.json").read_text()).get("shards")
+        self.resources = json.loads(jobdir.JobDir(job_dir).resources.read_text())
+        self.shards = BundleInfo.read(jobdir.JobDir(job_dir).bundle).shards
         jvm.start()
         self.J: Any = jvm.Classes()  # Java classes: typed by the JVM, not here
         self.conf = self.J.YarnConfiguration()
@@ -301,7 +302,7 @@ class YarnProvider(Provider):
         env[V("container_id")] = str(c.getId().toString())
         if self.staging:
             # checkpoint_dir() is container-local, mirrored here (executor/checkpoints.py).
-            env[V("checkpoint_remote")] = urlparse(self.staging).path + "/checkpoints"
+            env[V("checkpoint_remote")] = urlparse(self.staging).path + "/" + jobdir.CHECKPOINTS
         for name in ("HADOOP_USER_NAME", V("webhdfs_url"), V("secure"), "KRB5_CONFIG"):
             if os.environ.get(name):
                 env[name] = os.environ[name]

@@ -11,7 +11,8 @@ import logging
 import secrets
 from pathlib import Path
 
-from ... import loadenv, safefiles, warm
+from ... import jobdir, loadenv, safefiles, warm
+from ...jobdir import JobDir
 from ...spec import JobSpec, TaskSpec
 from .provider import Launch, YarnProvider
 
@@ -19,7 +20,7 @@ log = logging.getLogger("tony_jupyter.am.yarn")
 
 # What a fresh executor container localizes; src.tar.gz is the shipped directory, an ARCHIVE
 # "src" in a fresh container, unpacked by the spare executor itself.
-EXECUTOR_FILES = ("cell.py", "names.pkl", "bundle.json", "spec.json", "src.tar.gz")
+EXECUTOR_FILES = (jobdir.CELL, jobdir.NAMES, jobdir.BUNDLE, jobdir.SPEC, jobdir.SRC_ARCHIVE)
 
 
 def shape(task: TaskSpec) -> tuple:
@@ -160,9 +161,9 @@ class SparePool:
         for name, b64 in files.items():
             safefiles.write_file(job_dir, name, base64.b64decode(b64))
         self.files = {n: files[n] for n in EXECUTOR_FILES if n in files}
-        cell = base64.b64decode(files.get("cell.py", "")).decode(errors="replace")
+        cell = base64.b64decode(files.get(jobdir.CELL, "")).decode(errors="replace")
         self.writes = loadenv.load_env_writes(cell)
-        spec = JobSpec.from_json((job_dir / "spec.json").read_text())
+        spec = JobSpec.from_json(JobDir(job_dir).spec.read_text())
         self.provider.keep_staging = spec.keep_staging
         self.provider.shards = None
         self.job_dir = job_dir
@@ -181,8 +182,8 @@ class SparePool:
                 dst = J.Path(f"{p.staging}/{name}")
                 fs.copyFromLocalFile(False, True, J.Path(str(job_dir / name)), dst)
                 st = fs.getFileStatus(dst)
-                archive = name == "src.tar.gz"
-                p.resources["src" if archive else name] = {
+                archive = name == jobdir.SRC_ARCHIVE
+                p.resources[jobdir.SRC if archive else name] = {
                     "resource": str(fs.makeQualified(dst).toUri().toString()),
                     "type": "ARCHIVE" if archive else "FILE",
                     "visibility": "APPLICATION",

@@ -35,7 +35,8 @@ from typing import Any
 from tornado import httpserver, routing, web
 
 from ... import loadenv, warm
-from ...protocol import TOKEN_VERIFIER_FILE
+from ...jobdir import JobDir
+from ...protocol import ExecutorEnv
 from ...spec import JobSpec
 from ..main import AM, BACKLOG, executor_env
 from .provider import YarnProvider
@@ -62,7 +63,7 @@ def serve(argv: list[str]) -> int:
     p.add_argument("--provider", choices=("yarn",), default="yarn")
     args = p.parse_args(argv)
     job_dir = args.job_dir.resolve()
-    verifier = (job_dir / TOKEN_VERIFIER_FILE).read_text().strip()
+    verifier = JobDir(job_dir).token_verifier.read_text().strip()
     template = JobSpec.read(job_dir)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -74,7 +75,7 @@ def serve(argv: list[str]) -> int:
     pool = provider.spares = SparePool(provider, verifier)
     provider.start(url)
     env = {warm.SPARE_URL: url, "PYTHONUNBUFFERED": "1"}  # each its own secret: launch_env
-    for name in ("HADOOP_USER_NAME", "TONY_WEBHDFS_URL"):
+    for name in ("HADOOP_USER_NAME", ExecutorEnv.var("webhdfs_url")):
         if os.environ.get(name):
             env[name] = os.environ[name]
     # What a framework reads as it loads, as the template's tasks will have it (its spare

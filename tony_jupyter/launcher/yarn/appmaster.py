@@ -4,7 +4,6 @@ submission that failed. Used by the usual submission (backend.py) and the warm A
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -14,11 +13,11 @@ import time
 
 import requests
 
-from ... import retention, shards
-from ...bundle import Bundle
+from ... import jobdir, retention, shards
+from ...bundle import Bundle, BundleInfo
 from ...errors import BackendError
-from ...protocol import TOKEN_VERIFIER_FILE, ExecutorEnv, token_verifier
-from ...spec import ENV_FILE, JobSpec
+from ...protocol import ExecutorEnv, token_verifier
+from ...spec import JobSpec
 from . import packenv, secure
 from .conf import HadoopConf
 from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
@@ -27,36 +26,28 @@ from .staging import local_resource_json
 AM_START_TIMEOUT_S = 180.0
 # Files every executor localizes too (spec.json: the chief's MLflow run logs it); the token's
 # verifier and resources only the AM needs.
-EXECUTOR_FILES = ("cell.py", "names.pkl", "bundle.json", "spec.json")
+EXECUTOR_FILES = (jobdir.CELL, jobdir.NAMES, jobdir.BUNDLE, jobdir.SPEC)
 # Readable on HDFS by the job's user only (the AM's container is given the verifier, not the
 # token; the token stays in staging for a record recovered from the RM).
-PRIVATE_FILES = ("token", TOKEN_VERIFIER_FILE, ENV_FILE)
-SRC_NAME = "src"  # the shipped directory, an ARCHIVE each executor localizes (executor/cell.py)
+PRIVATE_FILES = (jobdir.TOKEN, jobdir.TOKEN_VERIFIER, jobdir.ENV)
 
 
 def bundle_files(spec: JobSpec, bundle: Bundle, argv: list[str] | None, token: str) -> dict:
-    meta: dict = {
-        "filename": bundle.filename,
-        "pull": list(spec.pull),
-        "pushed": list(bundle.pushed),
-    }
-    if argv:
-        meta["argv"] = argv
+    manifest: dict | None = None
     shard_files: dict[str, bytes] = {}
-    if bundle.src is not None:
-        meta["src"] = bundle.src.meta()
     if bundle.shards is not None:
         # Parquet parts at the same relative paths as the local backend's; each container
         # localizes only the parts its task reads (YarnProvider), the AM none.
-        meta["shards"], shard_files = shards.staged(bundle.shards)
+        manifest, shard_files = shards.staged(bundle.shards)
+    meta = BundleInfo.of(spec.pull, bundle, argv, manifest)
     return {
-        "spec.json": spec.to_json().encode(),
-        ENV_FILE: spec.env_json().encode(),  # the AM's only (600), never in the history
-        "token": token.encode(),  # on HDFS for a record recovered from the RM, never localized
-        TOKEN_VERIFIER_FILE: token_verifier(token).encode(),  # what the AM is given instead
-        "cell.py": bundle.source.encode(),
-        "names.pkl": bundle.names,
-        "bundle.json": json.dumps(meta).encode(),
+        jobdir.SPEC: spec.to_json().encode(),
+        jobdir.ENV: spec.env_json().encode(),  # the AM's only (600), never in the history
+        jobdir.TOKEN: token.encode(),  # on HDFS for a record recovered from the RM, not localized
+        jobdir.TOKEN_VERIFIER: token_verifier(token).encode(),  # what the AM is given instead
+        jobdir.CELL: bundle.source.encode(),
+        jobdir.NAMES: bundle.names,
+        jobdir.BUNDLE: meta.dumps().encode(),
         **shard_files,
     }
 
@@ -78,11 +69,11 @@ def am_context(
     env = {
         # The AM starts a JVM (JPype) for AMRMClient/NMClient on the cluster's own classpath.
         "CLASSPATH": "<CPS>".join(conf.app_classpath),
-        "TONY_JOB_ID": app_id,
-        "TONY_STAGING_DIR": f"{conf.default_fs.rstrip('/')}{staging_dir}",
-        "TONY_PYTHON": python,
+        ExecutorEnv.var("job_id"): app_id,
+        ExecutorEnv.var("staging_dir"): f"{conf.default_fs.rstrip('/')}{staging_dir}",
+        ExecutorEnv.var("python"): python,
         # Passed on to the executors: tony_jupyter.data reads hdfs:// and checkpoints sync here.
-        "TONY_WEBHDFS_URL": conf.webhdfs.url,
+        ExecutorEnv.var("webhdfs_url"): conf.webhdfs.url,
         "PYTHONUNBUFFERED": "1",
         retention.DAYS_ENV: f"{retention.days():g}",  # the AM prunes the history on HDFS
     }

@@ -13,14 +13,13 @@ import json
 import secrets
 import time
 
-from ... import shards
+from ... import jobdir, shards
 from ...bundle import Bundle
 from ...spec import JobSpec
 from ..client import JobRecord, jobs_dir
 from . import packenv, secure, warm
 from .appmaster import (
     PRIVATE_FILES,
-    SRC_NAME,
     am_context,
     bundle_files,
     cleanup,
@@ -68,19 +67,22 @@ def _submit(cluster, spec, bundle, argv, tokens, staged) -> JobRecord:
         resources = {
             k: v
             for k, v in resources.items()
-            if not k.startswith(shards.SHARDS_DIR) and k != "token"
+            if not k.startswith(shards.SHARDS_DIR) and k != jobdir.TOKEN
         }
         if env_entry is not None:
             executor_resources[packenv.ENV_NAME] = resources[packenv.ENV_NAME] = env_entry
         if src_entry is not None:
-            executor_resources[SRC_NAME] = src_entry  # the executors' only: the AM runs none
-        resources["resources.json"] = staging.upload_json(
-            app_id, "resources.json", executor_resources
+            # The shipped directory, an ARCHIVE each executor localizes (executor/cell.py); not
+            # the AM's: it runs no user code.
+            executor_resources[jobdir.SRC] = src_entry
+        resources[jobdir.RESOURCES] = staging.upload_json(
+            app_id, jobdir.RESOURCES, executor_resources
         )
         record_dir = jobs_dir() / app_id
         record_dir.mkdir(mode=0o700)
-        (record_dir / "token").touch(mode=0o600)
-        (record_dir / "token").write_text(token)
+        d = jobdir.JobDir(record_dir)
+        d.token.touch(mode=0o600)
+        d.token.write_text(token)
         yarn_info = {
             "app_id": app_id,
             "rm_url": conf.rm.url,
@@ -95,15 +97,15 @@ def _submit(cluster, spec, bundle, argv, tokens, staged) -> JobRecord:
             yarn_info["pack_env"] = env_info  # bytes_uploaded: 0 when the hash was cached
         if src_info is not None:
             yarn_info["src"] = src_info
-        (record_dir / "yarn.json").write_text(json.dumps(yarn_info))
-        (record_dir / "spec.json").write_text(spec.to_json())  # last: it makes the dir a job
+        d.yarn_info.write_text(json.dumps(yarn_info))
+        d.spec.write_text(spec.to_json())  # last: it makes the dir a job
         submitted = True  # from here a half-done submit may have created the app: kill it
         creds = tokens.tokens if tokens else None
         rm.submit(am_context(conf, spec, app_id, staging.job_dir(app_id), resources, creds))
         url = wait_for_am(rm, app_id, token)
         yarn_info["am_url"] = url
         yarn_info["am_up"] = time.time()
-        (record_dir / "yarn.json").write_text(json.dumps(yarn_info))
+        d.yarn_info.write_text(json.dumps(yarn_info))
         if tokens:  # new tokens before these reach their maximum lifetime
             due = tokens.refresh_time()
             secure.TokenKeeper.get().watch(app_id, record_dir, spec, yarn_info, due)

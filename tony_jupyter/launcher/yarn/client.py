@@ -13,6 +13,7 @@ import json
 import os
 import time
 
+from ... import jobdir
 from ...errors import BackendError
 from ...protocol import JobSnapshot, JobState
 from ..client import JobClient, JobRecord
@@ -104,14 +105,14 @@ class YarnJobClient(JobClient):
 
     def __init__(self, record: JobRecord):
         super().__init__(record)
-        self.info = record.read_json("yarn.json") or {}
+        self.info = record.read_json(jobdir.YARN_INFO) or {}
         self._url: str | None = None
         self._app: dict | None = None
 
     def am_url(self) -> str | None:
         """A YARN AM registers its HTTP address with the RM; once the app has ended, or the
         final status is saved here, the RM is not asked again."""
-        if self._url is None and not (self.record.dir / "status.json").exists():
+        if self._url is None and not self.record.layout.status.exists():
             if not ended(self._app):
                 self._app = app_report(self.info)
                 self._url = am_url(self._app)
@@ -132,31 +133,31 @@ class YarnJobClient(JobClient):
     def _save_final(self, snap: JobSnapshot) -> None:
         """Keep the AM's final status, events, logs and result in the local record, where the
         disk fallbacks read them."""
-        d = self.record.dir
-        if (d / "status.json").exists():
+        d = self.record.layout
+        if d.status.exists():
             return
         got = self.call_am("GET", "events", params={"since": 0})
         if got is None:
             return
-        with open(d / "events.jsonl", "w", encoding="utf-8") as f:
+        with open(d.events, "w", encoding="utf-8") as f:
             f.writelines(json.dumps(e) + "\n" for e in got["events"])
         for attempt in range(1, (snap.attempt or 0) + 1):
             for t in snap.tasks:
                 logs = self.call_am("GET", "logs", params={"task": t.id, "attempt": attempt})
                 if logs and logs["text"]:
-                    path = d / "logs" / f"attempt-{attempt}" / (t.id.replace(":", "-") + ".log")
+                    path = d.log(attempt, t.id)
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_text(logs["text"])
         result = self.call_am("GET", "result")
         if result and result.get("result"):
-            (d / "result.json").write_text(json.dumps(result["result"]))
+            d.result.write_text(json.dumps(result["result"]))
         # last, whole or not at all: it marks the copy complete
-        tmp = d / f".status.json.{os.getpid()}.tmp"
+        tmp = d.path / f".{jobdir.STATUS}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(snap.to_json()))
-        os.replace(tmp, d / "status.json")
+        os.replace(tmp, d.status)
 
     def _kill_without_am(self) -> bool:
-        if (self.record.dir / "status.json").exists():
+        if self.record.layout.status.exists():
             return False
         kill(self.info)  # no AM to ask (not started yet, or gone): YARN kills it
         return True

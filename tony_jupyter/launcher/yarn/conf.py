@@ -25,6 +25,11 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ...errors import BackendError
+from ...protocol import ExecutorEnv
+
+# Where the cluster is, without a HADOOP_CONF_DIR (or over it): the notebook host's settings.
+# The NameNode's is the variable a task reads it from too (tony_jupyter.data, checkpoints).
+RM_URL_ENV, WEBHDFS_URL_ENV = "TONY_YARN_RM_URL", ExecutorEnv.var("webhdfs_url")
 
 # Hadoop's defaults (yarn-default.xml, hdfs-default.xml) when a key is absent.
 RM_WEB_PORT = 8088
@@ -91,7 +96,7 @@ class HadoopConf:
     @classmethod
     def load(cls, conf_dir: str | Path | None = None) -> HadoopConf:
         conf_dir = conf_dir or os.environ.get("HADOOP_CONF_DIR")
-        rm_env, nn_env = os.environ.get("TONY_YARN_RM_URL"), os.environ.get("TONY_WEBHDFS_URL")
+        rm_env, nn_env = os.environ.get(RM_URL_ENV), os.environ.get(WEBHDFS_URL_ENV)
         if not conf_dir and not (rm_env and nn_env):
             raise BackendError(
                 "the 'yarn' backend is not available: HADOOP_CONF_DIR is not set, so there is no "
@@ -176,7 +181,7 @@ def _rm_ids(yarn: dict[str, str]) -> list[str]:
 
 def _rm_address(yarn: dict[str, str], d: Path | None, override: str | None) -> Address:
     if override:
-        return Address(override.rstrip("/"), "TONY_YARN_RM_URL")
+        return Address(override.rstrip("/"), RM_URL_ENV)
     where = f"{Path(d or '.') / 'yarn-site.xml'}"
     https = _https_only(yarn, "yarn.http.policy")
     web = (
@@ -221,7 +226,7 @@ def _webhdfs_address(
     hdfs: dict[str, str], default_fs: str, d: Path | None, override: str | None
 ) -> Address:
     if override:
-        return Address(override.rstrip("/"), "TONY_WEBHDFS_URL")
+        return Address(override.rstrip("/"), WEBHDFS_URL_ENV)
     where = f"{Path(d or '.') / 'hdfs-site.xml'}"
     https = _https_only(hdfs, "dfs.http.policy")
     web = "dfs.namenode.https-address" if https else "dfs.namenode.http-address"
@@ -256,7 +261,7 @@ def _webhdfs_address(
         raise BackendError(
             f"cannot find the NameNode: neither {web} ({d}/hdfs-site.xml) "
             f"nor an hdfs:// fs.defaultFS ({d}/core-site.xml) is set; set one, or set "
-            "TONY_WEBHDFS_URL=http://namenode:9870"
+            f"{WEBHDFS_URL_ENV}=http://namenode:9870"
         )
     return Address(
         _http(f"{host}:{port}", https),

@@ -18,7 +18,9 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ... import jobdir
 from ...errors import BackendError
+from ...jobdir import JobDir
 from ...protocol import JobState, JobSummary
 from .. import damage
 from ..client import JobRecord, home, jobs_dir
@@ -67,7 +69,7 @@ def entry_record(cluster: secure.Cluster, app_id: str, root: Path | None = None)
         cached.unlink(missing_ok=True)
     st = cluster.staging
     entry = f"{history_root(cluster.conf.user)}/{app_id}"
-    path = f"{entry}/history.json"
+    path = f"{entry}/{jobdir.HISTORY}"
     try:
         data = st._call(f"reading {path}", _read_all, st.client, path)
     except BackendError as e:
@@ -157,13 +159,13 @@ def adopt(app_id: str, root: Path | None = None) -> JobRecord | None:
             if not app or app.get("applicationType") != APP_TYPE or app.get("user") != user:
                 return None
             tmp.mkdir(mode=0o700)
-            for name in ("spec.json", "token"):
+            for name in (jobdir.SPEC, jobdir.TOKEN):
                 path = posixpath.join(st.job_dir(app_id), name)
                 st._call(f"reading {path}", st.client.download, path, str(tmp / name))
-        if not any((tmp / n).exists() for n in ("spec.json", "status.json", "history.json")):
+        if not JobDir(tmp).holds_job():
             return None  # not a job's entry (its spec, status and history are gone)
         tmp.chmod(0o700)
-        token = tmp / "token"
+        token = JobDir(tmp).token
         if not token.exists():
             token.touch(mode=0o600)  # a finished job: no AM to authenticate to
         info = {
@@ -176,11 +178,11 @@ def adopt(app_id: str, root: Path | None = None) -> JobRecord | None:
             "staging": st.job_dir(app_id),
             "adopted": True,  # made here from the cluster, not submitted from here
         }
-        (tmp / "yarn.json").write_text(json.dumps(info))
+        JobDir(tmp).yarn_info.write_text(json.dumps(info))
         try:
             tmp.rename(d)
         except OSError:
-            if not (d / "spec.json").exists():  # else another process adopted it first
+            if not JobDir(d).spec.exists():  # else another process adopted it first
                 raise
         return JobRecord(app_id, d)
     finally:
@@ -190,17 +192,17 @@ def adopt(app_id: str, root: Path | None = None) -> JobRecord | None:
 def fetch_tensorboard(rec: JobRecord) -> bool:
     """The chief's event files from the job's history entry into ``<record>/tensorboard``
     (for a finished job's TensorBoard, server_ext/boards.py); False when the entry has none."""
-    info = rec.read_json("yarn.json") or {}
+    info = rec.read_json(jobdir.YARN_INFO) or {}
     if not info.get("app_id"):
         return False
     st = secure.from_record(info)[1]
-    remote = f"{history_root(info['user'])}/{info['app_id']}/tensorboard"
+    remote = f"{history_root(info['user'])}/{info['app_id']}/{jobdir.TENSORBOARD}"
     if st._call("reading", st.client.status, remote, strict=False) is None:
         return False
     tmp = rec.dir / f".tensorboard.{secrets.token_hex(3)}"
     try:
         st._call(f"reading {remote}", st.client.download, remote, str(tmp), n_threads=4)
-        tmp.rename(rec.dir / "tensorboard")
+        tmp.rename(rec.layout.tensorboard)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return True

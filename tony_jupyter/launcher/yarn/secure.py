@@ -25,7 +25,9 @@ from urllib.parse import urlparse
 
 import requests
 
+from ... import jobdir
 from ...errors import BackendError
+from ...jobdir import JobDir
 from ...kerberos import Login
 from ...spec import JobSpec
 from ...tokens import Token, alias
@@ -83,9 +85,12 @@ def from_record(info: dict, timeout: float = 5.0) -> tuple[RMClient, Staging]:
     if info.get("secure"):
         auth = Login(**(info.get("login") or {})).auth()
     rm = RMClient(
-        Address(info["rm_url"], "the job's record (yarn.json)"), info["user"], timeout, auth
+        Address(info["rm_url"], f"the job's record ({jobdir.YARN_INFO})"),
+        info["user"],
+        timeout,
+        auth,
     )
-    staging = Staging(Address(info["webhdfs_url"], "yarn.json"), info["user"], "", auth)
+    staging = Staging(Address(info["webhdfs_url"], jobdir.YARN_INFO), info["user"], "", auth)
     return rm, staging
 
 
@@ -223,7 +228,7 @@ class TokenKeeper:
             time.sleep(KEEPER_TICK_S)
             for app_id, job in list(self.jobs.items()):
                 now = time.time()
-                if not job.record_dir.is_dir() or (job.record_dir / "status.json").exists():
+                if not job.record_dir.is_dir() or JobDir(job.record_dir).status.exists():
                     self.jobs.pop(app_id, None)  # ended (its final status is kept) or removed
                     continue
                 try:
@@ -245,7 +250,7 @@ class TokenKeeper:
         am = _am_url(job.record_dir)
         if not am:
             raise BackendError("the job's AM address is not known yet")
-        secret = (job.record_dir / "token").read_text().strip()
+        secret = JobDir(job.record_dir).token.read_text().strip()
         r = requests.put(
             f"{am}/api/v1/credentials",
             json={"tokens": got.tokens},
@@ -262,6 +267,6 @@ class TokenKeeper:
 
 def _am_url(record_dir: Path) -> str | None:
     try:
-        return json.loads((record_dir / "yarn.json").read_text()).get("am_url")
+        return json.loads(JobDir(record_dir).yarn_info.read_text()).get("am_url")
     except (OSError, ValueError):
         return None

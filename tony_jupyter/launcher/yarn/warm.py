@@ -29,11 +29,11 @@ from dataclasses import dataclass
 
 import requests
 
-from ... import srcdir, warm
-from ...bundle import Bundle
+from ... import jobdir, srcdir, warm
+from ...bundle import Bundle, BundleInfo
 from ...errors import BackendError
-from ...protocol import TOKEN_VERIFIER_FILE, token_verifier
-from ...spec import ENV_FILE, JobSpec
+from ...protocol import token_verifier
+from ...spec import JobSpec
 from ..client import JobRecord, jobs_dir
 from . import packenv, secure
 from .appmaster import (
@@ -51,7 +51,6 @@ WARM_TAG = "tony-jupyter-warm"
 # about as much CPU as they need: measured, 1 s slowed a 4-worker job's start by ~1 s).
 START_DELAY_S = 5.0
 SRC_MAX_BYTES = 8 << 20
-SRC_FILE = "src.tar.gz"  # the shipped directory in the hand-over (am/yarn/spares.py)
 
 
 @dataclass
@@ -118,10 +117,10 @@ def take(
     try:
         url = wait_for_url(rm, spare.app_id)
         files = bundle_files(spec, bundle, argv, spare.token)
-        files.pop("token")
-        if bundle.src is not None:
-            files[SRC_FILE] = srcdir.archive(bundle.src)
-            if len(files[SRC_FILE]) > SRC_MAX_BYTES:
+        files.pop(jobdir.TOKEN)
+        if bundle.src is not None:  # the shipped directory in the hand-over (am/yarn/spares.py)
+            files[jobdir.SRC_ARCHIVE] = srcdir.archive(bundle.src)
+            if len(files[jobdir.SRC_ARCHIVE]) > SRC_MAX_BYTES:
                 raise BackendError("the shipped directory is too large to hand over")
         body = {"files": {n: base64.b64encode(b).decode() for n, b in files.items()}}
         r = requests.post(
@@ -138,8 +137,9 @@ def take(
     try:
         record_dir = jobs_dir() / spare.app_id
         record_dir.mkdir(mode=0o700)
-        (record_dir / "token").touch(mode=0o600)
-        (record_dir / "token").write_text(spare.token)
+        d = jobdir.JobDir(record_dir)
+        d.token.touch(mode=0o600)
+        d.token.write_text(spare.token)
         info = {
             "app_id": spare.app_id,
             "rm_url": cluster.conf.rm.url,
@@ -151,11 +151,11 @@ def take(
             "submitted": time.time(),
             "warm": True,  # handed to a warm AM (launcher/yarn/warm.py)
         }
-        (record_dir / "yarn.json").write_text(json.dumps(info))
-        (record_dir / "spec.json").write_text(spec.to_json())
+        d.yarn_info.write_text(json.dumps(info))
+        d.spec.write_text(spec.to_json())
         info["am_url"] = wait_for_am(rm, spare.app_id, spare.token)
         info["am_up"] = time.time()
-        (record_dir / "yarn.json").write_text(json.dumps(info))
+        d.yarn_info.write_text(json.dumps(info))
     except BaseException:
         cleanup(rm, cluster.staging, spare.app_id, True, record_dir)
         raise
@@ -196,18 +196,18 @@ def _start(cluster: secure.Cluster, spec: JobSpec, env_entry: dict | None, idle:
         app_id = rm.new_application()
         token = secrets.token_urlsafe(32)
         files = {
-            "spec.json": spec.to_json().encode(),
-            ENV_FILE: spec.env_json().encode(),  # the template's variables, for its spares
+            jobdir.SPEC: spec.to_json().encode(),
+            jobdir.ENV: spec.env_json().encode(),  # the template's variables, for its spares
             # Its SHA-256 only: other containers can read the warm AM's files.
-            TOKEN_VERIFIER_FILE: token_verifier(token).encode(),
-            "bundle.json": b"{}",
+            jobdir.TOKEN_VERIFIER: token_verifier(token).encode(),
+            jobdir.BUNDLE: BundleInfo().dumps().encode(),  # no cell: a template
         }
         resources = staging.upload(app_id, files, private=PRIVATE_FILES)
         executor_resources = {}
         if env_entry is not None:
             executor_resources[packenv.ENV_NAME] = resources[packenv.ENV_NAME] = env_entry
-        resources["resources.json"] = staging.upload_json(
-            app_id, "resources.json", executor_resources
+        resources[jobdir.RESOURCES] = staging.upload_json(
+            app_id, jobdir.RESOURCES, executor_resources
         )
         ctx = am_context(cluster.conf, spec, app_id, staging.job_dir(app_id), resources)
         am = ctx["am-container-spec"]
