@@ -4,14 +4,18 @@ these jobs are plain Python, so they take well under a second each). The tests t
 ``yarn``), whose ``tony_home`` also asserts that no application, container or staging directory
 of the test is left."""
 
-import os
-import signal
 import threading
 import time
 
 import pytest
 from helpers.cells import HANG_WORKER_1
-from helpers.jobs import FAST, processes_under, wait_no_processes
+from helpers.jobs import (
+    FAST,
+    Interrupter,
+    processes_under,
+    tasks_of_the_only_job,
+    wait_no_processes,
+)
 from IPython.core.error import UsageError
 
 from tony_jupyter.errors import JobFailedError
@@ -111,22 +115,15 @@ def test_interrupt_mid_rendezvous_kills_the_job(shell, tony_home):
     hang.mkdir()
     (hang / "sitecustomize.py").write_text(HANG_WORKER_1)
 
-    def interrupt_in_rendezvous():
-        # Strike once worker:0 has registered: the job is waiting for worker:1, mid-rendezvous.
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            jobs = list_jobs()
-            tasks = open_client(jobs[0]).snapshot().tasks if jobs else ()
-            if any(t.id == "worker:0" and t.registered_at for t in tasks):
-                os.kill(os.getpid(), signal.SIGINT)
-                return
-            time.sleep(0.05)
-
-    threading.Thread(target=interrupt_in_rendezvous, daemon=True).start()
+    # Strike once worker:0 has registered: the job is waiting for worker:1, mid-rendezvous.
+    strike = Interrupter(
+        lambda: any(t.id == "worker:0" and t.registered_at for t in tasks_of_the_only_job())
+    )
     with pytest.raises(KeyboardInterrupt):
         shell.run_cell_magic(
             "tony", f"--workers 2 --conf tony.containers.envs=PYTHONPATH={hang}", "1"
         )
+    assert not strike.missed, f"worker:0 never registered: {strike.last_error}"
     (rec,) = list_jobs()
     snap = open_client(rec).snapshot()
     assert snap.state == "KILLED" and "interrupted" in snap.reason

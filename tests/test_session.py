@@ -5,12 +5,11 @@ is one YARN application."""
 import os
 import re
 import signal
-import threading
 import time
 
 import pytest
 from helpers.cells import MWMS_MODEL
-from helpers.jobs import wait_no_processes
+from helpers.jobs import Interrupter, wait_no_processes
 from IPython.core.error import UsageError
 from sklearn.datasets import load_digits
 
@@ -64,19 +63,15 @@ def test_interrupt_returns_control_and_the_session_goes_on(session_shell):
     sh.run_cell_magic("tony", "", "counter = 1")
     client = sessions.current().job.client
 
-    def interrupt_when_running():
+    def cell_2_runs() -> bool:
         # Strike once the cell runs on the tasks (on a loaded YARN that can take a while).
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            cells = client.cells()
-            if cells and cells[-1]["id"] == 2 and cells[-1]["state"] == "RUNNING":
-                os.kill(os.getpid(), signal.SIGINT)
-                return
-            time.sleep(0.05)
+        cells = client.cells()
+        return bool(cells) and cells[-1]["id"] == 2 and cells[-1]["state"] == "RUNNING"
 
-    threading.Thread(target=interrupt_when_running, daemon=True).start()
+    strike = Interrupter(cell_2_runs)
     with pytest.raises(JobFailedError) as e:
         sh.run_cell_magic("tony", "", "import time\ntime.sleep(120)")
+    assert not strike.missed, f"the cell never ran: {strike.last_error}"
     assert e.value.state == "INTERRUPTED" and "KeyboardInterrupt" in e.value.remote_traceback
     assert sh.run_cell_magic("tony", "", "counter + 1") == 2
 

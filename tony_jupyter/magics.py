@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import shlex
 import threading
+import time
 from pathlib import Path
 
 from IPython.core.error import UsageError
@@ -30,7 +31,11 @@ HELP = """\
 
 
 def _wait_processing_ui(thread: threading.Thread) -> None:
-    """Block like a normal cell, but let widget events (the Kill button) through."""
+    """Block like a normal cell, but let widget events (the Kill button) through.
+
+    It sleeps between looks rather than ``thread.join(timeout)``: a Ctrl-C that lands inside
+    ``join`` makes CPython mark the still-running thread stopped (threading's bpo-45274 path),
+    and the interrupted cell would then not wait for its follower to see the kill through."""
     try:
         from ipykernel.kernelbase import Kernel
 
@@ -39,14 +44,14 @@ def _wait_processing_ui(thread: threading.Thread) -> None:
         in_kernel = False
     if not in_kernel:
         while thread.is_alive():
-            thread.join(0.1)
+            time.sleep(0.05)
         return
     from jupyter_ui_poll import ui_events
 
     with ui_events() as poll:
         while thread.is_alive():
             poll(20)
-            thread.join(0.05)
+            time.sleep(0.05)
 
 
 def start_spares() -> None:
@@ -193,9 +198,9 @@ class TonyMagics(Magics):
             record = submit(spec, bundle, argv)
         except SpecError as e:  # the cluster says no (queue, label, sizes): still bad input
             raise UsageError(str(e)) from None
-        job = TonyJob(record, namespace=self.shell.user_ns)
-        follower = None
+        job, follower = None, None
         try:  # from the job's submission: its tasks may be running before its view is shown
+            job = TonyJob(record, namespace=self.shell.user_ns)
             view = _view(job)
             if args.async_:
                 threading.Thread(target=_follow, args=(job, view), daemon=True).start()
@@ -204,6 +209,7 @@ class TonyMagics(Magics):
             follower.start()
             _wait_processing_ui(follower)
         except KeyboardInterrupt:
+            job = job or TonyJob(record, namespace=self.shell.user_ns)
             snap = job.kill("interrupted in the notebook (Ctrl-C)")
             job.set_final(snap)
             if follower is not None:

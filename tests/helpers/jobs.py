@@ -4,6 +4,9 @@ check that nothing was left (processes of a job staged under a TONY_JUPYTER_HOME
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -11,7 +14,7 @@ import psutil
 
 from tony_jupyter import job
 from tony_jupyter.bundle import make_bundle
-from tony_jupyter.launcher.client import JobClient
+from tony_jupyter.launcher.client import JobClient, list_jobs
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
 
@@ -121,3 +124,35 @@ def assert_refused_before_submission(shell, tony_home: Path, line: str, message:
         shell.run_cell_magic("tony", f"--backend local {line}", "1")
     assert message in str(e.value)
     assert list_jobs() == [] and processes_under(tony_home) == []
+
+
+class Interrupter:
+    """Ctrl-C for a cell run in this process, sent once ``ready()`` holds.
+
+    A look that raises (an AM not answering yet under load) is tried again, not the end of
+    the watch; past ``timeout`` the SIGINT goes anyway, so a cell never hangs the test, and
+    ``missed`` says the moment never came: assert ``not missed`` after the cell."""
+
+    def __init__(self, ready, timeout: float = 60.0):
+        self.missed = False
+        self.last_error: Exception | None = None
+        self._ready, self._timeout = ready, timeout
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _watch(self) -> None:
+        deadline = time.monotonic() + self._timeout
+        while time.monotonic() < deadline:
+            try:
+                if self._ready():
+                    break
+            except Exception as e:  # noqa: BLE001 - look again
+                self.last_error = e
+            time.sleep(0.05)
+        else:
+            self.missed = True
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def tasks_of_the_only_job() -> tuple:
+    jobs = list_jobs()
+    return open_client(jobs[0]).snapshot().tasks if jobs else ()

@@ -8,12 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import psutil
 import pytest
-from helpers.jobs import FAST, submit, wait_no_processes
+from helpers.jobs import FAST, Interrupter, submit, tasks_of_the_only_job, wait_no_processes
 
 from tony_jupyter.launcher import spare as spare_am
 from tony_jupyter.launcher.client import list_jobs
@@ -186,19 +185,12 @@ def test_killing_a_job_from_spares_stops_everything(shell, tony_home, spare, tmp
 def test_ctrl_c_stops_a_job_running_in_spares(shell, tony_home, spare):
     ready, executors = spare
 
-    def interrupt_once_running():
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            jobs = list_jobs()
-            tasks = open_client(jobs[0]).snapshot().tasks if jobs else ()
-            if len(tasks) == 2 and all(t.state == "RUNNING" for t in tasks):
-                os.kill(os.getpid(), signal.SIGINT)
-                return
-            time.sleep(0.05)
-
-    threading.Thread(target=interrupt_once_running, daemon=True).start()
+    strike = Interrupter(
+        lambda: [t.state for t in tasks_of_the_only_job()] == ["RUNNING", "RUNNING"]
+    )
     with pytest.raises(KeyboardInterrupt):
         shell.run_cell_magic("tony", f"--workers 2 {FAST}", "import time\ntime.sleep(600)")
+    assert not strike.missed, f"the tasks never both ran: {strike.last_error}"
     (rec,) = list_jobs()
     assert int((rec.dir / "am.pid").read_text()) == ready.proc.pid
     client = open_client(rec)
@@ -209,3 +201,23 @@ def test_ctrl_c_stops_a_job_running_in_spares(shell, tony_home, spare):
     assert snap.state == "KILLED" and "interrupted" in snap.reason, (rec.dir / "am.log").read_text()
     assert wait_no_processes(tony_home) == []
     assert not any(psutil.pid_exists(p) for p in executors)
+
+
+def test_ctrl_c_as_the_job_is_handed_its_spares_leaves_nothing(
+    shell, tony_home, spare, monkeypatch
+):
+    # The last step of a local submission (the next spare scheduled) comes after the AM
+    # serves: a Ctrl-C there, before the cell has the job, must still take it all down.
+    ready, executors = spare
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(spare_am, "replenish", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        shell.run_cell_magic("tony", f"--workers 2 {FAST}", "import time\ntime.sleep(600)")
+    assert list_jobs() == []
+    assert wait_no_processes(tony_home) == []
+    assert not psutil.pid_exists(ready.proc.pid) or psutil.Process(ready.proc.pid).status() == (
+        "zombie"
+    )

@@ -53,9 +53,10 @@ def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRe
     return record
 
 
-def start_am(record: JobRecord) -> None:
+def start_am(record: JobRecord, spares_like: JobSpec | None = None) -> None:
     """Start the AM (in the kernel's spare AM where there is one that fits: launcher/spare.py)
-    and wait until it serves; on any failure leave nothing behind."""
+    and wait until it serves, then (given ``spares_like``) have the next spare made ready for a
+    job like it; on any failure, a Ctrl-C among them, leave nothing behind."""
     d, files = record.dir, record.layout
     argv = [sys.executable, "-m", "tony_jupyter.am", str(d)]
     env = hostenv.without_jupyter(os.environ)  # the AM's, and so its tasks'
@@ -74,9 +75,9 @@ def start_am(record: JobRecord) -> None:
                 # Its own session: the AM survives the kernel (and Ctrl-C in it).
                 start_new_session=True,
             )
-    files.am_pid.write_text(str(proc.pid))
     deadline = time.monotonic() + AM_START_TIMEOUT_S
     try:
+        files.am_pid.write_text(str(proc.pid))
         while not files.am_info.exists():
             if proc.poll() is not None:
                 tail = files.am_log.read_text(errors="replace")[-2000:]
@@ -90,6 +91,9 @@ def start_am(record: JobRecord) -> None:
                     f"see {files.am_log}"
                 )
             time.sleep(0.02)
+        if spares_like is not None:
+            n = sum(t.instances for t in spares_like.tasks)
+            spare_am.replenish(n, spares_like, after=record.dir)
     except BaseException:  # includes KeyboardInterrupt: leave no AM and no job dir
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -125,8 +129,7 @@ def check_capacity(spec: JobSpec, cores: int | None = None, memory_mb: int | Non
 def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:
     check_capacity(spec)
     record = stage(spec, bundle, argv)
-    start_am(record)
-    spare_am.replenish(sum(t.instances for t in spec.tasks), spec, after=record.dir)
+    start_am(record, spares_like=spec)
     return record
 
 
