@@ -55,7 +55,9 @@ def _edge_job(cluster, venv: Path, notebook: Path, name: str) -> dict:
         check=False,
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    out = json.loads(res.stdout.strip().split("\n")[-1])
+    # The job's own summary (from its follower thread) may be printed after the script's line.
+    (line,) = [x for x in res.stdout.splitlines() if x.startswith('{"kernel_host"')]
+    out = json.loads(line)
     app = on(cluster, "edge", sys.executable, "-c", _APP, out["job_id"])
     assert json.loads(app.stdout) == ["FINISHED", "SUCCEEDED"], app.stdout + app.stderr
     return out

@@ -99,7 +99,9 @@ def test_am_that_cannot_start_shows_its_log_and_leaves_nothing(shell, tony_home,
         shell.run_cell_magic("tony", f"--python /nonexistent/python3 --name noam-{RUN}", "1")
     msg = str(e.value)
     assert "the job's AM ended before it started serving" in msg
-    assert "/nonexistent/python3" in msg  # the AM container's own stderr, from the NM
+    # The AM container's own stderr, from the NM: its check of the job's Python, worded.
+    assert "the job's Python /nonexistent/python3 cannot run: no such file" in msg
+    assert "name a Python the nodes have (--python PATH)" in msg
     (app,) = cluster.apps(f"noam-{RUN}")
     assert app["state"] in ("FAILED", "FINISHED") and app["finalStatus"] == "FAILED"
     assert_nothing_left(cluster, f"noam-{RUN}")

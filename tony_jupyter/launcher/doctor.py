@@ -204,7 +204,7 @@ def _writable_home() -> str:
 
 
 def _rm_info(rm) -> str:
-    info = rm._request("GET", "/info").json()["clusterInfo"]
+    info = rm.info()
     state = info.get("haState") or info.get("state")
     return f"{rm.address.urls[0] if len(rm.address.urls) == 1 else rm.address}: {state}, " + (
         f"Hadoop {info.get('hadoopVersion', '?')}"
@@ -213,16 +213,7 @@ def _rm_info(rm) -> str:
 
 def _hdfs_write(staging) -> str:
     staging.check()
-    path = f"{staging.root}/.doctor-{secrets.token_hex(4)}"
-    data = secrets.token_bytes(1024)
-    try:
-        staging._call(f"writing {path}", staging.client.write, path, data=data, overwrite=True)
-        with staging._call(f"reading {path}", staging.client.read, path) as r:
-            back = r.read()
-    finally:
-        staging._call(f"removing {path}", staging.client.delete, path)
-    if back != data:
-        raise OSError(f"{path} read back differently than written: a DataNode is unwell")
+    staging.round_trip()
     return f"wrote, read back and removed 1 KiB under {staging.root} (NameNode and a DataNode)"
 
 
@@ -245,8 +236,7 @@ def _queue(rm, name: str) -> str:
 def _nodes(rm) -> str:
     from ..errors import BackendError
 
-    got = rm._request("GET", "/nodes", params={"states": "RUNNING"}).json().get("nodes") or {}
-    nodes = got.get("node") or []
+    nodes = rm.nodes()
     if not nodes:
         raise BackendError(
             "no NodeManager is RUNNING: no container can start. Start the NodeManagers, or "

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from ... import jobdir, shards
+from ... import jobdir, nodepython, shards
 from ...bundle import BundleInfo
 from ...protocol import ExecutorEnv
 from ...spec import JobSpec, TaskSpec
@@ -36,6 +36,8 @@ log = logging.getLogger("tony_jupyter.am.yarn")
 V = ExecutorEnv.var
 
 GPU = "yarn.io/gpu"
+ERR = "<LOG_DIR>/stderr"  # an executor container's stderr: the Python check's words first
+LOGS = f"1><LOG_DIR>/stdout 2>>{ERR}"
 FAST_S, SLOW_S = 0.1, 1.0
 SHUTDOWN_WAIT_S = 15.0
 
@@ -337,13 +339,10 @@ class YarnProvider(Provider):
                     int(r["timestamp"]),
                 ),
             )
-        cmd = (
-            f"{shlex.quote(self.python)} -m tony_jupyter.executor "
-            + (f"--spare-yarn {self.spares.framework} " if launch.spare else "")
-            + "1><LOG_DIR>/stdout 2><LOG_DIR>/stderr"
-        )
-        cmds = J.ArrayList()
-        cmds.add(cmd)
+        spare = f"--spare-yarn {self.spares.framework} " if launch.spare else ""
+        run = f"{shlex.quote(self.python)} -m tony_jupyter.executor {spare}"
+        cmds = J.ArrayList()  # this AM runs the job's Python: the version the tasks need
+        cmds.add(nodepython.guarded(self.python, nodepython.this_version(), run + LOGS, ERR))
         return J.ContainerLaunchContext.newInstance(resources, jenv, cmds, None, tokens, None)
 
     def _completed(self, s) -> None:

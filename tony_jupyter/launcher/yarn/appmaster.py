@@ -10,10 +10,11 @@ import shlex
 import shutil
 import sys
 import time
+from pathlib import Path
 
 import requests
 
-from ... import jobdir, retention, shards
+from ... import jobdir, nodepython, retention, shards
 from ...bundle import Bundle, BundleInfo
 from ...errors import BackendError
 from ...protocol import ExecutorEnv, token_verifier
@@ -93,9 +94,12 @@ def am_context(
     if conf.secure:
         container["credentials"] = secure.credentials_json(tokens or {})
         container["application-acls"] = secure.acls_json(conf.user)
-    cmd = (
+    cmd = nodepython.guarded(
+        python,
+        _wanted_version(spec),
         f"{shlex.quote(python)} -m tony_jupyter.am {{{{PWD}}}} --provider yarn "
-        "--host 0.0.0.0 --advertise {{NM_HOST}} 1><LOG_DIR>/am.stdout 2><LOG_DIR>/am.stderr"
+        "--host 0.0.0.0 --advertise {{NM_HOST}} 1><LOG_DIR>/am.stdout 2>><LOG_DIR>/am.stderr",
+        "<LOG_DIR>/am.stderr",
     )
     return {
         "application-id": app_id,
@@ -127,6 +131,14 @@ def cleanup(rm, staging, app_id, submitted, record_dir) -> None:
             pass
     if record_dir is not None:
         shutil.rmtree(record_dir, ignore_errors=True)
+
+
+def _wanted_version(spec: JobSpec) -> str | None:
+    """The Python version the job's containers must run: the packed venv's, or this kernel's;
+    with --python, whatever that interpreter is (only the nodes can tell)."""
+    if spec.pack_env:
+        return packenv.venv_version(Path(spec.pack_env))
+    return None if spec.python else nodepython.this_version()
 
 
 def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:

@@ -35,6 +35,7 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
     staging.check()
     # Delegation tokens before the application exists: one that cannot be had leaves nothing.
     tokens = secure.job_tokens(cluster, spec) if cluster.secure else None
+    spec = packenv.by_default(spec, [str(n.get("nodeHostName")) for n in rm.nodes()])
     env_entry, env_info = None, None
     if spec.pack_env:
         # Before the application exists: packing a large venv takes a while, and a failure

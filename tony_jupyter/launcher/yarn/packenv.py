@@ -15,12 +15,18 @@ virtualenv: a ``pyvenv.cfg`` at the root) are supported; conda environments are 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import ipaddress
 import os
+import socket
 import sys
 from pathlib import Path
 
+import psutil
+
 from ...errors import BackendError, SpecError
+from ...spec import JobSpec
 
 ENV_NAME = "env"  # the ARCHIVE's link name in the container
 PYTHON = f"{ENV_NAME}/bin/python"
@@ -43,6 +49,21 @@ def venv_root(path: str | None) -> Path:
             "cluster's nodes"
         )
     return p
+
+
+def venv_version(root: Path) -> str | None:
+    """The venv's minor Python version (``3.11``), from its ``pyvenv.cfg``; None if unsaid."""
+    try:
+        lines = (root / "pyvenv.cfg").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() in ("version", "version_info"):
+            parts = value.strip().split(".")
+            if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+                return f"{parts[0]}.{parts[1]}"
+    return None
 
 
 def content_hash(prefix: Path) -> str:
@@ -83,3 +104,46 @@ def pack(prefix: Path, output: Path) -> None:
     except venv_pack.VenvPackException as e:
         # e.g. editable installs (pip install -e): their code is outside the venv.
         raise BackendError(f"--pack-env {prefix}: venv-pack cannot pack it: {e}") from None
+
+
+def this_hosts_addresses() -> set[str]:
+    found = {"127.0.0.1", "::1"}
+    for addrs in psutil.net_if_addrs().values():
+        found.update(a.address.split("%")[0] for a in addrs if a.family in _IP)
+    return found
+
+
+_IP = (socket.AF_INET, socket.AF_INET6)
+
+
+def is_this_host(name: str, here: set[str]) -> bool:
+    """Whether host ``name`` resolves to this machine (a loopback or one of its interfaces'
+    addresses); a name that does not resolve here is taken for another host."""
+    try:
+        infos = socket.getaddrinfo(name, None)
+    except OSError:
+        return False
+    addrs = {str(i[4][0]).split("%")[0] for i in infos}
+    return bool(addrs) and all(a in here or ipaddress.ip_address(a).is_loopback for a in addrs)
+
+
+def by_default(spec: JobSpec, node_hosts: list[str]) -> JobSpec:
+    """The job's Python where the user named none: this kernel's venv packed (``--pack-env``)
+    when the kernel runs in a venv and a NodeManager is another host, which cannot have the
+    venv's files; else as asked (a kernel outside a venv, or nodes on this host, run this
+    interpreter's path on the nodes, as before). ``--python PATH`` opts out."""
+    if spec.pack_env or spec.python or sys.prefix == sys.base_prefix:
+        return spec
+    here = this_hosts_addresses()
+    elsewhere = sorted(h for h in node_hosts if not is_this_host(h, here))
+    if not elsewhere:
+        return spec
+    root = venv_root(None)
+    print(
+        f"tony-jupyter: the nodes ({', '.join(elsewhere[:3])}"
+        f"{', ...' if len(elsewhere) > 3 else ''}) are other hosts: this kernel's venv {root} "
+        "goes with the job (--pack-env, uploaded once per content); --python PATH names a "
+        "Python the nodes have instead",
+        file=sys.stderr,
+    )
+    return dataclasses.replace(spec, pack_env=str(root))

@@ -149,6 +149,14 @@ class RMClient:
         walk(info)
         return leaves
 
+    def info(self) -> dict:
+        """The cluster's ``clusterInfo`` (state, haState, hadoopVersion)."""
+        return self._request("GET", "/info").json()["clusterInfo"]
+
+    def nodes(self, states: tuple[str, ...] = ("RUNNING",)) -> list[dict]:
+        got = self._request("GET", "/nodes", params={"states": ",".join(states)}).json()
+        return as_list((got.get("nodes") or {}).get("node"))
+
     def node_labels(self) -> set[str]:
         got = self._request("GET", "/get-node-labels").json() or {}
         infos = as_list(got.get("nodeLabelInfo") or got.get("nodeLabelsInfo"))

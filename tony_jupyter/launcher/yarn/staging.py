@@ -123,6 +123,21 @@ class Staging:
         for anything, so a permission problem leaves nothing behind."""
         self._call(f"creating {self.root}", self.client.makedirs, self.root, permission="700")
 
+    def round_trip(self, size: int = 1024) -> str:
+        """A file of ``size`` random bytes written under the root, read back and removed (what a
+        job's staging needs of the NameNode and a DataNode): its path, or an error."""
+        path = f"{self.root}/.doctor-{secrets.token_hex(4)}"
+        data = secrets.token_bytes(size)
+        try:
+            self._call(f"writing {path}", self.client.write, path, data=data, overwrite=True)
+            with self._call(f"reading {path}", self.client.read, path) as r:
+                back = r.read()
+        finally:
+            self._call(f"removing {path}", self.client.delete, path)
+        if back != data:
+            raise OSError(f"{path} read back differently than written: a DataNode is unwell")
+        return path
+
     def upload(self, app_id: str, files: dict[str, bytes], private: tuple[str, ...] = ()) -> dict:
         """Write ``files`` into the job's directory; returns YARN local-resource entries."""
         d = self.job_dir(app_id)
