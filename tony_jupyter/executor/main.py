@@ -23,7 +23,7 @@ from .capture import LogCapture
 from .cell import enter_src, run_user_code
 from .frameworks import install_jax_cluster, task_env, tony_env
 from .heartbeat import Heartbeater
-from .link import AMLink, Stale
+from .link import AMLink, LinkError, Stale
 
 
 def reserve_port(host: str = "127.0.0.1") -> int:
@@ -45,6 +45,23 @@ def resolve_tensorboard_dir(env=os.environ) -> None:
     tb_dir = env.get(var)
     if tb_dir and not os.path.isabs(tb_dir):
         env[var] = os.path.abspath(tb_dir)
+
+
+UNREACHABLE = 69  # EX_UNAVAILABLE: this task could not reach its AM
+
+
+def unreachable(task_id: str, host: str, am: AMLink, error: OSError) -> int:
+    """Said on stderr (which YARN hands the AM with the exit code, and the AM the cell) before
+    anything else waits on this task: which host could not reach which address and port."""
+    print(
+        f"tony-jupyter: {task_id} on host {host} cannot reach the job's AM at "
+        f"{am.host}:{am.port} ({error}). The cluster's nodes must reach each other on the ports "
+        "a job's AM and tasks listen on (ephemeral ports): open them between the nodes, and "
+        "see `tony-jupyter doctor`",
+        file=sys.stderr,
+        flush=True,
+    )
+    return UNREACHABLE
 
 
 def main() -> int:
@@ -71,6 +88,8 @@ def main() -> int:
         am.use_token(got["token"])
     except Stale:
         return 143
+    except LinkError as e:
+        return unreachable(task_id, host, am, e)
     beat = Heartbeater.fork(am, env.heartbeat_ms / 1000.0, env.max_missed)
     logs = LogCapture()
     bg = Background(am, logs, beat)
