@@ -1,5 +1,6 @@
 """Tests marked ``hosts`` need root and make network namespaces (`devcluster up --hosts`); they
-run only when asked for (``-m hosts``), never in dev/test's ``yarn`` / ``not yarn`` partitions.
+run only when asked for (``-m hosts``): dev/test runs them, as root, after its ``not yarn``
+partition.
 
 The ``hosts_cluster`` fixture starts one several-host cluster for the module, in
 ``$TONY_JUPYTER_DEVCLUSTER_DIR`` if set (reusing a several-host cluster already running there,

@@ -1,16 +1,18 @@
 """Jobs from a kernel on the edge host of a several-host cluster: the kernel's venv is not on
-the workers, so the job's Python gets there with --pack-env, from a venv whose base interpreter
-is the nodes' own."""
+the workers, so the job's Python gets there by default (no flag: the venv is packed because the
+nodes are other hosts), from a venv whose base interpreter is the nodes' own."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
 import uuid
+from importlib import metadata
 from pathlib import Path
 
 import nodeenv  # tests/hosts/nodeenv.py
@@ -20,7 +22,9 @@ from conftest import on  # tests/hosts/conftest.py
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 HERE = Path(__file__).parent
 # What the AM and a TensorFlow task import; tf-keras: tasks run tf.keras as Keras 2.
+# And what tony-jupyter itself requires: the kernel runs in this venv too.
 ROOTS = ["tensorflow", "tf-keras", "requests", "cloudpickle", "tornado", "psutil", "jpype1", "hdfs"]
+ROOTS += [r for r in metadata.distribution("tony-jupyter").requires or [] if "extra ==" not in r]
 # The cell's result comes back before the AM has unregistered: wait for the app's end.
 _APP = """
 import json, os, sys, time, requests
@@ -43,7 +47,7 @@ def node_venv(tmp_path_factory, hosts_cluster):
 
 def _edge_job(cluster, venv: Path, notebook: Path, name: str) -> dict:
     cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(cluster.dir)]
-    script = [sys.executable, "edge_job.py", str(venv), name]
+    script = [str(venv / "bin" / "python"), "edge_job.py", name]
     env = {**os.environ, "TONY_JUPYTER_HOME": str(notebook.parent / "tony-home")}
     res = subprocess.run(
         [*cmd, "edge", "--", *script],
@@ -55,9 +59,12 @@ def _edge_job(cluster, venv: Path, notebook: Path, name: str) -> dict:
         check=False,
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "are other hosts: this kernel's venv" in res.stderr  # said, not silent
     # The job's own summary (from its follower thread) may be printed after the script's line.
     (line,) = [x for x in res.stdout.splitlines() if x.startswith('{"kernel_host"')]
     out = json.loads(line)
+    if "error" in out:
+        return out
     app = on(cluster, "edge", sys.executable, "-c", _APP, out["job_id"])
     assert json.loads(app.stdout) == ["FINISHED", "SUCCEEDED"], app.stdout + app.stderr
     return out
@@ -84,3 +91,59 @@ def test_mwms_from_a_kernel_on_the_edge_runs_on_workers_without_its_venv(
     assert second["pack_env"]["bytes_uploaded"] == 0
     assert second["pack_env"]["hash"] == first["pack_env"]["hash"]
     print(json.dumps({"first": first, "second": second}))
+
+
+# What is left on the cluster of the applications named NAME, and in the user's staging root.
+_LEFT = """
+import json, os, sys, requests
+rm, fs = os.environ["TONY_DEVCLUSTER_RM_URL"], os.environ["TONY_DEVCLUSTER_WEBHDFS_URL"]
+q = {"user.name": "root"}
+apps = (requests.get(f"{rm}/ws/v1/cluster/apps", params=q, timeout=10).json()["apps"] or {})
+live = [a["id"] for a in apps.get("app", []) if a["name"] == sys.argv[1]
+        and a["state"] not in ("FINISHED", "FAILED", "KILLED")]
+r = requests.get(f"{fs}/webhdfs/v1/user/root/.tony-jupyter", params={**q, "op": "LISTSTATUS"},
+                 timeout=10).json()
+staged = [s["pathSuffix"] for s in r.get("FileStatuses", {}).get("FileStatus", [])
+          if s["pathSuffix"].startswith("application_")]
+print(json.dumps({"live": live, "staged": staged}))
+"""
+
+
+def test_a_blocked_way_from_the_edge_to_the_nodes_is_named_not_waited_out(
+    hosts_cluster, node_venv, tmp_path
+):
+    # A firewall between the notebook's host and the nodes' ephemeral ports (where a job's AM
+    # and TensorBoard listen): the masters and the DataNodes stay reachable.
+    workers = "198.18.0.16/28"  # worker1 (.21) and worker2 (.22), not the master (.11)
+    block = ["to", workers, "ipproto", "tcp", "dport", "32768-60999", "prohibit", "pref", "100"]
+    added = on(hosts_cluster, "edge", "ip", "rule", "add", *block)
+    assert added.returncode == 0, added.stderr
+    try:
+        doc = on(
+            hosts_cluster,
+            "edge",
+            str(node_venv / "bin" / "python"),
+            "-m",
+            "tony_jupyter.cli",
+            "doctor",
+            "--python",
+            str(hosts_cluster.hosts.python),
+        )
+        assert doc.returncode == 1, doc.stdout + doc.stderr
+        assert "FAIL  notebook host -> node" in doc.stdout, doc.stdout
+        assert "pass  hdfs" in doc.stdout and "pass  resourcemanager" in doc.stdout, doc.stdout
+        notebook = tmp_path / "notebook"
+        notebook.mkdir()
+        shutil.copy(HERE / "edge_job.py", notebook)
+        name = f"hosts-blocked-{uuid.uuid4().hex[:6]}"
+        out = _edge_job(hosts_cluster, node_venv, notebook, name)
+    finally:
+        on(hosts_cluster, "edge", "ip", "rule", "del", *block)
+    error = out["error"]
+    assert "the job's AM is up at worker" in error, error
+    assert "but this host (edge) cannot reach it: [Errno 13] Permission denied" in error, error
+    assert "did not start within" not in error
+    app_id = re.search(r"\((application_\d+_\d+) RUNNING", error).group(1)
+    left = json.loads(on(hosts_cluster, "edge", sys.executable, "-c", _LEFT, name).stdout)
+    assert left["live"] == [] and app_id not in left["staged"], left
+    print(json.dumps({"blocked_job_failed_after_s": out["seconds"], "doctor": doc.stdout}))

@@ -102,6 +102,22 @@ def test_a_probe_that_never_listens_is_reported_within_the_wait(monkeypatch):
         doctor._read_probe(StandInRM(), "application_1_0001", 40000 + os.getpid() % 10000)
 
 
+def test_a_node_this_host_cannot_reach_is_named_without_waiting_out_the_probe(monkeypatch):
+    # A firewall's answer (no route, prohibited), not a refusal: the probe may well listen.
+    def no_route(address, timeout=None):
+        raise OSError(113, "No route to host")
+
+    monkeypatch.setattr(doctor.socket, "create_connection", no_route)
+    monkeypatch.setattr(doctor, "UNREACHED_S", 0.3)
+    with pytest.raises(doctor._ProbeFailed) as e:
+        doctor._read_probe(StandInRM(node="worker1:8042"), "application_1_0001", 40000)
+    assert e.value.check == "notebook host -> node"
+    assert "could not reach the probe on worker1 (worker1:40000: [Errno 113] No route" in str(
+        e.value
+    )
+    assert "open the NodeManagers' hosts to this one" in e.value.fix
+
+
 def test_no_container_is_named_as_such(monkeypatch):
     monkeypatch.setattr(doctor, "PROBE_WAIT_S", 0.5)
     with pytest.raises(doctor._ProbeFailed, match="no container within 0.5 s"):

@@ -27,6 +27,7 @@ from .yarn import probe
 PROBE_APP_TYPE = "TONY-JUPYTER-DOCTOR"  # not a job: no listing shows it
 PROBE_WAIT_S = 60.0  # for the probe's container to be given and to start
 CONNECT_TIMEOUT_S = 3.0
+UNREACHED_S = 10.0  # the probe's node answering no connection from here this long: a verdict
 FRAMEWORKS = ("tensorflow", "torch", "jax")
 
 
@@ -132,7 +133,7 @@ class Doctor:
             rm.submit(_probe_context(app_id, self.queue, python, port, targets, conf.user))
             report, node = _read_probe(rm, app_id, port, python)
         except _ProbeFailed as e:
-            self.fail("probe container", e.detail, e.fix)
+            self.fail(e.check, e.detail, e.fix)
             return
         except TonyError as e:
             self.fail("probe container", str(e), "")
@@ -189,9 +190,9 @@ class Doctor:
 
 
 class _ProbeFailed(Exception):
-    def __init__(self, detail: str, fix: str) -> None:
+    def __init__(self, detail: str, fix: str, check: str = "probe container") -> None:
         super().__init__(detail)
-        self.detail, self.fix = detail, fix
+        self.detail, self.fix, self.check = detail, fix, check
 
 
 def _writable_home() -> str:
@@ -312,8 +313,8 @@ def _read_probe(rm, app_id: str, port: int, python: str = "") -> tuple[dict, str
 
     deadline = time.monotonic() + PROBE_WAIT_S
     node = ""
-    last = ""
-    while time.monotonic() < deadline:
+    last, since = "", 0.0
+    while time.monotonic() < deadline and not (since and time.monotonic() - since > UNREACHED_S):
         app = rm.app(app_id) or {}
         node = (app.get("amHostHttpAddress") or "").rpartition(":")[0] or node
         if app.get("state") in TERMINAL_APP_STATES:
@@ -327,8 +328,8 @@ def _read_probe(rm, app_id: str, port: int, python: str = "") -> tuple[dict, str
                     return json.loads(line), node
                 except (ConnectionRefusedError, ValueError):
                     continue  # not this port, or not listening yet
-                except OSError as e:
-                    last = f"{node}:{p}: {e}"
+                except OSError as e:  # no route, prohibited, timed out: a network's doing
+                    last, since = f"{node}:{p}: {e}", since or time.monotonic()
                     break
         time.sleep(0.2)
     if node and last:
@@ -336,6 +337,7 @@ def _read_probe(rm, app_id: str, port: int, python: str = "") -> tuple[dict, str
             f"this host could not reach the probe on {node} ({last})",
             "the Jupyter server reaches a job's AM and TensorBoard on the nodes: open the "
             "NodeManagers' hosts to this one (ports 1024-65535 of the containers)",
+            check="notebook host -> node",
         )
     if node:
         raise _ProbeFailed(

@@ -8,9 +8,11 @@ import os
 import re
 import shlex
 import shutil
+import socket
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import requests
 
@@ -25,6 +27,8 @@ from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
 from .staging import local_resource_json
 
 AM_START_TIMEOUT_S = 180.0
+# The AM listens before it registers: no connection this long after, it is cut off from here.
+UNREACHABLE_AFTER_S = 10.0
 # Files every executor localizes too (spec.json: the chief's MLflow run logs it); the token's
 # verifier and resources only the AM needs.
 EXECUTOR_FILES = (jobdir.CELL, jobdir.NAMES, jobdir.BUNDLE, jobdir.SPEC)
@@ -147,6 +151,7 @@ def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {token}"
     app: dict = {}
+    unreached_since = 0.0
     while time.monotonic() < deadline:
         app = rm.app(app_id) or {}
         state = app.get("state")
@@ -168,13 +173,41 @@ def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
             try:
                 if session.get(f"{url}/api/v1/job", timeout=5).status_code == 200:
                     return url
-            except requests.RequestException:
-                pass
+            except requests.RequestException as e:
+                # Registered with the RM, so listening (if not answering yet): no connection at
+                # all from here, for a while, is a network's doing.
+                if not not_connected(e):
+                    unreached_since = 0.0
+                elif not unreached_since:
+                    unreached_since = time.monotonic()
+                elif time.monotonic() - unreached_since > UNREACHABLE_AFTER_S:
+                    raise BackendError(unreachable(app_id, url, e)) from None
         time.sleep(0.1)
     raise BackendError(
         f"the job's AM did not start within {AM_START_TIMEOUT_S:g} s ({app_id} is "
         f"{app.get('state')}: {app.get('diagnostics', '')[:500]}); the queue may be full. "
         "The application was killed."
+    )
+
+
+def not_connected(error: requests.RequestException) -> bool:
+    """No TCP connection was made (refused, no route, prohibited, timed out connecting), as
+    against one made and then slow or closed."""
+    return isinstance(error, requests.ConnectTimeout) or (
+        "Failed to establish a new connection" in str(error)
+    )
+
+
+def unreachable(app_id: str, url: str, error: Exception) -> str:
+    """Why a job's AM, up on its node, is no use from here: which host could not reach what."""
+    why = re.findall(r"\[Errno -?\d+\] [^'\")]+", str(error))
+    return (
+        f"the job's AM is up at {urlsplit(url).netloc} ({app_id} RUNNING, registered with "
+        f"the ResourceManager), but this host ({socket.gethostname()}) cannot reach it: "
+        f"{why[-1] if why else type(error).__name__}. The notebook's host must reach the "
+        "cluster's nodes on the ports a job's AM and TensorBoard listen on (ephemeral ports): "
+        "open them from here, or run the notebook on a host inside the cluster's network "
+        "(`tony-jupyter doctor` checks this). The application was killed."
     )
 
 

@@ -1,0 +1,62 @@
+"""A job's AM that is up on its node (registered with the RM) but cannot be reached from the
+notebook's host: the launcher says which address could not be reached from which host, within
+seconds, instead of waiting out the AM's start timeout and blaming the queue. The RM is a fake
+answering as a real one does; the AM's port is a real one, closed."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import requests
+
+from tony_jupyter.errors import BackendError
+from tony_jupyter.launcher.yarn import appmaster
+
+
+class FakeRM:
+    def __init__(self, port: int):
+        self.report = {"state": "RUNNING", "amRPCAddress": f"127.0.0.1:{port}"}
+
+    def app(self, app_id: str) -> dict:
+        return self.report
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_am_refused_from_here_is_named_not_waited_out(monkeypatch):
+    monkeypatch.setattr(appmaster, "UNREACHABLE_AFTER_S", 0.3)
+    port = closed_port()
+    with pytest.raises(BackendError) as e:
+        appmaster.wait_for_am(FakeRM(port), "application_1_0001", "t" * 32)
+    msg = str(e.value)
+    assert f"the job's AM is up at 127.0.0.1:{port} (application_1_0001 RUNNING" in msg
+    assert (
+        f"this host ({socket.gethostname()}) cannot reach it: [Errno 111] Connection refused" in msg
+    )
+    assert "did not start within" not in msg and "queue" not in msg
+
+
+@pytest.mark.parametrize(
+    "error, counted",
+    [
+        (requests.ConnectTimeout("connect timed out"), True),
+        (
+            requests.ConnectionError(
+                "HTTPConnectionPool(host='worker1', port=1): Max retries exceeded (Caused by "
+                "NewConnectionError('<conn>: Failed to establish a new connection: [Errno 113] "
+                "No route to host'))"
+            ),
+            True,
+        ),
+        # Connected, then slow (the AM still importing its server) or closed: reachable.
+        (requests.ReadTimeout("read timed out"), False),
+        (requests.ConnectionError("('Connection aborted.', RemoteDisconnected())"), False),
+    ],
+)
+def test_only_no_connection_at_all_counts_as_unreachable(error, counted):
+    assert appmaster.not_connected(error) is counted
