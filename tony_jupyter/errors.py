@@ -55,15 +55,22 @@ class JobFailedError(TonyError, RuntimeError):
         reason: str,
         task: str | None = None,
         remote_traceback: str | None = None,
+        others: tuple[tuple[str, str], ...] = (),
     ):
         self.job_id, self.state, self.reason = job_id, state, reason
         self.task, self.remote_traceback = task, remote_traceback
+        # Every other task that failed, (task, its traceback or why it ended), as ipyparallel's
+        # CompositeError carries each engine's: a second failure is not hidden by the first.
+        self.others = others
         # The remote exception's type and message, as ipyparallel's RemoteError carries them,
         # so that str(e) says what failed: logs and collapsed error views show only that.
         self.remote_type, self.remote_message = remote_exception(remote_traceback)
         message = f"job {job_id} {state}: {reason}"
         if self.remote_type:
             message += f"; {self.remote_type}: {self.remote_message}".rstrip(": ")
+        if others:
+            names = ", ".join(task for task, _ in others)
+            message += f" (and {len(others)} other failed: {names})"
         super().__init__(message)
 
     def _render_traceback_(self) -> list[str]:
@@ -73,4 +80,7 @@ class JobFailedError(TonyError, RuntimeError):
         if self.remote_traceback:
             lines.append(f"--- remote traceback from {self.task} ---")
             lines.extend(self.remote_traceback.rstrip().splitlines())
+        for task, text in self.others:
+            lines.append(f"--- {task} failed too ---")
+            lines.extend(text.rstrip().splitlines())
         return lines

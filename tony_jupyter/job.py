@@ -10,7 +10,7 @@ from .bundle import Bundle
 from .errors import BackendError, JobFailedError
 from .launcher.client import JobRecord
 from .launcher.clients import open_client
-from .protocol import JobSnapshot, JobState
+from .protocol import JobSnapshot, JobState, TaskState, TaskView
 from .spec import JobSpec
 
 
@@ -38,13 +38,25 @@ def failure(snapshot: JobSnapshot) -> JobFailedError:
         if t.id == task_id or (task_id is None and t.traceback):
             tb, task_id = t.traceback, t.id
             break
+    others = tuple(
+        (t.id, t.traceback or _ended(t))
+        for t in snapshot.tasks
+        if t.id != task_id and (t.traceback or t.state == TaskState.FAILED)
+    )
     return JobFailedError(
         snapshot.job_id,
         str(snapshot.state),
         snapshot.reason,
         task=task_id,
         remote_traceback=tb,
+        others=others,
     )
+
+
+def _ended(task: TaskView) -> str:
+    """A failed task without a Python traceback: how it ended, as its AM saw it."""
+    how = f"exited with code {task.exit_code}" if task.exit_code is not None else "failed"
+    return f"{task.id} {how}" + (f" ({task.diagnostics})" if task.diagnostics else "")
 
 
 class TonyJob:
