@@ -103,15 +103,34 @@ def test_the_feed_refuses_offsets_of_no_task_or_no_number(running_job, offsets, 
     assert r.status_code == status and message in r.text
 
 
-def test_stale_attempt_is_told_to_stop(running_job):
+STALE = {"task": "worker:0", "attempt": 7}
+
+
+@pytest.mark.parametrize(
+    "method, path, body",
+    [
+        ("POST", "executor/heartbeat", STALE),
+        ("POST", "executor/logs", {**STALE, "text": "late\n"}),
+        ("POST", "executor/result", {**STALE, "status": "ok"}),
+        ("GET", "executor/cluster-spec", None),
+    ],
+)
+def test_a_stale_attempt_is_told_to_stop_on_every_executor_route(running_job, method, path, body):
     own = own_token(running_job)  # executor calls: the task's own token
-    r = requests.post(
-        f"{running_job.am_url()}/api/v1/executor/heartbeat",
-        json={"task": "worker:0", "attempt": 7},
+    params = {"task": "worker:0", "attempt": 7, "timeout": 1} if body is None else None
+    r = requests.request(
+        method,
+        f"{running_job.am_url()}/api/v1/{path}",
+        json=body,
+        params=params,
         headers={"Authorization": f"Bearer {own}"},
         timeout=5,
     )
-    assert r.status_code == 410 and r.json()["command"] == "stop"
+    assert r.status_code == 410 and r.json() == {
+        "command": "stop",
+        "error": "worker:0 attempt 7 is over",
+    }
+    assert running_job.snapshot().state == "RUNNING"  # the live attempt goes on
 
 
 def test_kill_ends_the_job_and_the_am_exits_when_released(running_job):

@@ -11,7 +11,7 @@ from tornado import web
 
 from ..protocol import TERMINAL_JOB_STATES
 from .beats import BadBeat, answer_heartbeat
-from .coordinator import ENDPOINT_SECRETS, StaleAttempt
+from .coordinator import ENDPOINT_SECRETS
 from .feed import FeedHandler
 from .http import API, MAX_RESULT_BODY, AMState, BaseHandler
 from .session_api import ROUTES as SESSION_ROUTES
@@ -206,10 +206,7 @@ class RegisterHandler(ExecutorHandler):
         placed = self.coord.provider.placement(task, attempt)
         if placed is None:
             raise web.HTTPError(409, f"{task} attempt {attempt} was not launched by this AM")
-        try:
-            self.coord.register(task, attempt, placed.host, port, pid, placed.container)
-        except StaleAttempt as e:
-            return self.stale(e)
+        self.coord.register(task, attempt, placed.host, port, pid, placed.container)
         try:
             token = self.am.credentials.redeem(self.auth_secret)
         except SecretReused as e:
@@ -220,12 +217,9 @@ class RegisterHandler(ExecutorHandler):
 class ClusterSpecHandler(ExecutorHandler):
     async def get(self) -> None:
         task, attempt = self.own_task(self.get_argument("task")), self.int_arg("attempt")
-        try:
-            spec = await self.long_poll_task(
-                task, attempt, self.am.cluster_spec_answer, on=self.am.turned
-            )
-        except StaleAttempt as e:
-            return self.stale(e)
+        spec = await self.long_poll_task(
+            task, attempt, self.am.cluster_spec_answer, on=self.am.turned
+        )
         if spec is None:
             self.finish({"cluster_spec": None})
             return
@@ -239,8 +233,6 @@ class HeartbeatHandler(ExecutorHandler):
         task, attempt = self.task_and_attempt(b)
         try:
             answer = answer_heartbeat(self.am, task, attempt, b) or {"command": None}
-        except StaleAttempt as e:
-            return self.stale(e)
         except BadBeat as e:
             raise web.HTTPError(400, str(e)) from None
         if self.am.beat_port is not None:
@@ -254,10 +246,7 @@ class ExecutorLogsHandler(ExecutorHandler):
     def post(self) -> None:
         b = self.body()
         task, attempt = self.task_and_attempt(b)
-        try:
-            self.coord.add_logs(task, attempt, self.field(b, "text"))
-        except StaleAttempt as e:
-            return self.stale(e)
+        self.coord.add_logs(task, attempt, self.field(b, "text"))
         self.finish({"ok": True})
 
 
@@ -269,10 +258,7 @@ class ExecutorResultHandler(ExecutorHandler):
         task, attempt = self.task_and_attempt(b)
         self.field(b, "status")
         self.field(b, "traceback", str, None)
-        try:
-            self.coord.set_result(task, attempt, b)
-        except StaleAttempt as e:
-            return self.stale(e)
+        self.coord.set_result(task, attempt, b)
         self.finish({"ok": True})
 
 

@@ -252,7 +252,7 @@ class Coordinator:
 
     def add_logs(self, task_id: str, attempt: int, text: str) -> None:
         if task_id not in self.tasks or attempt > self.tasks[task_id].attempt:
-            raise StaleAttempt(task_id)
+            raise StaleAttempt(f"{task_id} attempt {attempt} is over")
         with open(self.log_path(task_id, attempt), "a", encoding="utf-8") as f:
             f.write(text)
         # Kept beside the events (on HDFS on YARN), so that a new AM attempt can restore them.

@@ -212,8 +212,17 @@ class BaseHandler(web.RequestHandler):
 
     def write_error(self, status_code: int, **kwargs) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
+        if isinstance(exc, StaleAttempt):  # the one place an over attempt is answered
+            self.set_status(410)
+            self.finish({"command": "stop", "error": str(exc)})
+            return
         message = getattr(exc, "log_message", None) or self._reason
         self.finish({"error": message, "status": status_code})
+
+    def log_exception(self, typ, value, tb) -> None:
+        if isinstance(value, StaleAttempt):
+            return  # a late call of an attempt that is over: answered 410, nothing went wrong
+        super().log_exception(typ, value, tb)
 
     def body(self) -> dict:
         try:
@@ -284,10 +293,6 @@ class BaseHandler(web.RequestHandler):
         if not path.exists():
             return b""
         return read_at(path, offset, limit)
-
-    def stale(self, e: StaleAttempt) -> None:
-        self.set_status(410)
-        self.finish({"command": "stop", "error": str(e)})
 
     async def wait_change(self, timeout: float, on: Waiters | None = None) -> None:
         """Until the job changes (``on``: turns) or ``timeout`` seconds have passed."""

@@ -8,7 +8,6 @@ from tornado import web
 
 from ..protocol import CellState
 from .cells import CellQueue
-from .coordinator import StaleAttempt
 from .http import MAX_OFFSET, MAX_RESULT_BODY, BaseHandler
 
 MAX_CELL_LOG_READ = 8 << 20  # as GET logs: a bigger log comes in the next polls
@@ -110,12 +109,7 @@ class NextCellHandler(SessionHandler):
     async def get(self) -> None:
         task, attempt = self.own_task(self.get_argument("task")), self.int_arg("attempt")
         after = self.int_arg("after", 0)
-        try:
-            cell = await self.long_poll_task(
-                task, attempt, lambda: self.cells.next_for(task, after)
-            )
-        except StaleAttempt as e:
-            return self.stale(e)
+        cell = await self.long_poll_task(task, attempt, lambda: self.cells.next_for(task, after))
         if cell is None:
             self.finish({"cell": None})
             return
@@ -142,10 +136,7 @@ class CellResultHandler(SessionHandler):
         cell_id = self.field(b, "cell", int)
         self.field(b, "status")
         self.field(b, "traceback", str, None)
-        try:
-            self.coord.live_task(task, attempt)
-        except StaleAttempt as e:
-            return self.stale(e)
+        self.coord.live_task(task, attempt)
         logs = self.field(b, "logs", str, None)
         outcome = {k: v for k, v in b.items() if k not in ("task", "attempt", "cell", "logs")}
         try:
