@@ -109,6 +109,7 @@ print(json.dumps({"live": live, "staged": staged}))
 """
 
 
+@pytest.mark.timeout(2400)  # run alone, it packs the venv first (the test above did, in a run)
 def test_a_blocked_way_from_the_edge_to_the_nodes_is_named_not_waited_out(
     hosts_cluster, node_venv, tmp_path
 ):

@@ -59,10 +59,14 @@ class RMClient:
         tried: list[str] = []
         deadline = time.monotonic() + (FAILOVER_WAIT_S if len(self.urls) > 1 else 0.0)
         pause = 0.25
+        slow_again = method == "GET"  # reached but slow to answer (a busy RM): a GET once more
         while True:
             r = self._try_each(method, path, params, tried, kw)
             if r is not None:
                 return self._answer(r, method, path, ok)
+            if slow_again and tried[-1].endswith(": ReadTimeout"):
+                slow_again = False
+                continue
             if time.monotonic() >= deadline:
                 break
             time.sleep(pause)
