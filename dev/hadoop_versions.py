@@ -27,8 +27,9 @@ from tony_jupyter.devcluster.errors import DevClusterError
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "build" / "hadoop-versions"
-# submit and kill, placement by resource type and label, MWMS, a worker fault resumed from its
-# checkpoint, a warm session, history; then the secure basics (tokens only, a user's kill).
+# submit and kill, placement by resource type and label, MWMS, a worker fault and a lost AM
+# resumed from the checkpoint (YARN's next attempt), a warm session, history; then the secure
+# basics (tokens only, a user's kill).
 PLAIN = (
     "tests/yarn/test_yarn_backend.py::test_kill_ends_the_application_killed_with_no_container_left",
     "tests/yarn/test_yarn_backend.py::test_gpu_worker_lands_on_the_gpu_node_and_ps_on_the_plain_one",
@@ -36,6 +37,8 @@ PLAIN = (
     "test_mwms_two_workers_train_in_yarn_containers_of_the_asked_size",
     "tests/yarn/test_yarn_fault_tolerance.py::test_fault_on_yarn_resumes_from_checkpoint"
     "[kill-9-worker]",
+    "tests/yarn/test_yarn_fault_tolerance.py::test_fault_on_yarn_resumes_from_checkpoint"
+    "[kill-9-am]",
     "tests/test_session.py::test_state_is_kept_between_cells_and_training_goes_on[yarn]",
     "tests/yarn/test_yarn_history.py::test_a_job_is_listed_opened_and_read_from_another_home",
 )
