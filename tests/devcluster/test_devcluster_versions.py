@@ -129,7 +129,13 @@ def test_each_release_has_its_own_jar_dir_and_the_client_its_own(
     assert old.classpath() == [str(old.conf), f"{old.lib}/*"]
     monkeypatch.setenv(maven.CLIENT_VERSION_ENV, maven.HADOOP_VERSION)
     maven.resolve_cluster_jars(old, tmp_path, "3.3.6")
-    assert old.client_lib.resolve().name.startswith(f"client-lib-{maven.HADOOP_VERSION}-")
+    # the jars a cluster of that release runs on: one copy in the cache
+    assert old.client_lib.resolve().name.startswith(f"lib-{maven.HADOOP_VERSION}-")
+    assert fake_copy.count(maven.HADOOP_VERSION) == 1
+    new_cluster = Layout(tmp_path / "dc-3.5")
+    maven.resolve_cluster_jars(new_cluster, tmp_path, maven.HADOOP_VERSION)
+    assert fake_copy.count(maven.HADOOP_VERSION) == 2  # its apps only: lib/ is the client's
+    assert new_cluster.lib.resolve() == old.client_lib.resolve()
     assert old.classpath() == [str(old.conf), f"{old.client_lib}/*"]
     assert old.classpath("resourcemanager") == [str(old.conf), f"{old.lib}/*"]
     monkeypatch.delenv(maven.CLIENT_VERSION_ENV)

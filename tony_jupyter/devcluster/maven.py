@@ -100,7 +100,8 @@ def resolve_cluster_jars(layout: Layout, java_home: Path, version: str) -> None:
     link = layout.client_lib
     if client and client != version:
         log.info("the applications' Hadoop client: %s", client)
-        resolve_jars("pom.xml", link, java_home, version=check_version(client))
+        # the same jars as a cluster of that release has in lib/: one copy in the cache
+        resolve_jars("pom.xml", link, java_home, version=check_version(client), cache_name="lib")
     elif link.is_symlink():
         link.unlink()
 
@@ -124,12 +125,13 @@ def resolve_jars(
     java_home: Path,
     timeout: float = 1200,
     version: str = HADOOP_VERSION,
+    cache_name: str | None = None,
 ) -> None:
     """Make ``link`` a symlink to a directory holding the runtime closure of ``pom_name``
-    (with Hadoop ``version``)."""
+    (with Hadoop ``version``), cached as ``cache_name`` (default: the link's name)."""
     pom = _pom_for(pom_name, version)
     digest = hashlib.sha256(pom.encode()).hexdigest()[:16]
-    cached = cache_root() / f"{link.name}-{version}-{digest}"
+    cached = cache_root() / f"{cache_name or link.name}-{version}-{digest}"
     if not (cached / _STAMP).is_file():
         _copy_dependencies(pom, cached, java_home, timeout, version)
     if link.is_symlink() and link.resolve() == cached.resolve():
