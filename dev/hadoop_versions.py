@@ -93,7 +93,7 @@ def run_phase(
 ) -> dict:
     """Start a devcluster, run the phase's tests against it, stop it."""
     phase = "secure" if secure else "plain"
-    node_ids = SECURE if secure else PLAIN
+    node_ids = tuple(n for n in (SECURE if secure else PLAIN) if opts.only in n)
     root = Path(f"{opts.root}-{label}{'-secure' if secure else ''}")
     shutil.rmtree(root, ignore_errors=True)
     log, junit = OUT / f"{label}-{phase}.log", OUT / f"{label}-{phase}.xml"
@@ -169,6 +169,7 @@ def main() -> int:
         help=f"Hadoop releases (default 3.4.3, 3.3.6 and 3.3.6:{maven.HADOOP_VERSION})",
     )
     parser.add_argument("--no-secure", action="store_true", help="skip the secure basics")
+    parser.add_argument("--only", default="", help="only the tests whose node id has this")
     parser.add_argument("--root", default="/tmp/dc-hv", help="cluster dirs: ROOT-LABEL")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per pytest run")
     parser.add_argument("--up-timeout", type=float, default=1500, help="seconds per `up`")
@@ -183,7 +184,11 @@ def main() -> int:
         print(f"== Hadoop {version}" + (f", applications on {client}'s client" if client else ""))
         entry = {"hadoop": version, "client": client or version, "phases": {}}
         results[label] = entry
-        for secure in (False,) if opts.no_secure else (False, True):
+        for secure in (False, True):
+            if (secure and opts.no_secure) or not [
+                n for n in (SECURE if secure else PLAIN) if opts.only in n
+            ]:
+                continue
             phase = run_phase(label, version, client, secure, opts)
             entry["phases"]["secure" if secure else "plain"] = phase
             print(json.dumps({label: phase}, indent=1), flush=True)
