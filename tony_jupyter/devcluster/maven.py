@@ -75,13 +75,14 @@ def version_to_start(
     """``version`` (`up --hadoop-version`), else ``$TONY_JUPYTER_DEVCLUSTER_HADOOP_VERSION``,
     else the one recorded in the cluster dir's ``state``, else the pinned release; checked with
     :func:`check_version`. ``formatted_in``: the dir of a cluster whose HDFS the recorded
-    release formatted, which another release would refuse to open (layout versions differ)."""
+    release formatted, which another release may refuse (NameNode layout versions differ)."""
     recorded = (state or {}).get("hadoop_version")
     chosen = check_version(version or os.environ.get(VERSION_ENV) or recorded or HADOOP_VERSION)
     if formatted_in is not None and recorded and chosen != recorded:
         raise DevClusterError(
-            f"The devcluster in {formatted_in} was started with Hadoop {recorded}, whose HDFS "
-            f"metadata Hadoop {chosen} cannot open as it is. Start it again with "
+            f"The devcluster in {formatted_in} was started with Hadoop {recorded}; its HDFS "
+            f"metadata is that release's, which Hadoop {chosen} may open only through HDFS's "
+            f"upgrade (or not at all). Start it again with "
             f"`--hadoop-version {recorded}`, or use another --dir for Hadoop {chosen} (or "
             f"remove {formatted_in} to start afresh)."
         )
