@@ -11,7 +11,7 @@ import sys
 from collections import deque
 from pathlib import Path
 
-from . import hostrun, netns
+from . import hostrun, maven, netns
 from .cluster import DevCluster
 from .config import DATANODE2, KDC, SERVICE_NAMES
 from .errors import DevClusterError
@@ -69,6 +69,13 @@ def _parser() -> argparse.ArgumentParser:
         help=f"spread the cluster over hosts made of network namespaces ({', '.join(HOST_NAMES)}"
         "; addresses from 198.18.0.0/15), the workers without the edge's files; needs root "
         "(default: as the cluster in --dir was last started; a new one on this host alone)",
+    )
+    up.add_argument(
+        "--hadoop-version",
+        metavar="X.Y.Z",
+        help=f"the Hadoop release to start: 3.3.x, 3.4.x or 3.5.x (tested: "
+        f"{', '.join(maven.TESTED_VERSIONS)}; default: as the cluster in --dir was last started, "
+        f"else ${maven.VERSION_ENV}, else {maven.HADOOP_VERSION})",
     )
     sub.add_parser("down", parents=[common], help="stop every daemon this cluster started")
     wait = sub.add_parser("wait", parents=[common], help="wait until the cluster is usable")
@@ -153,6 +160,7 @@ def _status(cluster: DevCluster, as_json: bool) -> int:
             pid = row["pid"] if row["pid"] is not None else "-"
             print(f"{row['service']:<16} {pid:>7}  {'yes' if row['alive'] else 'no':<5}  {ports}")
         print(f"dir: {cluster.dir}")
+        print(f"hadoop: {cluster.hadoop_version}")
     # LSB status convention: 3 means "not running".
     return 0 if all(row["alive"] for row in rows) else 3
 
@@ -172,7 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         security = _security(args) if args.command == "up" else None
         hosts = args.hosts if args.command == "up" else None
-        cluster = DevCluster(args.dir, getattr(args, "port_offset", None), security, hosts)
+        version = args.hadoop_version if args.command == "up" else None
+        cluster = DevCluster(
+            args.dir, getattr(args, "port_offset", None), security, hosts, hadoop_version=version
+        )
         if args.command == "up":
             already = cluster.is_running()
             cluster.up(timeout=args.timeout)

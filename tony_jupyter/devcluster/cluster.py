@@ -29,8 +29,7 @@ from .security import USERS, Security
 
 log = logging.getLogger(__name__)
 
-# Any JVM that runs Hadoop code (daemons, containers, the JPype AM) needs the JPMS flags of
-# Hadoop's own launcher; one list, kept beside the AM that also uses it.
+# Any JVM of Hadoop code (daemons, containers, the JPype AM): one list, beside the AM's use.
 JVM_FLAGS = JPMS_FLAGS
 
 
@@ -57,6 +56,7 @@ class DevCluster:
         port_offset: int | None = None,
         security: Security | bool | None = None,
         hosts: bool | None = None,
+        hadoop_version: str | None = None,
     ) -> None:
         """``port_offset`` shifts every port (e.g. 10000: RM on 18088) so that clusters can run
         side by side; by default the offset the cluster in ``dir`` was started with, else
@@ -65,6 +65,7 @@ class DevCluster:
         cluster in ``dir`` was started with, else none. ``hosts``: spread over network
         namespaces (`up --hosts`, ``hosts.py``); by default as the cluster in ``dir`` was."""
         root = Path(dir or default_dir()).expanduser().resolve()
+        self._version = maven.check_version(hadoop_version) if hadoop_version else None
         recorded_hosts = _state(root).get("hosts")
         hosts = bool(recorded_hosts) if hosts is None else hosts
         if security is None:
@@ -139,7 +140,7 @@ class DevCluster:
     @property
     def hadoop_version(self) -> str:
         """The running cluster's Hadoop release, else the one `up` would start."""
-        return str(_state(self.dir).get("hadoop_version") or maven.version_to_start())
+        return str(_state(self.dir).get("hadoop_version") or maven.version_to_start(self._version))
 
     @property
     def java_home(self) -> Path:
@@ -271,10 +272,9 @@ class DevCluster:
             kerberos.check_hosts()
         if not self.layout.hosts:  # on hosts every port is the namespaces' own
             preflight.check_ports(self.layout.all_ports())
-        log.info("resolving Hadoop %s jars through Maven", self.hadoop_version)
-        version = maven.version_to_start()
-        maven.resolve_jars("pom.xml", self.layout.lib, java_home, version=version)
-        maven.resolve_jars("apps-pom.xml", self.layout.apps, java_home, version=version)
+        formatted = self.dir if daemons.hdfs_formatted(self.layout) else None
+        version = maven.version_to_start(self._version, _state(self.dir), formatted)
+        maven.resolve_cluster_jars(self.layout, java_home, version)
         state = {
             "java_home": str(java_home),
             "hadoop_version": version,
@@ -344,6 +344,7 @@ class DevCluster:
             "port_offset": self.layout.port_offset,
             "hosts": self.layout.hosts,
             "security": self.security.to_json() if self.security else None,
+            "hadoop_version": self._version,  # None: whichever it runs
         }
         preflight.check_same_cluster(self.dir, _state(self.dir), wanted)
         return True

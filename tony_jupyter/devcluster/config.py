@@ -130,6 +130,10 @@ class Layout:
         return self.root / "lib"
 
     @property
+    def client_lib(self) -> Path:
+        return self.root / "client-lib"
+
+    @property
     def apps(self) -> Path:
         return self.root / "apps"
 
@@ -196,8 +200,9 @@ class Layout:
         return self.keytabs / "http-signature-secret"
 
     def classpath(self, name: str | None = None) -> list[str]:
-        """Classpath of daemon ``name`` (its own conf dir first), or the client classpath."""
-        entries = [str(self.conf), f"{self.lib}/*"]
+        """Classpath of daemon ``name`` (its own conf dir first), or the clients' (the AM's)."""
+        client = name is None and self.client_lib.is_symlink()  # another release (maven.py)
+        entries = [str(self.conf), f"{self.client_lib if client else self.lib}/*"]
         if name in NODEMANAGERS:
             entries.insert(0, str(self.nm_conf(name)))
         return entries

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from . import hostrun, process
 from .clusterview import ClusterView
-from .config import DATANODE2, KDC, SERVICE_NAMES, service
+from .config import DATANODE2, KDC, SERVICE_NAMES, Layout, service
 from .errors import DevClusterError
 from .hosts import SERVICE_HOSTS
 
@@ -103,8 +103,13 @@ def daemon_env(cluster: ClusterView, java_home: Path) -> dict[str, str]:
     return env
 
 
+def hdfs_formatted(layout: Layout) -> bool:
+    """Whether the NameNode's metadata exists (written by the release that formatted it)."""
+    return (layout.data / "nn" / "current").is_dir()
+
+
 def format_namenode(cluster: ClusterView, java_home: Path) -> None:
-    if (cluster.layout.data / "nn" / "current").is_dir():
+    if hdfs_formatted(cluster.layout):
         return
     log.info("formatting the NameNode")
     cmd = daemon_cmd(cluster, "namenode", java_home) + [

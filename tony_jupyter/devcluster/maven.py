@@ -8,6 +8,7 @@ fresh cluster dir (a pytest session) starts without running Maven, and a changed
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -15,9 +16,11 @@ import subprocess
 from importlib import resources
 from pathlib import Path
 
+from .config import Layout
 from .errors import DevClusterError
 
 _STAMP = ".resolved"
+log = logging.getLogger("tony_jupyter.devcluster.cluster")
 
 
 def _pom(pom_name: str) -> str:
@@ -35,11 +38,73 @@ HADOOP_VERSION = _pinned_version()
 # Another Hadoop release for a devcluster (`up` records it): the versions people run (3.3.6,
 # 3.4.x) besides the pinned one, with the same poms.
 VERSION_ENV = "TONY_JUPYTER_DEVCLUSTER_HADOOP_VERSION"
+CLIENT_VERSION_ENV = "TONY_JUPYTER_DEVCLUSTER_CLIENT_VERSION"
 
 
-def version_to_start() -> str:
-    """``$TONY_JUPYTER_DEVCLUSTER_HADOOP_VERSION``, else the pinned release."""
-    return os.environ.get(VERSION_ENV) or HADOOP_VERSION
+# The oldest release line that runs on Java 11+ at all: 3.0-3.2 (and 2.x) need Java 8, which
+# this project's machines do not have; 3.3 and 3.4 run on Java 17 with the JPMS flags of
+# am/yarn/jvm.py (3.5 is the first release built for it).
+OLDEST_SUPPORTED = (3, 3)
+TESTED_VERSIONS = ("3.3.6", "3.4.3", HADOOP_VERSION)
+
+
+def check_version(version: str) -> str:
+    """``version`` if the devcluster can start it on this machine's Java 17, else an error
+    naming the releases it can, raised before anything is downloaded or started."""
+    match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", version)
+    tested = ", ".join(TESTED_VERSIONS)
+    if match is None:
+        raise DevClusterError(
+            f"Hadoop version {version!r} is not a release number like 3.4.3; the devcluster "
+            f"runs Hadoop 3.3.x, 3.4.x and 3.5.x (tested: {tested})."
+        )
+    if (int(match.group(1)), int(match.group(2))) < OLDEST_SUPPORTED:
+        raise DevClusterError(
+            f"Hadoop {version} is not supported by the devcluster: releases before 3.3 run on "
+            "Java 8 only, and this machine's JDK is 17 (Hadoop 3.3 and 3.4 run on it with "
+            "--add-opens flags, 3.5 is built for it). Choose 3.3.x, 3.4.x or 3.5.x "
+            f"(tested: {tested}); for Hadoop {version} use a Java 8 machine with that "
+            "release's own tarball."
+        )
+    return version
+
+
+def version_to_start(
+    version: str | None = None, state: dict | None = None, formatted_in: Path | None = None
+) -> str:
+    """``version`` (`up --hadoop-version`), else ``$TONY_JUPYTER_DEVCLUSTER_HADOOP_VERSION``,
+    else the one recorded in the cluster dir's ``state``, else the pinned release; checked with
+    :func:`check_version`. ``formatted_in``: the dir of a cluster whose HDFS the recorded
+    release formatted, which another release may refuse (NameNode layout versions differ)."""
+    recorded = (state or {}).get("hadoop_version")
+    chosen = check_version(version or os.environ.get(VERSION_ENV) or recorded or HADOOP_VERSION)
+    if formatted_in is not None and recorded and chosen != recorded:
+        raise DevClusterError(
+            f"The devcluster in {formatted_in} was started with Hadoop {recorded}; its HDFS "
+            f"metadata is that release's, which Hadoop {chosen} may open only through HDFS's "
+            f"upgrade (or not at all). Start it again with "
+            f"`--hadoop-version {recorded}`, or use another --dir for Hadoop {chosen} (or "
+            f"remove {formatted_in} to start afresh)."
+        )
+    return chosen
+
+
+def resolve_cluster_jars(layout: Layout, java_home: Path, version: str) -> None:
+    """The daemons' jars (``lib``) and the example applications' (``apps``) of ``version``;
+    with ``$TONY_JUPYTER_DEVCLUSTER_CLIENT_VERSION``, another release's jars as the
+    applications' Hadoop client (``client-lib``: the AM's), as a newer client on an older
+    cluster has them; without, the daemons' own."""
+    log.info("resolving Hadoop %s jars through Maven", version)
+    resolve_jars("pom.xml", layout.lib, java_home, version=version)
+    resolve_jars("apps-pom.xml", layout.apps, java_home, version=version)
+    client = os.environ.get(CLIENT_VERSION_ENV)
+    link = layout.client_lib
+    if client and client != version:
+        log.info("the applications' Hadoop client: %s", client)
+        # the same jars as a cluster of that release has in lib/: one copy in the cache
+        resolve_jars("pom.xml", link, java_home, version=check_version(client), cache_name="lib")
+    elif link.is_symlink():
+        link.unlink()
 
 
 def _pom_for(pom_name: str, version: str) -> str:
@@ -61,12 +126,13 @@ def resolve_jars(
     java_home: Path,
     timeout: float = 1200,
     version: str = HADOOP_VERSION,
+    cache_name: str | None = None,
 ) -> None:
     """Make ``link`` a symlink to a directory holding the runtime closure of ``pom_name``
-    (with Hadoop ``version``)."""
+    (with Hadoop ``version``), cached as ``cache_name`` (default: the link's name)."""
     pom = _pom_for(pom_name, version)
     digest = hashlib.sha256(pom.encode()).hexdigest()[:16]
-    cached = cache_root() / f"{link.name}-{version}-{digest}"
+    cached = cache_root() / f"{cache_name or link.name}-{version}-{digest}"
     if not (cached / _STAMP).is_file():
         _copy_dependencies(pom, cached, java_home, timeout, version)
     if link.is_symlink() and link.resolve() == cached.resolve():

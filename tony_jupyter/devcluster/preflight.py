@@ -151,6 +151,12 @@ def check_same_cluster(root: Path, state: dict, wanted: dict) -> None:
             f"The devcluster in {root} is already running {where}. Use it as it is, "
             "or run `tony-jupyter devcluster down` first to restart it the other way."
         )
+    if wanted.get("hadoop_version") not in (None, state.get("hadoop_version")):
+        raise DevClusterError(
+            f"The devcluster in {root} is already running Hadoop {state.get('hadoop_version')}, "
+            f"not {wanted['hadoop_version']}. Use it as it is, or run `tony-jupyter devcluster "
+            "down` first and start the other release in another --dir."
+        )
     if state.get("security") != wanted["security"]:
         running = _describe(state.get("security"))
         raise DevClusterError(
