@@ -27,6 +27,7 @@ WEBHDFS_KIND = "WEBHDFS delegation"
 RM_KIND = "RM_DELEGATION_TOKEN"
 # A task's credentials, as its executor's environment carries them (ExecutorEnv's).
 ENV_TOKEN = ExecutorEnv.var("hdfs_token")
+CA_ENV = "TONY_CA_BUNDLE"  # as the notebook side reads it (launcher/yarn/transport.py)
 ENV_FILE = ExecutorEnv.var("credentials_file")
 ENV_VERSION = ExecutorEnv.var("credentials_version")
 FILE_NAME = ".tony-credentials.json"
@@ -181,12 +182,19 @@ def webhdfs_client(url: str, user: str | None, timeout: float = 30):
     import requests
     from hdfs import Client, InsecureClient
 
-    if not hdfs_token():
-        return InsecureClient(url, user=user, timeout=timeout)
-
     class _TokenSession(requests.Session):
         def request(self, method, url, **kwargs):  # type: ignore[override]
-            kwargs["params"] = {**(kwargs.get("params") or {}), "delegation": hdfs_token()}
+            kwargs.setdefault("verify", ca_bundle())
+            if hdfs_token():
+                kwargs["params"] = {**(kwargs.get("params") or {}), "delegation": hdfs_token()}
             return super().request(method, url, **kwargs)
 
+    if not hdfs_token():
+        return InsecureClient(url, user=user, timeout=timeout, session=_TokenSession())
     return Client(url, session=_TokenSession(), timeout=timeout)
+
+
+def ca_bundle() -> str | bool:
+    """What a task verifies an HTTPS WebHDFS against: ``TONY_CA_BUNDLE`` (the NodeManager's
+    environment passes it on, as a TLS devcluster's does), else requests' own choice."""
+    return os.environ.get(CA_ENV) or os.environ.get("REQUESTS_CA_BUNDLE") or True

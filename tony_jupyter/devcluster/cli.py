@@ -70,6 +70,14 @@ def _parser() -> argparse.ArgumentParser:
         "; addresses from 198.18.0.0/15), the workers without the edge's files; needs root "
         "(default: as the cluster in --dir was last started; a new one on this host alone)",
     )
+    up.add_argument(
+        "--tls",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="HTTPS only on every web endpoint, from a CA the cluster makes; clients verify "
+        "against its PEM bundle (TONY_CA_BUNDLE in `env`) (default: as the cluster in --dir "
+        "was last started; a new one without)",
+    )
     sub.add_parser("down", parents=[common], help="stop every daemon this cluster started")
     wait = sub.add_parser("wait", parents=[common], help="wait until the cluster is usable")
     wait.add_argument("--timeout", type=float, default=300.0, help="seconds (default 300)")
@@ -153,6 +161,8 @@ def _status(cluster: DevCluster, as_json: bool) -> int:
             pid = row["pid"] if row["pid"] is not None else "-"
             print(f"{row['service']:<16} {pid:>7}  {'yes' if row['alive'] else 'no':<5}  {ports}")
         print(f"dir: {cluster.dir}")
+        if cluster.ca_bundle is not None:
+            print(f"HTTPS only; CA bundle (TONY_CA_BUNDLE): {cluster.ca_bundle}")
     # LSB status convention: 3 means "not running".
     return 0 if all(row["alive"] for row in rows) else 3
 
@@ -172,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         security = _security(args) if args.command == "up" else None
         hosts = args.hosts if args.command == "up" else None
-        cluster = DevCluster(args.dir, getattr(args, "port_offset", None), security, hosts)
+        tls_on = args.tls if args.command == "up" else None
+        cluster = DevCluster(args.dir, getattr(args, "port_offset", None), security, hosts, tls_on)
         if args.command == "up":
             already = cluster.is_running()
             cluster.up(timeout=args.timeout)
@@ -192,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
                     "to use it from a shell",
                     file=sys.stderr,
                 )
+                if cluster.ca_bundle is not None:
+                    print(f"HTTPS only; CA bundle: {cluster.ca_bundle}", file=sys.stderr)
                 if cluster.security is not None:
                     print(
                         "Kerberos is on: `eval $(tony-jupyter devcluster env --user alice)` "
