@@ -18,7 +18,7 @@ from ...bundle import Bundle, BundleInfo
 from ...errors import BackendError
 from ...protocol import ExecutorEnv, token_verifier
 from ...spec import JobSpec
-from . import packenv, secure
+from . import packenv, secure, transport
 from .conf import HadoopConf
 from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
 from .staging import local_resource_json
@@ -189,10 +189,10 @@ def am_log_tail(app: dict, limit: int = 3000) -> str:
     if not m:
         return ""
     base, cid = m.groups()
-    texts = []
+    texts, http = [], transport.session()  # an HTTPS-only NodeManager: the cluster's CA
     for name in ("am.stderr", "am.stdout"):
         try:
-            r = requests.get(f"{base}/ws/v1/node/containerlogs/{cid}/{name}", timeout=5)
+            r = http.get(f"{base}/ws/v1/node/containerlogs/{cid}/{name}", timeout=5)
         except requests.RequestException:
             continue
         if r.status_code == 200 and r.text.strip():
