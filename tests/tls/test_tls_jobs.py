@@ -5,8 +5,6 @@ refused before anything is submitted."""
 from __future__ import annotations
 
 import json
-import time
-
 import pytest
 import requests
 import trustme
@@ -60,7 +58,6 @@ def test_mwms_trains_over_https_and_list_logs_kill_work(digits, tony_home, clust
         "--pull history,replicas,webhdfs,root_type",
         WEBHDFS_FROM_TASK + MWMS,
     )
-    # YARN's web proxy (in the RM, HTTPS only) leads to the job: the AM's tracking URL.
     tracking = wait_for(lambda: cluster.app(job.job_id).get("trackingUrl"), 120, "tracking URL")
     assert tracking.startswith("https://") and tracking.endswith(f"/proxy/{job.job_id}/")
     last = job.result(timeout=300)
@@ -81,16 +78,27 @@ def test_mwms_trains_over_https_and_list_logs_kill_work(digits, tony_home, clust
     assert "Epoch 3/3" in capsys.readouterr().out
 
     sleepy = digits.run_cell_magic(
-        "tony", "--workers 1 --async --no-tensorboard --name sleepy", "import time\ntime.sleep(600)"
+        "tony", "--workers 1 --async --name sleepy", "import time\ntime.sleep(600)"
     )
-    deadline = time.monotonic() + 120
-    while sleepy.client.snapshot().state != "RUNNING":
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    # YARN's web proxy, HTTPS only, leads to the running job's TensorBoard (the AM's tracking
+    # URL), fetching it from the chief's container over plain HTTP inside the cluster.
+    wait_for(lambda: "tensorboard" in sleepy.client.snapshot().endpoints, 120, "TensorBoard")
+    page = wait_for(
+        lambda: _tensorboard_page(cluster, cluster.app(sleepy.job_id)["trackingUrl"]),
+        60,
+        "TensorBoard through the RM's proxy",
+    )
+    assert 'name="tb-relative-root"' in page
     digits.run_line_magic("tony", f"kill {sleepy.job_id}")
     assert "KILLED" in capsys.readouterr().out
     assert cluster.wait_app_end(sleepy.job_id)["finalStatus"] == "KILLED"
     assert open_client(rec).logs("worker:0")[0]
+
+
+def _tensorboard_page(cluster, tracking: str) -> str | None:
+    assert tracking.startswith("https://"), tracking
+    r = cluster.http.get(tracking, timeout=20)
+    return r.text if r.ok and "TensorBoard" in r.text else None
 
 
 def _refused(shell, cluster, *fragments: str) -> str:
