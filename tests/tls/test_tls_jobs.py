@@ -5,6 +5,7 @@ refused before anything is submitted."""
 from __future__ import annotations
 
 import json
+
 import pytest
 import requests
 import trustme

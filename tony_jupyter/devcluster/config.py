@@ -16,6 +16,7 @@ from . import queues, tls
 from . import security as sec
 from .hosts import SERVICE_HOSTS
 from .queues import GPU_LABEL
+from .tls import TlsFiles
 
 HOST = "127.0.0.1"
 GPU_RESOURCE = "yarn.io/gpu"
@@ -158,8 +159,8 @@ class Layout:
         return self.root / "run"
 
     @property
-    def tls_files(self) -> tls.TlsFiles:
-        return tls.TlsFiles(self.root)
+    def tls_files(self) -> TlsFiles:
+        return TlsFiles(self.root)
 
     @property
     def state_file(self) -> Path:

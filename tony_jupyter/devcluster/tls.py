@@ -98,27 +98,31 @@ def prepare(files: TlsFiles, java_home: Path) -> None:
     password = secrets.token_urlsafe(18)
     files.password_file.touch(mode=0o600)
     files.password_file.write_text(password + "\n")
-    pw = ("-storepass", password, "-keypass", password)
-    key = ("-keyalg", "RSA", "-keysize", "2048", "-validity", _VALIDITY_DAYS)
+    pw = ["-storepass", password, "-keypass", password]
+    key = ["-keyalg", "RSA", "-keysize", "2048", "-validity", _VALIDITY_DAYS]
     csr, signed = files.dir / "server.csr", files.dir / "server.pem"
-    ca = ("-keystore", str(files.ca_store), "-storetype", "PKCS12", *pw)
-    server = ("-keystore", str(files.keystore), "-storetype", "PKCS12", *pw)
-    _keytool(java_home, "-genkeypair", "-alias", "ca", "-dname", "CN=tony-jupyter devcluster CA",
-             "-ext", "bc:c", "-ext", "ku:c=keyCertSign,cRLSign", *key, *ca)  # fmt: skip
-    _keytool(java_home, "-exportcert", "-rfc", "-alias", "ca", "-file", str(files.ca_pem), *ca)
-    _keytool(java_home, "-genkeypair", "-alias", "server", "-dname", "CN=localhost",
-             "-ext", f"san={SAN}", *key, *server)  # fmt: skip
-    _keytool(java_home, "-certreq", "-alias", "server", "-file", str(csr), *server)
-    _keytool(java_home, "-gencert", "-alias", "ca", "-infile", str(csr), "-outfile", str(signed),
-             "-rfc", "-validity", _VALIDITY_DAYS, "-ext", f"san={SAN}",
-             "-ext", "ku:c=digitalSignature,keyEncipherment", "-ext", "eku=serverAuth", *ca)  # fmt: skip
-    # The chain: the CA first, then the signed certificate onto the server's key pair.
-    _keytool(java_home, "-importcert", "-noprompt", "-alias", "ca", "-file", str(files.ca_pem),
-             *server)  # fmt: skip
-    _keytool(java_home, "-importcert", "-alias", "server", "-file", str(signed), *server)
-    _keytool(java_home, "-importcert", "-noprompt", "-alias", "devcluster-ca",
-             "-file", str(files.ca_pem), "-keystore", str(files.truststore),
-             "-storetype", "JKS", *pw)  # fmt: skip
+    ca = ["-keystore", str(files.ca_store), "-storetype", "PKCS12", *pw]
+    server = ["-keystore", str(files.keystore), "-storetype", "PKCS12", *pw]
+    truststore = ["-keystore", str(files.truststore), "-storetype", "JKS", *pw]
+    ca_ext = ["-ext", "bc:c", "-ext", "ku:c=keyCertSign,cRLSign"]
+    server_ext = ["-ext", f"san={SAN}", "-ext", "ku:c=digitalSignature,keyEncipherment"]
+    steps = [
+        ["-genkeypair", "-alias", "ca", "-dname", "CN=tony-jupyter devcluster CA", *ca_ext]
+        + [*key, *ca],
+        ["-exportcert", "-rfc", "-alias", "ca", "-file", str(files.ca_pem), *ca],
+        ["-genkeypair", "-alias", "server", "-dname", "CN=localhost", "-ext", f"san={SAN}"]
+        + [*key, *server],
+        ["-certreq", "-alias", "server", "-file", str(csr), *server],
+        ["-gencert", "-alias", "ca", "-infile", str(csr), "-outfile", str(signed), "-rfc"]
+        + ["-validity", _VALIDITY_DAYS, *server_ext, "-ext", "eku=serverAuth", *ca],
+        # The chain: the CA first, then the signed certificate onto the server's key pair.
+        ["-importcert", "-noprompt", "-alias", "ca", "-file", str(files.ca_pem), *server],
+        ["-importcert", "-alias", "server", "-file", str(signed), *server],
+        ["-importcert", "-noprompt", "-alias", "devcluster-ca", "-file", str(files.ca_pem)]
+        + truststore,
+    ]
+    for args in steps:
+        _keytool(java_home, *args)
     csr.unlink()
     signed.unlink()
 
