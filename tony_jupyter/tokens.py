@@ -20,6 +20,7 @@ import json
 import os
 from dataclasses import dataclass
 
+from . import jobdir
 from .protocol import ExecutorEnv
 
 HDFS_KIND = "HDFS_DELEGATION_TOKEN"
@@ -195,6 +196,11 @@ def webhdfs_client(url: str, user: str | None, timeout: float = 30):
 
 
 def ca_bundle() -> str | bool:
-    """What a task verifies an HTTPS WebHDFS against: ``TONY_CA_BUNDLE`` (the NodeManager's
-    environment passes it on, as a TLS devcluster's does), else requests' own choice."""
+    """What a task verifies an HTTPS WebHDFS against: the notebook's ``TONY_CA_BUNDLE`` shipped
+    with the job (its container's ``ca-bundle.pem``), else ``TONY_CA_BUNDLE`` as the NodeManager
+    passes it on (a TLS devcluster's does), else requests' own choice."""
+    bundle_dir = os.environ.get(ExecutorEnv.var("bundle_dir"))
+    shipped = os.path.join(bundle_dir, jobdir.CA_BUNDLE) if bundle_dir else ""
+    if shipped and os.path.isfile(shipped):
+        return shipped
     return os.environ.get(CA_ENV) or os.environ.get("REQUESTS_CA_BUNDLE") or True

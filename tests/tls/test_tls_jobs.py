@@ -26,6 +26,7 @@ import os
 from tony_jupyter import tokens
 webhdfs = os.environ["TONY_WEBHDFS_URL"]
 root_type = tokens.webhdfs_client(webhdfs, os.environ.get("HADOOP_USER_NAME")).status("/")["type"]
+ca_used = tokens.ca_bundle()
 """
 
 
@@ -56,7 +57,7 @@ def test_mwms_trains_over_https_and_list_logs_kill_work(digits, tony_home, clust
     job = digits.run_cell_magic(
         "tony",
         "--workers 2 --memory 1280m --conf tony.am.memory=768m --async "
-        "--pull history,replicas,webhdfs,root_type",
+        "--pull history,replicas,webhdfs,root_type,ca_used",
         WEBHDFS_FROM_TASK + MWMS,
     )
     tracking = wait_for(lambda: cluster.app(job.job_id).get("trackingUrl"), 120, "tracking URL")
@@ -67,6 +68,8 @@ def test_mwms_trains_over_https_and_list_logs_kill_work(digits, tony_home, clust
     assert last == history["loss"][-1] < history["loss"][0]
     assert digits.user_ns["webhdfs"].startswith("https://")
     assert digits.user_ns["root_type"] == "DIRECTORY"
+    # The notebook's TONY_CA_BUNDLE went with the job: the task used its own localized copy.
+    assert digits.user_ns["ca_used"].endswith("/ca-bundle.pem"), digits.user_ns["ca_used"]
     assert cluster.wait_app_end(job.job_id)["finalStatus"] == "SUCCEEDED"
     (rec,) = list_jobs()
     info = json.loads(rec.layout.yarn_info.read_text())
@@ -129,6 +132,11 @@ def test_a_certificate_that_does_not_verify_names_the_host_and_the_bundle(
         f"{other} (from TONY_CA_BUNDLE)",
         "Set TONY_CA_BUNDLE",
     )
+
+
+def test_a_bundle_that_cannot_be_read_is_named(shell, tony_home, cluster, monkeypatch, tmp_path):
+    monkeypatch.setenv("TONY_CA_BUNDLE", str(tmp_path / "missing.pem"))
+    _refused(shell, cluster, f"cannot read TONY_CA_BUNDLE={tmp_path / 'missing.pem'}")
 
 
 @pytest.mark.parametrize("master", ["resourcemanager", "namenode"])

@@ -26,7 +26,7 @@ from .staging import local_resource_json
 AM_START_TIMEOUT_S = 180.0
 # Files every executor localizes too (spec.json: the chief's MLflow run logs it); the token's
 # verifier and resources only the AM needs.
-EXECUTOR_FILES = (jobdir.CELL, jobdir.NAMES, jobdir.BUNDLE, jobdir.SPEC)
+EXECUTOR_FILES = (jobdir.CELL, jobdir.NAMES, jobdir.BUNDLE, jobdir.SPEC, jobdir.CA_BUNDLE)
 # Readable on HDFS by the job's user only (the AM's container is given the verifier, not the
 # token; the token stays in staging for a record recovered from the RM).
 PRIVATE_FILES = (jobdir.TOKEN, jobdir.TOKEN_VERIFIER, jobdir.ENV)
@@ -49,6 +49,7 @@ def bundle_files(spec: JobSpec, bundle: Bundle, argv: list[str] | None, token: s
         jobdir.NAMES: bundle.names,
         jobdir.BUNDLE: meta.dumps().encode(),
         **shard_files,
+        **transport.shipped_ca_bundle(jobdir.CA_BUNDLE),
     }
 
 
