@@ -37,6 +37,8 @@ SRC = "src"  # local: the job's copy of the shipped directory, the tasks' workin
 CHECKPOINTS = "checkpoints"
 TENSORBOARD = "tensorboard"  # the chief's TensorBoard event files
 LOGS = "logs"  # logs/attempt-N/<task>.log
+# YARN: the notebook's TONY_CA_BUNDLE, shipped so that the tasks verify the cluster's HTTPS
+CA_BUNDLE = "ca-bundle.pem"
 
 
 def task_file(task_id: str) -> str:

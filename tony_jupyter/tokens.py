@@ -20,6 +20,7 @@ import json
 import os
 from dataclasses import dataclass
 
+from . import jobdir
 from .protocol import ExecutorEnv
 
 HDFS_KIND = "HDFS_DELEGATION_TOKEN"
@@ -27,6 +28,7 @@ WEBHDFS_KIND = "WEBHDFS delegation"
 RM_KIND = "RM_DELEGATION_TOKEN"
 # A task's credentials, as its executor's environment carries them (ExecutorEnv's).
 ENV_TOKEN = ExecutorEnv.var("hdfs_token")
+CA_ENV = "TONY_CA_BUNDLE"  # as the notebook side reads it (launcher/yarn/transport.py)
 ENV_FILE = ExecutorEnv.var("credentials_file")
 ENV_VERSION = ExecutorEnv.var("credentials_version")
 FILE_NAME = ".tony-credentials.json"
@@ -181,12 +183,24 @@ def webhdfs_client(url: str, user: str | None, timeout: float = 30):
     import requests
     from hdfs import Client, InsecureClient
 
-    if not hdfs_token():
-        return InsecureClient(url, user=user, timeout=timeout)
-
     class _TokenSession(requests.Session):
         def request(self, method, url, **kwargs):  # type: ignore[override]
-            kwargs["params"] = {**(kwargs.get("params") or {}), "delegation": hdfs_token()}
+            kwargs.setdefault("verify", ca_bundle())
+            if hdfs_token():
+                kwargs["params"] = {**(kwargs.get("params") or {}), "delegation": hdfs_token()}
             return super().request(method, url, **kwargs)
 
+    if not hdfs_token():
+        return InsecureClient(url, user=user, timeout=timeout, session=_TokenSession())
     return Client(url, session=_TokenSession(), timeout=timeout)
+
+
+def ca_bundle() -> str | bool:
+    """What a task verifies an HTTPS WebHDFS against: the notebook's ``TONY_CA_BUNDLE`` shipped
+    with the job (its container's ``ca-bundle.pem``), else ``TONY_CA_BUNDLE`` as the NodeManager
+    passes it on (a TLS devcluster's does), else requests' own choice."""
+    bundle_dir = os.environ.get(ExecutorEnv.var("bundle_dir"))
+    shipped = os.path.join(bundle_dir, jobdir.CA_BUNDLE) if bundle_dir else ""
+    if shipped and os.path.isfile(shipped):
+        return shipped
+    return os.environ.get(CA_ENV) or os.environ.get("REQUESTS_CA_BUNDLE") or True

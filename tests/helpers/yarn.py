@@ -26,16 +26,20 @@ class Cluster:
         self.rm = env["TONY_DEVCLUSTER_RM_URL"]
         self.webhdfs = env["TONY_DEVCLUSTER_WEBHDFS_URL"]
         self.user = user
+        # A TLS devcluster's own CA (`up --tls`); the shell's REQUESTS_CA_BUNDLE must not win.
+        self.http = requests.Session()
+        if env.get("TONY_CA_BUNDLE"):
+            self.http.verify, self.http.trust_env = env["TONY_CA_BUNDLE"], False
 
     def apps(self, name: str | None = None) -> list[dict]:
-        r = requests.get(
+        r = self.http.get(
             f"{self.rm}/ws/v1/cluster/apps", params={"applicationTypes": APP_TYPE}, timeout=10
         )
         apps = ((r.json().get("apps") or {}).get("app")) or []
         return [a for a in apps if name is None or a["name"] == name]
 
     def app(self, app_id: str) -> dict:
-        return requests.get(f"{self.rm}/ws/v1/cluster/apps/{app_id}", timeout=10).json()["app"]
+        return self.http.get(f"{self.rm}/ws/v1/cluster/apps/{app_id}", timeout=10).json()["app"]
 
     def wait_app_end(self, app_id: str, timeout: float = 30) -> dict:
         deadline = time.monotonic() + timeout
@@ -50,10 +54,10 @@ class Cluster:
     def containers(self, app_id: str) -> list[dict]:
         """Every container of the app's attempts, its sizes as numbers."""
         base = f"{self.rm}/ws/v1/cluster/apps/{app_id}/appattempts"
-        attempts = requests.get(base, timeout=10).json()["appAttempts"]["appAttempt"]
+        attempts = self.http.get(base, timeout=10).json()["appAttempts"]["appAttempt"]
         out = []
         for a in attempts:
-            got = requests.get(f"{base}/{a['appAttemptId']}/containers", timeout=10).json()
+            got = self.http.get(f"{base}/{a['appAttemptId']}/containers", timeout=10).json()
             c = (got or {}).get("container") or []
             out += c if isinstance(c, list) else [c]
         for c in out:  # Hadoop 3.3/3.4's REST (Jersey 1) writes these numbers as strings
@@ -65,7 +69,7 @@ class Cluster:
         return out
 
     def staging(self) -> list[str]:
-        r = requests.get(
+        r = self.http.get(
             f"{self.webhdfs}/webhdfs/v1/user/{self.user}/.tony-jupyter",
             params={"op": "LISTSTATUS", "user.name": self.user},
             timeout=10,

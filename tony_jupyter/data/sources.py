@@ -38,14 +38,15 @@ def _webhdfs(url: str):
         base = f"http://{urlparse(url).hostname or '127.0.0.1'}:9870"
     b = urlparse(base if "://" in base else f"http://{base}")
     https = b.scheme == "https"
+    web = {"port": b.port or 9870, "use_https": https, "session_verify": tokens.ca_bundle()}
     token = tokens.hdfs_token()
     if token:  # in a task on a secure cluster: the job's delegation token
-        return WebHDFS(b.hostname, port=b.port or 9870, token=token, use_https=https)
+        return WebHDFS(b.hostname, token=token, **web)
     user = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
     if not _kerberos_cluster():
-        return WebHDFS(b.hostname, port=b.port or 9870, user=user, use_https=https)
+        return WebHDFS(b.hostname, user=user, **web)
     # On the notebook host of a secure cluster: SPNEGO with the user's ticket or keytab.
-    fs = WebHDFS(b.hostname, port=b.port or 9870, use_https=https)
+    fs = WebHDFS(b.hostname, **web)
     try:
         fs.session.auth = Login.from_env().auth()
     except TonyError as e:
@@ -67,6 +68,7 @@ def _active_namenode(urls: str) -> str:
                 f"{url}/jmx",
                 params={"qry": "Hadoop:service=NameNode,name=NameNodeStatus"},
                 timeout=5,
+                verify=tokens.ca_bundle(),
             )
             beans = r.json().get("beans", []) if r.ok else []
         except (requests.RequestException, ValueError):

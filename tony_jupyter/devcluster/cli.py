@@ -77,6 +77,14 @@ def _parser() -> argparse.ArgumentParser:
         f"{', '.join(maven.TESTED_VERSIONS)}; default: as the cluster in --dir was last started, "
         f"else ${maven.VERSION_ENV}, else {maven.HADOOP_VERSION})",
     )
+    up.add_argument(
+        "--tls",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="HTTPS only on every web endpoint, from a CA the cluster makes; clients verify "
+        "against its PEM bundle (TONY_CA_BUNDLE in `env`) (default: as the cluster in --dir "
+        "was last started; a new one without)",
+    )
     sub.add_parser("down", parents=[common], help="stop every daemon this cluster started")
     wait = sub.add_parser("wait", parents=[common], help="wait until the cluster is usable")
     wait.add_argument("--timeout", type=float, default=300.0, help="seconds (default 300)")
@@ -161,6 +169,8 @@ def _status(cluster: DevCluster, as_json: bool) -> int:
             print(f"{row['service']:<16} {pid:>7}  {'yes' if row['alive'] else 'no':<5}  {ports}")
         print(f"dir: {cluster.dir}")
         print(f"hadoop: {cluster.hadoop_version}")
+        if cluster.ca_bundle is not None:
+            print(f"HTTPS only; CA bundle (TONY_CA_BUNDLE): {cluster.ca_bundle}")
     # LSB status convention: 3 means "not running".
     return 0 if all(row["alive"] for row in rows) else 3
 
@@ -181,8 +191,14 @@ def main(argv: list[str] | None = None) -> int:
         security = _security(args) if args.command == "up" else None
         hosts = args.hosts if args.command == "up" else None
         version = args.hadoop_version if args.command == "up" else None
+        tls_on = args.tls if args.command == "up" else None
         cluster = DevCluster(
-            args.dir, getattr(args, "port_offset", None), security, hosts, hadoop_version=version
+            args.dir,
+            getattr(args, "port_offset", None),
+            security,
+            hosts,
+            tls_on,
+            hadoop_version=version,
         )
         if args.command == "up":
             already = cluster.is_running()
@@ -203,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
                     "to use it from a shell",
                     file=sys.stderr,
                 )
+                if cluster.ca_bundle is not None:
+                    print(f"HTTPS only; CA bundle: {cluster.ca_bundle}", file=sys.stderr)
                 if cluster.security is not None:
                     print(
                         "Kerberos is on: `eval $(tony-jupyter devcluster env --user alice)` "

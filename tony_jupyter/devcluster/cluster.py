@@ -7,13 +7,12 @@ import json
 import logging
 import os
 import sys
-import time
 from pathlib import Path
 
 import requests
 
 from ..am.yarn.jvm import JPMS_FLAGS
-from . import daemons, hostrun, kerberos, maven, netns, nodes, preflight, process, ready
+from . import daemons, hostrun, kerberos, maven, netns, nodes, preflight, process, ready, tls
 from .config import (
     DATANODE2,
     KDC,
@@ -56,18 +55,20 @@ class DevCluster:
         port_offset: int | None = None,
         security: Security | bool | None = None,
         hosts: bool | None = None,
+        tls_on: bool | None = None,
         hadoop_version: str | None = None,
     ) -> None:
         """``port_offset`` shifts every port (e.g. 10000: RM on 18088) so that clusters can run
         side by side; by default the offset the cluster in ``dir`` was started with, else
         ``$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET``, else 0. ``security``: True or a
         :class:`Security` for Kerberos (`up --secure`), False for none; by default what the
-        cluster in ``dir`` was started with, else none. ``hosts``: spread over network
-        namespaces (`up --hosts`, ``hosts.py``); by default as the cluster in ``dir`` was."""
+        cluster in ``dir`` was started with, else none. ``hosts`` (`up --hosts`, ``hosts.py``),
+        ``tls_on`` (HTTPS only from its own CA, `up --tls`, ``tls.py``): likewise."""
         root = Path(dir or default_dir()).expanduser().resolve()
         self._version = maven.check_version(hadoop_version) if hadoop_version else None
         recorded_hosts = _state(root).get("hosts")
         hosts = bool(recorded_hosts) if hosts is None else hosts
+        tls_on = bool(_state(root).get("tls")) if tls_on is None else tls_on
         if security is None:
             recorded = _state(root).get("security")
             security = Security.from_json(recorded) if recorded else False
@@ -92,7 +93,13 @@ class DevCluster:
                 "--hosts together with --secure is not supported yet: start the several-host "
                 "cluster without Kerberos, or the secure one on this machine's own host."
             )
-        self.layout = Layout(root, port_offset, secure=self.security is not None, hosts=hosts)
+        if hosts and tls_on:
+            raise DevClusterError(
+                "--hosts together with --tls is not supported yet: start the several-host "
+                "cluster without TLS, or the TLS one on this machine's own host."
+            )
+        secure = self.security is not None
+        self.layout = Layout(root, port_offset, secure=secure, hosts=hosts, tls=tls_on)
         self.hosts = Hosts.from_json(recorded_hosts) if hosts and recorded_hosts else None
         self.user = getpass.getuser()
         self._http: requests.Session | None = None
@@ -107,14 +114,22 @@ class DevCluster:
     def conf_dir(self) -> Path:
         return self.layout.conf
 
+    def _web_url(self, name: str) -> str:
+        scheme = "https" if self.layout.tls else "http"
+        return f"{scheme}://{self.layout.host_of(name)}:{self.layout.ports(name)[scheme]}"
+
     @property
     def rm_url(self) -> str:
-        host = self.layout.host_of("resourcemanager")
-        return f"http://{host}:{self.layout.ports('resourcemanager')['http']}"
+        return self._web_url("resourcemanager")
 
     @property
     def webhdfs_url(self) -> str:
-        return f"http://{self.layout.host_of('namenode')}:{self.layout.ports('namenode')['http']}"
+        return self._web_url("namenode")
+
+    @property
+    def ca_bundle(self) -> Path | None:
+        """A TLS cluster's CA certificate as PEM, what its clients verify against."""
+        return self.layout.tls_files.ca_pem if self.layout.tls else None
 
     @property
     def fs_default_name(self) -> str:
@@ -161,6 +176,8 @@ class DevCluster:
         env = self._cluster_env()
         if self.security is not None:
             env["KRB5_CONFIG"] = str(self.layout.krb5_conf)
+        if self.ca_bundle is not None:
+            env[tls.CA_ENV] = str(self.ca_bundle)
         if user is not None:
             self._check_principal(user, "env --user")
             env.update(kerberos.user_env(self.layout, user))
@@ -172,9 +189,12 @@ class DevCluster:
         user = user or self.user
         if self.security is not None:
             self._check_principal(user, "session")
-            return kerberos.SpnegoSession(self.layout, user)
-        session = requests.Session()
-        session.params = {"user.name": user}
+            session: requests.Session = kerberos.SpnegoSession(self.layout, user)
+        else:
+            session = requests.Session()
+            session.params = {"user.name": user}
+        if self.ca_bundle is not None:  # no REQUESTS_CA_BUNDLE of the shell's in the way
+            session.verify, session.trust_env = str(self.ca_bundle), False
         return session
 
     def _check_principal(self, user: str, what: str) -> None:
@@ -281,6 +301,7 @@ class DevCluster:
             "port_offset": self.layout.port_offset,
             "python": sys.executable,
             "security": self.security.to_json() if self.security else None,
+            "tls": self.layout.tls,
         }
         if self.layout.hosts:
             self.hosts = Hosts.plan(self.dir, [self.dir, self.layout.lib, self.layout.apps])
@@ -289,6 +310,8 @@ class DevCluster:
         self.layout.state_file.write_text(json.dumps(state, indent=2) + "\n")
         if self.security is not None:
             kerberos.prepare(self.layout, list(self.users))
+        if self.layout.tls:
+            tls.prepare(self.layout.tls_files, java_home)
         write_config(
             self.layout, self.user, daemons.daemon_env(self, java_home)["PATH"], self.security
         )
@@ -345,6 +368,7 @@ class DevCluster:
             "hosts": self.layout.hosts,
             "security": self.security.to_json() if self.security else None,
             "hadoop_version": self._version,  # None: whichever it runs
+            "tls": self.layout.tls,
         }
         preflight.check_same_cluster(self.dir, _state(self.dir), wanted)
         return True
@@ -362,33 +386,9 @@ class DevCluster:
 
     def wait_usable(self, timeout: float) -> None:
         """Until every daemon serves (from a host that reaches them: on `--hosts`, the edge)."""
-        deadline = time.monotonic() + timeout
-        pending: list[str] = ["everything"]
-        labelled = False
-        while time.monotonic() < deadline:
-            self._check_alive()
-            if not labelled:
-                try:
-                    ready.ensure_gpu_label(self.rm_url, None, self.http)
-                    labelled = True
-                except (requests.RequestException, ValueError):
-                    pass
-            nm_ports = {nm: self.layout.ports(nm)["rpc"] for nm in NODEMANAGERS}
-            pending = (
-                ready.yarn_pending(self.rm_url, nm_ports, self.http)
-                if labelled
-                else ["ResourceManager"]
-            )
-            pending += ready.hdfs_pending(self.webhdfs_url, None, self.http)
-            if not pending:
-                return
-            time.sleep(0.25)
-        raise DevClusterError(
-            f"The devcluster did not become usable in time; still waiting for: "
-            f"{'; '.join(pending)}. The daemons' logs are in {self.layout.logs} (and "
-            "`tony-jupyter devcluster logs SERVICE`); everything started has been stopped. "
-            "On a slow machine pass a longer --timeout."
-        )
+        nm_ports = {nm: self.layout.ports(nm)["rpc"] for nm in NODEMANAGERS}
+        urls = (self.rm_url, self.webhdfs_url)
+        ready.wait_usable(*urls, nm_ports, self.http, self._check_alive, timeout, self.layout.logs)
 
     def _check_alive(self, names: list[str] | None = None) -> None:
         for name in names or self.layout.service_names:

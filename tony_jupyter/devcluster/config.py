@@ -12,11 +12,14 @@ from importlib import resources
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from . import queues, tls
 from . import security as sec
 from .hosts import SERVICE_HOSTS
+from .queues import GPU_LABEL
+from .tls import TlsFiles
 
 HOST = "127.0.0.1"
-GPU_LABEL, GPU_RESOURCE = "gpu", "yarn.io/gpu"
+GPU_RESOURCE = "yarn.io/gpu"
 # The default partition (nm1) fits an AM and 4 one-vcore workers with room (more for a bench).
 NM_MEMORY_MB = int(os.environ.get("TONY_DEVCLUSTER_NM_MEMORY_MB") or 6144)
 NM_VCORES = int(os.environ.get("TONY_DEVCLUSTER_NM_VCORES") or 8)
@@ -82,7 +85,9 @@ def service(name: str) -> ServiceSpec:
 
 
 MAX_PORT_OFFSET = 65535 - max(
-    [p for s in SERVICES for p in s.ports.values()] + list(_KDC_PORTS.values())
+    [p for s in SERVICES for p in s.ports.values()]
+    + list(_KDC_PORTS.values())
+    + list(tls.HTTPS_PORTS.values())
 )
 
 
@@ -93,12 +98,14 @@ class Layout:
     ``secure``: Kerberos on (`up --secure`); adds the KDC, and every address names ``localhost``
     rather than 127.0.0.1, because service principals carry the host name (``security.py``).
     ``hosts``: `up --hosts`; each daemon binds its own host's name (``hosts.py``).
+    ``tls``: `up --tls`; every web endpoint HTTPS only, on its "https" port (``tls.py``).
     """
 
     root: Path
     port_offset: int = 0
     secure: bool = False
     hosts: bool = False
+    tls: bool = False
 
     @property
     def host(self) -> str:
@@ -115,6 +122,8 @@ class Layout:
 
     def ports(self, name: str) -> dict[str, int]:
         base = _KDC_PORTS if name == KDC else service(name).ports
+        if self.tls and name in tls.HTTPS_PORTS:
+            base = {**base, "https": tls.HTTPS_PORTS[name]}
         return {what: port + self.port_offset for what, port in base.items()}
 
     def all_ports(self) -> dict[int, str]:
@@ -152,6 +161,10 @@ class Layout:
     @property
     def run(self) -> Path:
         return self.root / "run"
+
+    @property
+    def tls_files(self) -> TlsFiles:
+        return TlsFiles(self.root)
 
     @property
     def state_file(self) -> Path:
@@ -308,6 +321,7 @@ def _yarn_site_shared(layout: Layout, container_path: str) -> dict[str, object]:
                 "TONY_DEVCLUSTER_PYTHON",
                 # a secure cluster's krb5.conf, for Kerberos clients in containers
                 "KRB5_CONFIG",
+                "TONY_CA_BUNDLE",  # a TLS cluster's CA, for the tasks' WebHDFS clients
             ]
         ),
     }
@@ -337,34 +351,6 @@ def _yarn_site_nm(layout: Layout, nm: str) -> dict[str, object]:
     return props
 
 
-def _capacity_scheduler() -> dict[str, object]:
-    q = "yarn.scheduler.capacity.root"
-    return {
-        # The default calculator counts memory only and would ignore vcores and GPUs.
-        "yarn.scheduler.capacity.resource-calculator": (
-            "org.apache.hadoop.yarn.util.resource.DominantResourceCalculator"
-        ),
-        # Default 0.1: with one AM per job a second job would sit in ACCEPTED.
-        "yarn.scheduler.capacity.maximum-am-resource-percent": 0.5,
-        "yarn.scheduler.capacity.node-locality-delay": -1,
-        f"{q}.queues": "default,gpu",
-        f"{q}.accessible-node-labels.{GPU_LABEL}.capacity": 100,
-        f"{q}.default.capacity": 50,
-        f"{q}.default.maximum-capacity": 100,
-        # One user (the usual case here) may fill the queue's maximum, not just its share.
-        f"{q}.default.user-limit-factor": 100,
-        # A single space: no labels, so `default` never sees nm2's partition.
-        f"{q}.default.accessible-node-labels": " ",
-        f"{q}.gpu.capacity": 50,
-        f"{q}.gpu.maximum-capacity": 100,
-        f"{q}.gpu.user-limit-factor": 100,
-        f"{q}.gpu.accessible-node-labels": GPU_LABEL,
-        f"{q}.gpu.accessible-node-labels.{GPU_LABEL}.capacity": 100,
-        f"{q}.gpu.accessible-node-labels.{GPU_LABEL}.maximum-capacity": 100,
-        f"{q}.gpu.default-node-label-expression": GPU_LABEL,
-    }
-
-
 def write_config(
     layout: Layout, user: str, container_path: str, security: sec.Security | None = None
 ) -> None:
@@ -374,7 +360,7 @@ def write_config(
     """
     layout.conf.mkdir(parents=True, exist_ok=True)
     core, hdfs = _core_site(layout, user), _hdfs_site(layout)
-    yarn, capacity = _yarn_site_shared(layout, container_path), _capacity_scheduler()
+    yarn, capacity = _yarn_site_shared(layout, container_path), queues.capacity_scheduler()
     policy_file = layout.conf / "hadoop-policy.xml"
     policy_file.unlink(missing_ok=True)
     if security is not None:
@@ -382,6 +368,9 @@ def write_config(
         hdfs.update(sec.hdfs_site(layout, user, security))
         yarn.update(sec.yarn_site(layout, user, security))
         capacity.update(sec.queue_acls(user))
+    if layout.tls:  # after security's: its dfs.http.policy is HTTP_ONLY
+        hdfs.update(tls.hdfs_site(layout.host_of, layout.ports))
+        yarn.update(tls.yarn_site(layout.host_of, layout.ports))
     files = {
         "core-site.xml": _xml(core),
         "hdfs-site.xml": _xml(hdfs),
@@ -391,10 +380,15 @@ def write_config(
     }
     if security is not None:
         files["hadoop-policy.xml"] = _xml(sec.policy(user))
+    if layout.tls:
+        files["ssl-server.xml"] = _xml(tls.ssl_server(layout.tls_files))
+        files["ssl-client.xml"] = _xml(tls.ssl_client(layout.tls_files))
     for name, text in files.items():
         (layout.conf / name).write_text(text, encoding="utf-8")
     for nm in NODEMANAGERS:
         nm_dir = layout.nm_conf(nm)
         nm_dir.mkdir(parents=True, exist_ok=True)
         props = {**yarn, **_yarn_site_nm(layout, nm)}
+        if layout.tls:
+            props.update(tls.yarn_site_nm(layout.host_of(nm), layout.ports(nm)))
         (nm_dir / "yarn-site.xml").write_text(_xml(props), encoding="utf-8")

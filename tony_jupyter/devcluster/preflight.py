@@ -157,6 +157,12 @@ def check_same_cluster(root: Path, state: dict, wanted: dict) -> None:
             f"not {wanted['hadoop_version']}. Use it as it is, or run `tony-jupyter devcluster "
             "down` first and start the other release in another --dir."
         )
+    if bool(state.get("tls")) != wanted["tls"]:
+        running = "with TLS (HTTPS only)" if state.get("tls") else "without TLS"
+        raise DevClusterError(
+            f"The devcluster in {root} is already running {running}. Use it as it is, or run "
+            "`tony-jupyter devcluster down` first to restart it the other way."
+        )
     if state.get("security") != wanted["security"]:
         running = _describe(state.get("security"))
         raise DevClusterError(

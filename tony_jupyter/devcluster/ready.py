@@ -7,11 +7,15 @@ daemon that is still starting.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import requests
 
 from .config import GPU_LABEL, GPU_RESOURCE, nm_resources
+from .errors import DevClusterError
 
 _TIMEOUT = 5.0
 _PROBE_PATH = "/tmp/.tony-devcluster-ready"
@@ -121,3 +125,38 @@ def hdfs_pending(webhdfs_url: str, user: str | None, http: Any = requests) -> li
     if read.content != payload:
         return ["WebHDFS read back what was written"]
     return []
+
+
+def wait_usable(
+    rm_url: str,
+    webhdfs_url: str,
+    nm_rpc_ports: dict[str, int],
+    http: Any,
+    check_alive: Callable[[], None],
+    timeout: float,
+    logs: Path,
+) -> None:
+    """Until YARN and HDFS are usable (the gpu label added first); ``check_alive`` raises when
+    a daemon died, which no wait would mend."""
+    deadline = time.monotonic() + timeout
+    pending: list[str] = ["everything"]
+    labelled = False
+    while time.monotonic() < deadline:
+        check_alive()
+        if not labelled:
+            try:
+                ensure_gpu_label(rm_url, None, http)
+                labelled = True
+            except (requests.RequestException, ValueError):
+                pass
+        pending = yarn_pending(rm_url, nm_rpc_ports, http) if labelled else ["ResourceManager"]
+        pending += hdfs_pending(webhdfs_url, None, http)
+        if not pending:
+            return
+        time.sleep(0.25)
+    raise DevClusterError(
+        f"The devcluster did not become usable in time; still waiting for: "
+        f"{'; '.join(pending)}. The daemons' logs are in {logs} (and "
+        "`tony-jupyter devcluster logs SERVICE`); everything started has been stopped. "
+        "On a slow machine pass a longer --timeout."
+    )

@@ -49,7 +49,7 @@ def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]
     env_dir = os.environ.get("TONY_JUPYTER_DEVCLUSTER_DIR")
     # With the variable unset, reuse a cluster started by hand in the default dir: no start-up.
     existing = DevCluster(Path(env_dir)) if env_dir else DevCluster()
-    if existing.is_running() and existing.security is None:
+    if existing.is_running() and existing.security is None and not existing.layout.tls:
         yield existing
         return
     root = existing.dir if env_dir else tmp_path_factory.mktemp("devcluster")
@@ -62,16 +62,19 @@ def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]
         cluster.down()
 
 
-def start_devcluster(root: Path, security: Security | None = None) -> DevCluster:
+def start_devcluster(
+    root: Path, security: Security | None = None, tls_on: bool = False
+) -> DevCluster:
     """`up` in ``root`` on the first port offset that is free; the caller calls `down`.
 
-    With ``security``, a secure cluster, or a skip (a failure under CI) where this machine has
-    no Java or no MIT Kerberos tools."""
+    ``tls_on``: HTTPS only (`up --tls`). With ``security``, a secure cluster, or a skip (a
+    failure under CI) where this machine has no Java or no MIT Kerberos tools."""
     _require(_java_problem(), "Java")
     if security is not None:
         _require(_kerberos_problem(), "MIT Kerberos")
     for attempt in range(3):
-        cluster = DevCluster(root, _free_port_offset(root, security is not None), security or False)
+        offset = _free_port_offset(root, security is not None, tls_on)
+        cluster = DevCluster(root, offset, security or False, tls_on=tls_on)
         try:
             cluster.up()
             return cluster
@@ -92,14 +95,14 @@ def _kerberos_problem() -> str | None:
     return None
 
 
-def _free_port_offset(root: Path, secure: bool = False) -> int:
-    """$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET if set (for the plain cluster: a secure one runs
-    beside it); else the first offset whose ports are all free, so that a cluster someone else
+def _free_port_offset(root: Path, secure: bool = False, tls_on: bool = False) -> int:
+    """$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET if set (for the plain cluster: a secure or TLS one
+    runs beside it); else the first offset whose ports are all free, so that a cluster someone else
     runs on this machine does not fail the session."""
-    if "TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET" in os.environ and not secure:
+    if "TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET" in os.environ and not (secure or tls_on):
         return int(os.environ["TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET"])
     for offset in range(0, MAX_PORT_OFFSET + 1, 10000):
-        ports = Layout(root, offset, secure).all_ports()
+        ports = Layout(root, offset, secure, tls=tls_on).all_ports()
         if not any(preflight.port_in_use(port) for port in ports):
             return offset
     return 0  # all taken: `up` names the busy ports

@@ -21,7 +21,7 @@ from ...bundle import Bundle, BundleInfo
 from ...errors import BackendError
 from ...protocol import ExecutorEnv, token_verifier
 from ...spec import JobSpec
-from . import packenv, secure
+from . import packenv, secure, transport
 from .conf import HadoopConf
 from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
 from .staging import local_resource_json
@@ -31,7 +31,7 @@ AM_START_TIMEOUT_S = 180.0
 UNREACHABLE_AFTER_S = 10.0
 # Files every executor localizes too (spec.json: the chief's MLflow run logs it); the token's
 # verifier and resources only the AM needs.
-EXECUTOR_FILES = (jobdir.CELL, jobdir.NAMES, jobdir.BUNDLE, jobdir.SPEC)
+EXECUTOR_FILES = (jobdir.CELL, jobdir.NAMES, jobdir.BUNDLE, jobdir.SPEC, jobdir.CA_BUNDLE)
 # Readable on HDFS by the job's user only (the AM's container is given the verifier, not the
 # token; the token stays in staging for a record recovered from the RM).
 PRIVATE_FILES = (jobdir.TOKEN, jobdir.TOKEN_VERIFIER, jobdir.ENV)
@@ -54,6 +54,7 @@ def bundle_files(spec: JobSpec, bundle: Bundle, argv: list[str] | None, token: s
         jobdir.NAMES: bundle.names,
         jobdir.BUNDLE: meta.dumps().encode(),
         **shard_files,
+        **transport.shipped_ca_bundle(jobdir.CA_BUNDLE),
     }
 
 
@@ -234,10 +235,10 @@ def am_log_tail(app: dict, limit: int = 3000) -> str:
     if not m:
         return ""
     base, cid = m.groups()
-    texts = []
+    texts, http = [], transport.session()  # an HTTPS-only NodeManager: the cluster's CA
     for name in ("am.stderr", "am.stdout"):
         try:
-            r = requests.get(f"{base}/ws/v1/node/containerlogs/{cid}/{name}", timeout=5)
+            r = http.get(f"{base}/ws/v1/node/containerlogs/{cid}/{name}", timeout=5)
         except requests.RequestException:
             continue
         if r.status_code == 200 and r.text.strip():

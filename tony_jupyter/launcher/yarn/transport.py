@@ -14,6 +14,8 @@ from urllib.parse import urlparse
 
 import requests
 
+from ...errors import BackendError
+
 CA_ENV = "TONY_CA_BUNDLE"
 
 
@@ -39,10 +41,33 @@ class _Session(requests.Session):
 def session(auth=None) -> requests.Session:
     """A session for the cluster's REST APIs: TLS verified against :func:`ca_bundle`; ``auth``
     is SPNEGO on a secure cluster."""
+    named = os.environ.get(CA_ENV)
+    if named and not os.access(named, os.R_OK):
+        raise BackendError(
+            f"cannot read {CA_ENV}={named}: point it at a readable PEM file with the cluster's "
+            "CA certificates, or unset it to use the system's trust store"
+        )
     s = _Session()
     s.auth = auth
     s.verify = ca_bundle()
     return s
+
+
+def shipped_ca_bundle(name: str) -> dict[str, bytes]:
+    """``{name: the PEM}`` when ``TONY_CA_BUNDLE`` names one: the job's tasks get it as a file
+    and verify the cluster's HTTPS (WebHDFS) against it, as this side does; else nothing, and
+    they use what their nodes trust."""
+    path = os.environ.get(CA_ENV)
+    if not path:
+        return {}
+    try:
+        with open(path, "rb") as f:
+            return {name: f.read()}
+    except OSError as e:
+        raise BackendError(
+            f"cannot read {CA_ENV}={path} ({e.strerror}): point it at a readable PEM file with "
+            "the cluster's CA certificates, or unset it"
+        ) from None
 
 
 def _bundle_name(verify: str | bool | None) -> str:
