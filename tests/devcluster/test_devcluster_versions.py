@@ -84,7 +84,7 @@ def test_another_release_on_hdfs_formatted_by_one_is_refused(tmp_path) -> None:
 
 def test_a_running_cluster_of_another_release_is_named(tmp_path) -> None:
     state = {"port_offset": 0, "hadoop_version": "3.3.6", "security": None}
-    wanted = {"port_offset": 0, "hosts": False, "security": None}
+    wanted = {"port_offset": 0, "hosts": False, "security": None, "tls": False}
     preflight.check_same_cluster(tmp_path, state, {**wanted, "hadoop_version": None})
     preflight.check_same_cluster(tmp_path, state, {**wanted, "hadoop_version": "3.3.6"})
     with pytest.raises(DevClusterError) as err:
