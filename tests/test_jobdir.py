@@ -33,6 +33,7 @@ ON_DISK = {
     "token": "token",
     "token_verifier": "token.sha256",
     "resources": "resources.json",
+    "ca_bundle": "ca-bundle.pem",
     "src_archive": "src.tar.gz",
     "src": "src",
     "checkpoints": "checkpoints",

@@ -126,6 +126,10 @@ class JobDir:
         return self.path / RESOURCES
 
     @property
+    def ca_bundle(self) -> Path:
+        return self.path / CA_BUNDLE
+
+    @property
     def src_archive(self) -> Path:
         return self.path / SRC_ARCHIVE
 
