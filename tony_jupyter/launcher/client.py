@@ -212,15 +212,19 @@ class JobClient(ABC):
         if url is None:
             return None
         # A GET is tried twice: the AM closes a connection on which it refused a request
-        # without reading its body, and a kept-alive connection may be that one.
+        # without reading its body, and a kept-alive connection may be that one; and an AM
+        # has been seen to answer a GET once with a bare 500 and nothing in its log.
         for tries_left in (1, 0) if method == "GET" else (0,):
             try:
                 r = self.session.request(method, f"{url}/api/v1/{path}", timeout=timeout, **kw)
-                break
             except requests.ConnectionError:
                 if not tries_left:
                     self._am_unreachable()
                     return None  # the AM just exited; the caller falls back to disk
+                continue
+            if r.status_code != 500 or not tries_left:
+                break
+            time.sleep(0.2)
         if r.status_code == 404 and none_on_404:
             return None
         if r.status_code >= 400:
