@@ -3,11 +3,10 @@ never is (it may have been done). The AM is a small HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from helpers.fakehttp import reply, serving
 
 from tony_jupyter.errors import BackendError
 from tony_jupyter.launcher.client import JobClient, JobRecord
@@ -18,13 +17,10 @@ class FailsOnce(BaseHTTPRequestHandler):
 
     def _answer(self) -> None:
         FailsOnce.calls.append(self.command)
-        code, body = (500, b'{"error": "Internal Server Error"}')
         if len(FailsOnce.calls) > 1:
-            code, body = 200, json.dumps({"events": [], "next": 0}).encode()
-        self.send_response(code)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+            reply(self, 200, {"events": [], "next": 0})
+        else:
+            reply(self, 500, {"error": "Internal Server Error"})
 
     do_GET = do_POST = _answer
 
@@ -48,16 +44,13 @@ class AtUrl(JobClient):
 @pytest.fixture
 def client(tmp_path, tony_home):
     FailsOnce.calls = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FailsOnce)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     (tmp_path / "jobs").mkdir()
     record = JobRecord("tony_test", tmp_path / "jobs")
     record.write_token("t" * 32)
-    c = AtUrl(record)
-    c.url = f"http://127.0.0.1:{server.server_address[1]}"
-    yield c
-    server.shutdown()
-    server.server_close()
+    with serving(FailsOnce) as url:
+        c = AtUrl(record)
+        c.url = url
+        yield c
 
 
 def test_a_get_answered_500_once_is_asked_again(client):

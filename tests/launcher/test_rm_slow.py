@@ -4,13 +4,12 @@ small HTTP server on 127.0.0.1 whose first answer comes late."""
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from helpers.fakehttp import reply, serving
 
 from tony_jupyter.errors import BackendError
 from tony_jupyter.launcher.yarn.conf import Address
@@ -24,12 +23,7 @@ class SlowFirst(BaseHTTPRequestHandler):
         SlowFirst.calls.append(self.command)
         if len(SlowFirst.calls) == 1:
             time.sleep(1.0)  # past the client's timeout
-        body = json.dumps({"clusterInfo": {"state": "STARTED", "haState": "ACTIVE"}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        reply(self, 200, {"clusterInfo": {"state": "STARTED", "haState": "ACTIVE"}})
 
     do_GET = do_POST = _answer
 
@@ -40,14 +34,8 @@ class SlowFirst(BaseHTTPRequestHandler):
 @pytest.fixture
 def rm() -> Iterator[RMClient]:
     SlowFirst.calls = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowFirst)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with serving(SlowFirst) as url:
         yield RMClient(Address(url, "a test"), "tester", timeout=0.3)
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_a_get_that_times_out_once_is_asked_again(rm):

@@ -147,10 +147,7 @@ def check_same_cluster(root: Path, state: dict, wanted: dict) -> None:
         )
     if bool(state.get("hosts")) != wanted["hosts"]:
         where = "on several hosts" if state.get("hosts") else "on this machine's own host"
-        raise DevClusterError(
-            f"The devcluster in {root} is already running {where}. Use it as it is, "
-            "or run `tony-jupyter devcluster down` first to restart it the other way."
-        )
+        raise _running_otherwise(root, where)
     if wanted.get("hadoop_version") not in (None, state.get("hadoop_version")):
         raise DevClusterError(
             f"The devcluster in {root} is already running Hadoop {state.get('hadoop_version')}, "
@@ -158,18 +155,19 @@ def check_same_cluster(root: Path, state: dict, wanted: dict) -> None:
             "down` first and start the other release in another --dir."
         )
     if bool(state.get("tls")) != wanted["tls"]:
-        running = "with TLS (HTTPS only)" if state.get("tls") else "without TLS"
-        raise DevClusterError(
-            f"The devcluster in {root} is already running {running}. Use it as it is, or run "
-            "`tony-jupyter devcluster down` first to restart it the other way."
+        raise _running_otherwise(
+            root, "with TLS (HTTPS only)" if state.get("tls") else "without TLS"
         )
     if state.get("security") != wanted["security"]:
         running = _describe(state.get("security"))
-        raise DevClusterError(
-            f"The devcluster in {root} is already running {running}, not "
-            f"{_describe(wanted['security'])}. Use it as it is, or run `tony-jupyter "
-            "devcluster down` first to restart it the other way."
-        )
+        raise _running_otherwise(root, f"{running}, not {_describe(wanted['security'])}")
+
+
+def _running_otherwise(root: Path, running: str) -> DevClusterError:
+    return DevClusterError(
+        f"The devcluster in {root} is already running {running}. Use it as it is, or run "
+        "`tony-jupyter devcluster down` first to restart it the other way."
+    )
 
 
 def _describe(security: dict | None) -> str:

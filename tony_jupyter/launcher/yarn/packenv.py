@@ -106,14 +106,14 @@ def pack(prefix: Path, output: Path) -> None:
         raise BackendError(f"--pack-env {prefix}: venv-pack cannot pack it: {e}") from None
 
 
+_IP = (socket.AF_INET, socket.AF_INET6)
+
+
 def this_hosts_addresses() -> set[str]:
     found = {"127.0.0.1", "::1"}
     for addrs in psutil.net_if_addrs().values():
         found.update(a.address.split("%")[0] for a in addrs if a.family in _IP)
     return found
-
-
-_IP = (socket.AF_INET, socket.AF_INET6)
 
 
 def is_this_host(name: str, here: set[str]) -> bool:
