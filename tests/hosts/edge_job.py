@@ -1,7 +1,8 @@
 """Run on the edge host (`devcluster exec edge -- VENV/bin/python edge_job.py NAME`): a
 notebook's kernel there, in a venv, runs one %%tony MultiWorkerMirroredStrategy cell on the
 cluster with no flag for its Python (the venv goes with the job by default: the nodes are other
-hosts), and prints what the job reported as JSON (or the error the cell raised)."""
+hosts), and writes what the job reported as JSON to NAME.json (or the error the cell raised):
+a file, as the job's own output on stdout may share a line with it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import socket
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from IPython.core.interactiveshell import InteractiveShell
@@ -49,21 +51,25 @@ def main(name: str) -> None:
         job.result(timeout=900)
     except Exception as e:  # noqa: BLE001 - what the notebook's user would read, for the test
         out = {"kernel_host": socket.gethostname(), "error": str(e)}
-        print(json.dumps({**out, "seconds": time.monotonic() - t0}))
+        _report(name, {**out, "seconds": time.monotonic() - t0})
         return
     ns = ip.user_ns
     record = json.loads((jobs_dir() / job.job_id / "yarn.json").read_text())
-    print(
-        json.dumps(
-            {
-                "kernel_host": socket.gethostname(),
-                "job_id": job.job_id,
-                "seconds": time.monotonic() - t0,
-                "pack_env": record["pack_env"],
-                **{k: ns[k] for k in ("loss", "replicas", "where", "python")},
-            }
-        )
+    _report(
+        name,
+        {
+            "kernel_host": socket.gethostname(),
+            "job_id": job.job_id,
+            "seconds": time.monotonic() - t0,
+            "pack_env": record["pack_env"],
+            **{k: ns[k] for k in ("loss", "replicas", "where", "python")},
+        },
     )
+
+
+def _report(name: str, out: dict) -> None:
+    Path(f"{name}.json").write_text(json.dumps(out))
+    print(json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":

@@ -60,9 +60,9 @@ def _edge_job(cluster, venv: Path, notebook: Path, name: str) -> dict:
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert "are other hosts: this kernel's venv" in res.stderr  # said, not silent
-    # The job's own summary (from its follower thread) may be printed after the script's line.
-    (line,) = [x for x in res.stdout.splitlines() if x.startswith('{"kernel_host"')]
-    out = json.loads(line)
+    result = notebook / f"{name}.json"
+    assert result.exists(), res.stdout[-3000:] + res.stderr[-3000:]
+    out = json.loads(result.read_text())
     if "error" in out:
         return out
     app = on(cluster, "edge", sys.executable, "-c", _APP, out["job_id"])
