@@ -2,10 +2,12 @@
 
 Runs ``%%tony --gpus 1`` cells on the local backend from an IPython shell, as a notebook's
 kernel would, and prints one JSON object: for PyTorch (DDP over NCCL) a kernel's first job, then
-two later ones (warm: spare executors that imported torch under the task's
+later ones (warm: spare executors that imported torch under the task's
 ``CUDA_VISIBLE_DEVICES``), each with cell -> first training step and what the task saw (its
 device, ``CUDA_VISIBLE_DEVICES``, the GPU use its heartbeats reported); the same script started
-by hand as the baseline; and a JAX job on the GPU. Usage::
+by hand as the baseline; and a JAX job on the GPU. Each PyTorch run says where its time went
+between user code and the first step (the import, moving the model to the GPU, DDP's set-up,
+the step). Usage::
 
     python dev/gpu_check.py [--rounds N]
 """
@@ -30,11 +32,15 @@ import os, time
 STARTED = time.time()
 import torch, torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
+MARKS = {"imported": time.time()}
 dist.init_process_group("nccl")
 dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
 torch.manual_seed(0)
-model = DDP(torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
-                                torch.nn.Linear(1024, 10)).to(dev), device_ids=[dev.index])
+net = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
+                          torch.nn.Linear(1024, 10)).to(dev)
+MARKS["on_gpu"] = time.time()
+model = DDP(net, device_ids=[dev.index])
+MARKS["ddp"] = time.time()
 opt = torch.optim.SGD(model.parameters(), lr=0.05)
 x = torch.randn(8192, 1024, device=dev); y = torch.randint(0, 10, (8192,), device=dev)
 FIRST_STEP, losses = None, []
@@ -66,7 +72,7 @@ jax_loss = float(jnp.mean((X @ w - y) ** 2))
 visible = os.environ.get("CUDA_VISIBLE_DEVICES")
 """
 
-PULL = "STARTED,FIRST_STEP,steps_per_s,device,visible,falls"
+PULL = "STARTED,MARKS,FIRST_STEP,steps_per_s,device,visible,falls"
 
 
 def _gpus(job) -> list[dict]:
@@ -86,6 +92,7 @@ def _torch_job(ip: InteractiveShell, name: str, steps_for_s: float) -> dict:
     ns = ip.user_ns
     return {
         "cell_to_user_code_s": round(ns["STARTED"] - t0, 3),
+        **_marks(ns["STARTED"], ns["MARKS"], ns["FIRST_STEP"]),
         "cell_to_first_step_s": round(ns["FIRST_STEP"] - t0, 3),
         "steps_per_s": round(ns["steps_per_s"], 1),
         "device": ns["device"],
@@ -93,6 +100,13 @@ def _torch_job(ip: InteractiveShell, name: str, steps_for_s: float) -> dict:
         "loss_falls": ns["falls"],
         "tasks": _gpus(job),
     }
+
+
+def _marks(started: float, marks: dict, first_step: float) -> dict:
+    """Seconds spent in each part between user code and the first step."""
+    t = [started, marks["imported"], marks["on_gpu"], marks["ddp"], first_step]
+    names = ("import_s", "to_gpu_s", "ddp_s", "first_step_s")
+    return {"parts": {n: round(b - a, 3) for n, a, b in zip(names, t, t[1:], strict=False)}}
 
 
 def _by_hand(steps_for_s: float) -> dict:
@@ -109,7 +123,7 @@ def _by_hand(steps_for_s: float) -> dict:
         MASTER_PORT=str(port),
         CUDA_VISIBLE_DEVICES="0",
     )
-    out = "import json; print(json.dumps([STARTED, FIRST_STEP, steps_per_s]))"
+    out = "import json; print(json.dumps([STARTED, MARKS, FIRST_STEP, steps_per_s]))"
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(f"STEPS_FOR_S = {steps_for_s}\n" + TORCH + out)
     t0 = time.time()
@@ -117,9 +131,10 @@ def _by_hand(steps_for_s: float) -> dict:
     os.unlink(f.name)
     if got.returncode:
         return {"error": got.stderr[-2000:]}
-    started, first, rate = json.loads(got.stdout.strip().splitlines()[-1])
+    started, marks, first, rate = json.loads(got.stdout.strip().splitlines()[-1])
     return {
         "start_to_user_code_s": round(started - t0, 3),
+        **_marks(started, marks, first),
         "start_to_first_step_s": round(first - t0, 3),
         "steps_per_s": round(rate, 1),
     }
