@@ -2,9 +2,12 @@
 always hold a whole checkpoint, whatever TensorFlow writes between a round's listing and its
 reads."""
 
+import posixpath
 from pathlib import Path
 
-from tony_jupyter.executor.checkpoints import CheckpointMirror
+import pytest
+
+from tony_jupyter.executor.checkpoints import FENCE, CheckpointMirror, Fenced
 
 
 class FakeHdfs:
@@ -94,3 +97,76 @@ def test_saves_during_every_round_still_leave_a_whole_checkpoint(tmp_path):
         and f'"ckpt-{n[0]}"'.encode() in hdfs.files["/stage/checkpoints/chief/checkpoint"]
     )
     assert len(hdfs.files) == 3  # the old checkpoints are gone once nothing names them
+
+
+class FencedHdfs(FakeHdfs):
+    """With what the fence reads: GETFILESTATUS and OPEN."""
+
+    def status(self, path, strict=True):
+        if path in self.files:
+            return {"type": "FILE", "length": len(self.files[path])}
+        return {"type": "DIRECTORY"} if any(f.startswith(path + "/") for f in self.files) else None
+
+    def walk(self, top):
+        dirs: dict[str, list[str]] = {}
+        for f in self.files:
+            if f.startswith(top + "/"):
+                dirs.setdefault(posixpath.dirname(f), []).append(posixpath.basename(f))
+        for root, names in sorted(dirs.items()):
+            yield root, [], names
+
+    def read(self, path):
+        import io
+
+        return io.BytesIO(self.files[path])
+
+
+def _attempt(tmp_path: Path, hdfs: FencedHdfs, attempt: int, name: str) -> CheckpointMirror:
+    (tmp_path / name).mkdir()
+    m = CheckpointMirror.__new__(CheckpointMirror)
+    m.local, m.remote, m.sent, m.named = tmp_path / name, "/stage/checkpoints", {}, {}
+    m.client, m.attempt = hdfs, attempt
+    return m
+
+
+def test_an_older_attempt_back_from_a_cut_link_is_fenced(tmp_path):
+    hdfs = FencedHdfs()
+    old = _attempt(tmp_path, hdfs, 1, "a1")
+    old.claim()
+    save(old.local, 1)
+    old.sync()
+    assert whole(hdfs) and hdfs.files[f"/stage/checkpoints/{FENCE}"] == b"1"
+    # Attempt 2 starts elsewhere while attempt 1's host is cut off: it restores, claims, saves.
+    new = _attempt(tmp_path, hdfs, 2, "a2")
+    assert new.restore() == 3  # the index and its checkpoint; never the fence
+    assert not (new.local / FENCE).exists()
+    new.claim()
+    save(new.local, 2)
+    new.sync()
+    # The link comes back: attempt 1's chief saves again, and its next round writes nothing.
+    save(old.local, 2)
+    (old.local / "chief" / "ckpt-2.data-00000-of-00001").write_bytes(b"stale")
+    before = dict(hdfs.files)
+    with pytest.raises(Fenced, match="attempt 2 has started: this task of attempt 1"):
+        old.sync()
+    assert hdfs.files == before
+    with pytest.raises(Fenced):
+        old.claim()  # nor may it claim the directory back
+    assert hdfs.files[f"/stage/checkpoints/{FENCE}"] == b"2"
+    save(new.local, 3)
+    new.sync()  # the current attempt goes on writing
+    assert whole(hdfs) and b"stale" not in hdfs.files.values()
+
+
+def test_the_fence_is_read_only_in_a_round_that_writes(tmp_path):
+    hdfs = FencedHdfs()
+    m = _attempt(tmp_path, hdfs, 1, "a1")
+    m.claim()
+    reads = []
+    hdfs.status = lambda path, strict=True: reads.append(path)  # type: ignore[method-assign]
+    m.sync()
+    m.sync()
+    assert reads == []  # nothing changed: nothing read
+    save(m.local, 1)
+    m.sync()
+    assert reads == [f"/stage/checkpoints/{FENCE}"]  # once for the round's three writes

@@ -25,11 +25,24 @@ V = ExecutorEnv.var
 SYNC_S = 0.5
 SKIP_PREFIX = "workertemp_"
 TMP = ".tony-tmp"  # a file being written (_write), never restored
+# The attempt whose chief writes the checkpoints now (the fence): an attempt's chief claims the
+# directory as it starts, and a chief of an older attempt (its host cut off while the AM moved
+# on, then back) reads it before its next write and stops writing. Never restored.
+FENCE = ".tony-attempt"
+
+
+class Fenced(Exception):
+    """A newer attempt has claimed the checkpoint directory: this one must not write to it."""
 
 
 class CheckpointMirror:
-    def __init__(self, local: Path, remote: str, webhdfs: str, user: str):
+    # This task's attempt, for the fence (0: none, where one writer is certain otherwise).
+    attempt = 0
+    _fence_read = False  # in this round of sync()
+
+    def __init__(self, local: Path, remote: str, webhdfs: str, user: str, attempt: int = 0):
         self.local, self.remote = local, remote.rstrip("/")
+        self.attempt = attempt
         self.client = tokens.webhdfs_client(webhdfs, user)
         self.sent: dict[str, tuple[int, int]] = {}  # relative path -> (size, mtime_ns) uploaded
         self.named: dict[str, str] = {}  # uploaded index -> the checkpoint prefix it names
@@ -45,9 +58,9 @@ class CheckpointMirror:
         count = 0
         for root, _, names in self.client.walk(self.remote):
             for name in names:
-                if name.endswith(TMP):
-                    continue  # a write that did not finish
                 rel = posixpath.relpath(posixpath.join(root, name), self.remote)
+                if name.endswith(TMP) or rel == FENCE:
+                    continue  # a write that did not finish; the fence
                 dest = self.local / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 with self.client.read(posixpath.join(root, name)) as r:
@@ -79,6 +92,7 @@ class CheckpointMirror:
         then the index; then other files (not TensorFlow's in-progress ones); and deletes from
         HDFS only what no uploaded index names. HDFS always holds a whole checkpoint, however
         slow the uploads and wherever the chief is killed."""
+        self._fence_read = False
         captured = []  # (index rel, index stat, index bytes, prefix, {rel: (stat, bytes)})
         for rel in self._local_files():
             if posixpath.basename(rel) != "checkpoint":
@@ -126,6 +140,7 @@ class CheckpointMirror:
             and not rel.startswith(keep or "\0")
         ]
         for rel in gone:
+            self._check_fence()
             self.client.delete(f"{self.remote}/{rel}")
             del self.sent[rel]
         return changed + len(gone)
@@ -133,6 +148,7 @@ class CheckpointMirror:
     def _write(self, rel: str, data: bytes, st: tuple[int, int]) -> None:
         """Written beside, then renamed: a write that fails (a quota reached) leaves the file
         HDFS held before whole, for the next attempt to restore."""
+        self._check_fence()
         dest = f"{self.remote}/{rel}"
         tmp = posixpath.join(posixpath.dirname(dest), f".{posixpath.basename(dest)}{TMP}")
         try:
@@ -180,6 +196,33 @@ class CheckpointMirror:
             return os.path.relpath(prefix, self.local)
         return posixpath.normpath(posixpath.join(posixpath.dirname(index_rel), prefix))
 
+    def claim(self) -> None:
+        """This attempt's chief takes the directory over before its first write (Fenced if a
+        newer attempt has already)."""
+        if not self.attempt:
+            return
+        self._fence_read = False
+        self._check_fence()
+        self.client.write(f"{self.remote}/{FENCE}", data=str(self.attempt).encode(), overwrite=True)
+
+    def _check_fence(self) -> None:
+        """Once per round, before its first write: Fenced if a newer attempt claimed the
+        directory. Read only in a round that writes (a day-long job's idle rounds cost the
+        NameNode nothing)."""
+        if not self.attempt or self._fence_read:
+            return
+        fence = f"{self.remote}/{FENCE}"
+        if self.client.status(fence, strict=False) is not None:
+            with self.client.read(fence) as r:
+                text = r.read().decode(errors="replace").strip()
+            newest = int(text) if text.isdigit() else 0
+            if newest > self.attempt:
+                raise Fenced(
+                    f"attempt {newest} has started: this task of attempt {self.attempt} writes "
+                    "no more checkpoints"
+                )
+        self._fence_read = True
+
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="checkpoint-sync", daemon=True)
         self._thread.start()
@@ -188,6 +231,9 @@ class CheckpointMirror:
         while not self._stop.wait(SYNC_S):
             try:
                 self.sync()
+            except Fenced as e:
+                print(f"[tony] checkpoint sync to HDFS stopped: {e}", flush=True)
+                return
             except Exception as e:  # noqa: BLE001 - retried next round; training goes on
                 self.errors += 1
                 if self.errors in (1, 10, 100):
@@ -198,7 +244,10 @@ class CheckpointMirror:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(30)
-            self.sync()
+            try:
+                self.sync()
+            except Fenced as e:
+                print(f"[tony] the last checkpoint sync to HDFS not made: {e}", flush=True)
 
 
 def from_env(is_chief: bool) -> CheckpointMirror | None:
@@ -210,7 +259,8 @@ def from_env(is_chief: bool) -> CheckpointMirror | None:
     local = jobdir.JobDir(Path(os.environ.get(V("bundle_dir"), ".")).resolve()).checkpoints
     os.environ[V("checkpoint_dir")] = str(local)
     user = os.environ.get("HADOOP_USER_NAME") or os.environ.get("USER", "")
-    mirror = CheckpointMirror(local, remote, os.environ[V("webhdfs_url")], user)
+    attempt = int(os.environ.get(V("attempt"), "1"))
+    mirror = CheckpointMirror(local, remote, os.environ[V("webhdfs_url")], user, attempt)
     restored = mirror.restore()
     if restored:
         newest = sorted(
@@ -224,6 +274,11 @@ def from_env(is_chief: bool) -> CheckpointMirror | None:
             flush=True,
         )
     if is_chief:
+        try:
+            mirror.claim()
+        except Fenced as e:
+            print(f"[tony] checkpoints not mirrored to HDFS: {e}", flush=True)
+            return mirror
         mirror.start()
     return mirror
 
@@ -232,7 +287,8 @@ def for_round(rank0: bool) -> CheckpointMirror | None:
     """An elastic job on YARN (executor/elastic.py): rank 0 of a rendezvous round may run on any
     task, so each task's first process restores the newest checkpoint from HDFS as its round
     starts, and the round's rank 0 alone mirrors it back while it runs. The agents stop every
-    process of a round before the next one starts: one writer at a time."""
+    process of a round before the next one starts: one writer at a time. No fence (FENCE): a
+    replaced worker's attempt is its own, higher than its round's others'."""
     remote = os.environ.get(V("checkpoint_remote"))
     if not remote:
         return None
