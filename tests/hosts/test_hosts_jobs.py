@@ -80,6 +80,7 @@ def test_mwms_from_a_kernel_on_the_edge_runs_on_workers_without_its_venv(
     shutil.copy(HERE / "edge_job.py", notebook)
     run = uuid.uuid4().hex[:6]
     first = _edge_job(hosts_cluster, node_venv, notebook, f"hosts-mwms-{run}-1")
+    assert "error" not in first, first
     assert first["kernel_host"] == "edge"
     assert first["where"] in ("worker1", "worker2")
     assert first["replicas"] == 2
@@ -88,6 +89,7 @@ def test_mwms_from_a_kernel_on_the_edge_runs_on_workers_without_its_venv(
     assert first["python"] == str(hosts_cluster.hosts.python)
     assert first["pack_env"]["bytes_uploaded"] > 0
     second = _edge_job(hosts_cluster, node_venv, notebook, f"hosts-mwms-{run}-2")
+    assert "error" not in second, second
     assert second["pack_env"]["bytes_uploaded"] == 0
     assert second["pack_env"]["hash"] == first["pack_env"]["hash"]
     print(json.dumps({"first": first, "second": second}))

@@ -21,6 +21,10 @@ class FakeRM:
     def app(self, app_id: str) -> dict:
         return self.report
 
+    def with_report(self, report: dict) -> FakeRM:
+        self.report = report
+        return self
+
 
 def closed_port() -> int:
     with socket.socket() as s:
@@ -60,3 +64,26 @@ def test_an_am_refused_from_here_is_named_not_waited_out(monkeypatch):
 )
 def test_only_no_connection_at_all_counts_as_unreachable(error, counted):
     assert appmaster.not_connected(error) is counted
+
+
+def test_an_am_that_never_registers_is_worded_by_how_far_it_got(monkeypatch):
+    monkeypatch.setattr(appmaster, "AM_START_TIMEOUT_S", 0.3)
+    waiting = {
+        "state": "ACCEPTED",
+        "diagnostics": "[Wed Nov 26] Application is added to the "
+        "scheduler and is not yet activated. Queue's AM resource limit exceeded.",
+    }
+    with pytest.raises(BackendError) as e:
+        appmaster.wait_for_am(FakeRM(1).with_report(waiting), "application_1_0002", "t" * 32)
+    assert "did not start within 0.3 s (application_1_0002 is ACCEPTED: [Wed" in str(e.value)
+    assert "the queue may be full" in str(e.value)
+    launched = {
+        "state": "ACCEPTED",
+        "diagnostics": "AM container is launched, waiting for AM container to Register with RM",
+        "amHostHttpAddress": "worker1:8042",
+    }
+    with pytest.raises(BackendError) as e:
+        appmaster.wait_for_am(FakeRM(1).with_report(launched), "application_1_0003", "t" * 32)
+    msg = str(e.value)
+    assert "its container was launched on worker1 but the AM never registered" in msg
+    assert "localizing the job's files" in msg and "queue" not in msg

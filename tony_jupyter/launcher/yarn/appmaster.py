@@ -184,11 +184,24 @@ def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
                 elif time.monotonic() - unreached_since > UNREACHABLE_AFTER_S:
                     raise BackendError(unreachable(app_id, url, e)) from None
         time.sleep(0.1)
-    raise BackendError(
-        f"the job's AM did not start within {AM_START_TIMEOUT_S:g} s ({app_id} is "
-        f"{app.get('state')}: {app.get('diagnostics', '')[:500]}); the queue may be full. "
-        "The application was killed."
-    )
+    raise BackendError(not_started(app_id, app))
+
+
+def not_started(app_id: str, app: dict) -> str:
+    """Why the AM did not serve in time, worded by how far it got: a container launched (still
+    localizing the job's files, or stuck starting: its log so far), or none yet (the queue)."""
+    diagnostics = " ".join(app.get("diagnostics", "").split())[:500]
+    state = app.get("state")
+    head = f"the job's AM did not start within {AM_START_TIMEOUT_S:g} s ({app_id} is {state}"
+    if app.get("amContainerLogs") or "AM container is launched" in diagnostics:
+        where = (app.get("amHostHttpAddress") or "").rsplit(":", 1)[0] or "its node"
+        return (
+            f"{head}: its container was launched on {where} but the AM never registered). It "
+            "was still localizing the job's files (a packed environment takes longest, the "
+            "first time on each node) or starting; see its log below, and the node's load. "
+            "The application was killed." + am_log_tail(app)
+        )
+    return f"{head}: {diagnostics}); the queue may be full. The application was killed."
 
 
 def not_connected(error: requests.RequestException) -> bool:
