@@ -52,7 +52,10 @@ def web_url(layout: Layout, service: str) -> str:
 def ha_state(layout: Layout, http: requests.Session, service: str) -> str | None:
     """ "active", "standby" (or the RM's "initializing") of a master; None when it does not
     answer, or ``service`` is none."""
-    url, kind = web_url(layout, service), kind_of(service)
+    kind = kind_of(service)
+    if kind is None:
+        return None
+    url = web_url(layout, service)
     try:
         if kind == "nn":
             qry = {"qry": "Hadoop:service=NameNode,name=NameNodeStatus"}
