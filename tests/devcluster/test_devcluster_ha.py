@@ -28,7 +28,8 @@ def test_the_config_is_the_ha_form_and_the_notebook_side_resolves_both_masters(h
     assert conf.webhdfs.urls == ("http://127.0.0.1:39870", "http://127.0.0.1:39860")
     assert "yarn.resourcemanager.ha.rm-ids" in conf.rm.source
     # Every client resolves the pair; no single master's address is left to mislead one.
-    hdfs, yarn = read_site(ha_conf.conf / "hdfs-site.xml"), read_site(ha_conf.conf / "yarn-site.xml")
+    hdfs = read_site(ha_conf.conf / "hdfs-site.xml")
+    yarn = read_site(ha_conf.conf / "yarn-site.xml")
     for single in ("dfs.namenode.rpc-address", "dfs.namenode.http-address"):
         assert single not in hdfs
     for single in ("hostname", "address", "webapp.address", "scheduler.address"):

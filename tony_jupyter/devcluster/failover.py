@@ -31,12 +31,13 @@ _PROBE_TIMEOUT = 2.0
 
 @dataclass(frozen=True)
 class Failover:
-    """What `devcluster failover` did: ``seconds`` from the kill to the first call that the
-    new active master answered."""
+    """What `devcluster failover` did: ``seconds`` from the kill (at ``killed_at``, epoch
+    seconds) to the first call that the new active master answered."""
 
     kind: str
     killed: str
     active: str
+    killed_at: float
     seconds: float
     restarted: bool
 
@@ -154,7 +155,7 @@ def failover(cluster: ClusterView, kind: str, restart: bool = True) -> Failover:
         )
     proc = process.live_process(layout.pid_file(killed))
     assert proc is not None  # it answered as active
-    started = time.monotonic()
+    started, killed_at = time.monotonic(), time.time()
     proc.send_signal(signal.SIGKILL)
     psutil.wait_procs([proc], timeout=10)
     log.info("killed %s (pid %d)", killed, proc.pid)
@@ -164,14 +165,18 @@ def failover(cluster: ClusterView, kind: str, restart: bool = True) -> Failover:
     _wait_state(cluster, other, "active", 120.0)
     seconds = time.monotonic() - started
     if restart:
-        java_home = cluster.java_home
-        cmd, env = (
-            daemons.daemon_cmd(cluster, killed, java_home),
-            daemons.daemon_env(cluster, java_home),
-        )
-        process.start(cmd, env, layout.log_file(killed), layout.pid_file(killed))
-        _wait_state(cluster, killed, "standby", 180.0)
-    return Failover(kind, killed, other, seconds, restart)
+        start_standby(cluster, killed)
+    return Failover(kind, killed, other, killed_at, seconds, restart)
+
+
+def start_standby(cluster: ClusterView, service: str, timeout: float = 180.0) -> None:
+    """Start a killed master again; it joins its pair as the standby (a NameNode always starts
+    as one here, an RM finds the other elected). Cheap: one JVM start, about 5 s here."""
+    java_home, layout = cluster.java_home, cluster.layout
+    cmd = daemons.daemon_cmd(cluster, service, java_home)
+    env = daemons.daemon_env(cluster, java_home)
+    process.start(cmd, env, layout.log_file(service), layout.pid_file(service))
+    _wait_state(cluster, service, "standby", timeout)
 
 
 def _wait_state(cluster: ClusterView, service: str, state: str, timeout: float) -> None:

@@ -67,8 +67,9 @@ def start_devcluster(
 ) -> DevCluster:
     """`up` in ``root`` on the first port offset that is free; the caller calls `down`.
 
-    ``tls_on``: HTTPS only (`up --tls`); ``ha``: two NameNodes and two RMs (`up --ha`). With ``security``, a secure cluster, or a skip (a
-    failure under CI) where this machine has no Java or no MIT Kerberos tools."""
+    ``tls_on``: HTTPS only (`up --tls`); ``ha``: two NameNodes and two RMs (`up --ha`). With
+    ``security``, a secure cluster, or a skip (a failure under CI) where this machine has no
+    Java or no MIT Kerberos tools."""
     _require(_java_problem(), "Java")
     if security is not None:
         _require(_kerberos_problem(), "MIT Kerberos")
