@@ -61,9 +61,10 @@ def _train_through(shell, ha_cluster, kind: str, call_after) -> dict:
     """Run CELL; once worker:0 has trained 3 epochs, `failover` the active master of ``kind``
     (restarted as standby afterwards) and time ``call_after()`` through the new active."""
     struck: dict = {}
+    others = {r.id for r in list_jobs()}
 
     def striker():
-        while not list_jobs():
+        while not (new := [r for r in list_jobs() if r.id not in others]):
             time.sleep(0.05)
 
         def strike(snap):
@@ -72,7 +73,7 @@ def _train_through(shell, ha_cluster, kind: str, call_after) -> dict:
             struck["first_call_s"] = _first_call(call_after, done.killed_at)
 
         try:
-            struck["at"], struck["epoch"] = strike_when(list_jobs()[0], strike, min_epoch=3)
+            struck["at"], struck["epoch"] = strike_when(new[0], strike, min_epoch=3)
         except Exception as e:  # noqa: BLE001 - failed below, with the reason
             struck["error"] = repr(e)
 
@@ -134,7 +135,11 @@ def test_a_job_and_the_client_survive_a_resourcemanager_failover(
         "tony", "--workers 1 --async --no-tensorboard --name sleepy", "import time\ntime.sleep(600)"
     )
     rm = RMClient(conf.rm, conf.user)
-    struck = _train_through(digits, ha_cluster, "rm", lambda: rm.app(sleepy.job_id))
+    try:
+        struck = _train_through(digits, ha_cluster, "rm", lambda: rm.app(sleepy.job_id))
+    except BaseException:
+        rm.kill(sleepy.job_id)
+        raise
     done, ns = struck["done"], digits.user_ns
     trained = next(r for r in list_jobs() if r.id != sleepy.job_id)
     # Work-preserving recovery: the AM re-registered with the new active RM, its containers
