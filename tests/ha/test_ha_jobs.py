@@ -20,6 +20,7 @@ from helpers.jobs import strike_when
 from sklearn.datasets import load_digits
 
 from tony_jupyter.devcluster import failover
+from tony_jupyter.devcluster.config import NODEMANAGERS
 from tony_jupyter.errors import BackendError
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
@@ -116,14 +117,28 @@ def test_a_job_trains_and_checkpoints_through_a_namenode_failover(digits, cluste
     # Staged through the nameservice, both NameNodes known to the job (AM and executors).
     assert info["default_fs"] == "hdfs://devcluster"
     assert info["webhdfs_url"] == conf.webhdfs.url and ";" in info["webhdfs_url"]
+    # The AM's Hadoop client (JPype) got the cluster's HA client keys: it resolved the
+    # nameservice and, with a file open on HDFS at the kill, failed over by itself.
+    am_log = _am_log(ha_cluster, rec.id)
+    assert "UnknownHost" not in am_log and "devcluster" not in am_log.split("Exception")[0]
+    am_failed_over = "Trying to failover" in am_log
     print(
         f"\n[figures] NameNode failover ({done.killed} killed, {done.active} active): "
         f"{done.seconds:.1f} s to the new active, first staging call through the notebook's "
         f"client {struck['first_call_s']:.1f} s after the kill; struck after epoch "
         f"{struck['epoch']}; attempt {ns['attempt']} finished (attempt lost: "
         f"{'no' if ns['attempt'] == 1 else 'yes'}), training steps lost: "
-        f"{_steps_lost(digits, struck)}"
+        f"{_steps_lost(digits, struck)}; the AM's HDFS client failed over itself: "
+        f"{'yes' if am_failed_over else 'no (no call of it at the time)'}"
     )
+
+
+def _am_log(ha_cluster, app_id: str) -> str:
+    """The AM's stderr (its JVM's log) from the NodeManagers' log dirs."""
+    for nm in NODEMANAGERS:
+        for path in (ha_cluster.layout.nm_log_dir(nm) / app_id).glob("*_000001/am.stderr"):
+            return path.read_text(errors="replace")
+    raise AssertionError(f"no AM log of {app_id}")
 
 
 def test_a_job_and_the_client_survive_a_resourcemanager_failover(
