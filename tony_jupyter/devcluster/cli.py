@@ -15,6 +15,7 @@ from . import failover, hostrun, maven, netns
 from .cluster import DevCluster
 from .config import DATANODE2, HA_SERVICES, KDC, SERVICE_NAMES
 from .errors import DevClusterError
+from .ha import NAMESERVICE
 from .hosts import EDGE, HOST_NAMES
 from .security import USERS, Security
 
@@ -191,8 +192,16 @@ def _status(cluster: DevCluster, as_json: bool) -> int:
         print(f"hadoop: {cluster.hadoop_version}")
         if cluster.ca_bundle is not None:
             print(f"HTTPS only; CA bundle (TONY_CA_BUNDLE): {cluster.ca_bundle}")
+        if ha:
+            print(_HA_NOTE)
     # LSB status convention: 3 means "not running".
     return 0 if all(row["alive"] for row in rows) else 3
+
+
+_HA_NOTE = (
+    f"HA: nameservice {NAMESERVICE} (fs.defaultFS hdfs://{NAMESERVICE}), two ResourceManagers; "
+    "the addresses above are the active ones; `tony-jupyter devcluster failover nn|rm` kills one"
+)
 
 
 def _logs(cluster: DevCluster, service: str, lines: int) -> int:
@@ -243,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 if cluster.ca_bundle is not None:
                     print(f"HTTPS only; CA bundle: {cluster.ca_bundle}", file=sys.stderr)
+                if cluster.layout.ha:
+                    print(_HA_NOTE, file=sys.stderr)
                 if cluster.security is not None:
                     print(
                         "Kerberos is on: `eval $(tony-jupyter devcluster env --user alice)` "
