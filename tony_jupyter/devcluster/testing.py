@@ -3,8 +3,8 @@
 Enable with ``pytest_plugins = ["tony_jupyter.devcluster.testing"]``. Only tests that request
 the fixture pay for the cluster. It runs in ``$TONY_JUPYTER_DEVCLUSTER_DIR`` if set, else in
 pytest's tmp dir; a devcluster already running there (or, with the variable unset, in the default
-dir) is reused and left running, unless it is a secure one. Without Java the fixture skips,
-except under CI (``CI`` set), where a missing Java is a broken runner and fails.
+dir) is reused and left running, unless it is a secure, TLS or HA one. Without Java the fixture
+skips, except under CI (``CI`` set), where a missing Java is a broken runner and fails.
 
 Secure clusters (``up --secure``) come from :func:`start_devcluster`, in a test module's own
 fixture, since each module may want its own token lifetimes.
@@ -49,7 +49,8 @@ def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]
     env_dir = os.environ.get("TONY_JUPYTER_DEVCLUSTER_DIR")
     # With the variable unset, reuse a cluster started by hand in the default dir: no start-up.
     existing = DevCluster(Path(env_dir)) if env_dir else DevCluster()
-    if existing.is_running() and existing.security is None and not existing.layout.tls:
+    plain = existing.security is None and not (existing.layout.tls or existing.layout.ha)
+    if existing.is_running() and plain:
         yield existing
         return
     root = existing.dir if env_dir else tmp_path_factory.mktemp("devcluster")
