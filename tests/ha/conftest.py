@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 from helpers.yarn import TEST_MEMORY_MB, Cluster
 
@@ -42,6 +43,13 @@ def ha_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]
         yield dc
     finally:
         dc.down()
+    # `down` stops every daemon of the pairs, ZooKeeper included: none names the dir any more.
+    left = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if str(dc.dir) in " ".join(p.info["cmdline"] or [])
+    ]
+    assert not left, f"left running after down: {left}"
 
 
 class FollowingCluster(Cluster):
