@@ -16,7 +16,6 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from helpers.cells import CHECKPOINTED
-from helpers.jobs import strike_when
 from sklearn.datasets import load_digits
 
 from tony_jupyter.devcluster import failover
@@ -34,11 +33,15 @@ from tony_jupyter.launcher.yarn.staging import Staging
 pytestmark = [pytest.mark.ha, pytest.mark.slow]
 
 # CHECKPOINTED with room for a failover: 1.5 s after each of its 8 epochs (10 steps each), so
-# that the job still trains, and mirrors checkpoints to HDFS, while the masters change.
+# that the job still trains, and mirrors checkpoints to HDFS, while the masters change. One
+# worker: what is under test is the masters' failover, not MWMS between workers, whose end
+# (worker:1 stuck in TensorFlow's coordination shutdown once worker:0 has left) was seen to hang
+# on this loaded 2-core machine whatever the masters did.
 STEPS_PER_EPOCH, EPOCHS = 10, 8
 CELL = CHECKPOINTED.replace("time.sleep(0.5)", "time.sleep(1.5)")
 assert CELL != CHECKPOINTED
-FLAGS = "--workers 2 --max-attempts 2 --no-tensorboard --pull first_epoch,attempt"
+FLAGS = "--workers 1 --max-attempts 2 --no-tensorboard --pull first_epoch,attempt"
+STRIKE_AT_EPOCH = 3
 
 
 @pytest.fixture
@@ -76,8 +79,9 @@ def _first_call(call, killed_at: float, timeout: float = 60.0) -> float:
 
 
 def _train_through(shell, ha_cluster, kind: str, call_after) -> dict:
-    """Run CELL; once worker:0 has trained 3 epochs, `failover` the active master of ``kind``
-    (restarted as standby afterwards) and time ``call_after()`` through the new active."""
+    """Run CELL; once worker:0 has trained STRIKE_AT_EPOCH epochs, `failover` the active
+    master of ``kind`` (restarted as standby afterwards); time ``call_after()`` through the new
+    active one."""
     struck: dict = {}
     others = {r.id for r in list_jobs()}
 
@@ -91,7 +95,7 @@ def _train_through(shell, ha_cluster, kind: str, call_after) -> dict:
             struck["first_call_s"] = _first_call(call_after, done.killed_at)
 
         try:
-            struck["at"], struck["epoch"] = strike_when(new[0], strike, min_epoch=3)
+            struck["at"], struck["epoch"] = _strike_at_epoch(new[0], strike)
         except Exception as e:  # noqa: BLE001 - failed below, with the reason
             struck["error"] = repr(e)
 
@@ -105,6 +109,21 @@ def _train_through(shell, ha_cluster, kind: str, call_after) -> dict:
             failover.start_standby(ha_cluster, struck["done"].killed)
     assert "done" in struck, f"the failover never happened: {struck.get('error')}"
     return struck
+
+
+def _strike_at_epoch(record, strike, timeout: float = 300.0) -> tuple[float, int]:
+    """Once attempt 1's worker:0 has trained STRIKE_AT_EPOCH epochs, ``strike(snapshot)``."""
+    client = open_client(record)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        snap = client.snapshot()
+        worker = snap.task("worker:0")
+        done = ((worker.progress if worker else None) or {}).get("epoch_done", 0)
+        if snap.attempt == 1 and done >= STRIKE_AT_EPOCH:
+            strike(snap)
+            return time.time(), done
+        time.sleep(0.05)
+    raise TimeoutError(f"attempt 1 never reached epoch {STRIKE_AT_EPOCH} to strike at")
 
 
 def _steps_lost(shell, struck) -> int:
@@ -170,7 +189,7 @@ def test_a_job_and_the_client_survive_a_resourcemanager_failover(
     try:
         struck = _train_through(digits, ha_cluster, "rm", lambda: rm.app(sleepy.job_id))
     except BaseException:
-        rm.kill(sleepy.job_id)
+        sleepy.kill()
         raise
     done, ns = struck["done"], digits.user_ns
     trained = next(r for r in list_jobs() if r.id != sleepy.job_id)
