@@ -49,7 +49,7 @@ SERVICES: dict[str, tuple[str, int, dict[str, int]]] = {
 }
 # The ZooKeeper session of the active RM's elector: the standby takes over this long after the
 # active one dies (ZooKeeper's tickTime bounds it: 2 to 20 ticks).
-ZK_SESSION_MS, ZK_TICK_MS = 3000, 500
+ZK_SESSION_MS, ZK_TICK_MS = 5000, 500
 
 HostOf = Callable[[str], str]
 PortsOf = Callable[[str], dict[str, int]]
