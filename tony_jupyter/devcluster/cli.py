@@ -11,10 +11,11 @@ import sys
 from collections import deque
 from pathlib import Path
 
-from . import hostrun, maven, netns
+from . import failover, hostrun, maven, netns
 from .cluster import DevCluster
-from .config import DATANODE2, KDC, SERVICE_NAMES
+from .config import DATANODE2, HA_SERVICES, KDC, SERVICE_NAMES
 from .errors import DevClusterError
+from .ha import NAMESERVICE
 from .hosts import EDGE, HOST_NAMES
 from .security import USERS, Security
 
@@ -85,7 +86,23 @@ def _parser() -> argparse.ArgumentParser:
         "against its PEM bundle (TONY_CA_BUNDLE in `env`) (default: as the cluster in --dir "
         "was last started; a new one without)",
     )
+    up.add_argument(
+        "--ha",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="two NameNodes of one nameservice and two ResourceManagers with ZooKeeper "
+        "(`failover` kills the active one) (default: as the cluster in --dir was last started; "
+        "a new one without)",
+    )
     sub.add_parser("down", parents=[common], help="stop every daemon this cluster started")
+    fail = sub.add_parser(
+        "failover",
+        parents=[common],
+        help="on an --ha cluster: kill the active NameNode (nn) or ResourceManager (rm), see "
+        "the other take over, start the killed one again as standby",
+    )
+    fail.add_argument("master", choices=tuple(failover.PAIRS))
+    fail.add_argument("--no-restart", action="store_true", help="leave the killed one stopped")
     wait = sub.add_parser("wait", parents=[common], help="wait until the cluster is usable")
     wait.add_argument("--timeout", type=float, default=300.0, help="seconds (default 300)")
     run = sub.add_parser(
@@ -103,7 +120,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     env.add_argument("--host", help="on an `up --hosts` cluster: for a shell on this host")
     logs = sub.add_parser("logs", parents=[common], help="print the end of a daemon's log")
-    logs.add_argument("service", choices=(KDC, *SERVICE_NAMES, DATANODE2.name))
+    names = (KDC, *SERVICE_NAMES, DATANODE2.name, *(s.name for s in HA_SERVICES))
+    logs.add_argument("service", choices=names)
     logs.add_argument("-n", "--lines", type=int, default=50, help="lines to show (default 50)")
     return parser
 
@@ -162,17 +180,28 @@ def _status(cluster: DevCluster, as_json: bool) -> int:
                     f"{h['private_address'] or '-'}"
                 )
             print()
-        print(f"{'SERVICE':<16} {'PID':>7}  {'ALIVE':<5}  PORTS")
+        ha = cluster.layout.ha
+        print(f"{'SERVICE':<16} {'PID':>7}  {'ALIVE':<5}  {'HA STATE  ' if ha else ''}PORTS")
         for row in rows:
             ports = " ".join(f"{what}={port}" for what, port in row["ports"].items())
             pid = row["pid"] if row["pid"] is not None else "-"
-            print(f"{row['service']:<16} {pid:>7}  {'yes' if row['alive'] else 'no':<5}  {ports}")
+            state = f"{row['ha_state'] or '-':<10}" if ha else ""
+            alive = "yes" if row["alive"] else "no"
+            print(f"{row['service']:<16} {pid:>7}  {alive:<5}  {state}{ports}")
         print(f"dir: {cluster.dir}")
         print(f"hadoop: {cluster.hadoop_version}")
         if cluster.ca_bundle is not None:
             print(f"HTTPS only; CA bundle (TONY_CA_BUNDLE): {cluster.ca_bundle}")
+        if ha:
+            print(_HA_NOTE)
     # LSB status convention: 3 means "not running".
     return 0 if all(row["alive"] for row in rows) else 3
+
+
+_HA_NOTE = (
+    f"HA: nameservice {NAMESERVICE} (fs.defaultFS hdfs://{NAMESERVICE}), two ResourceManagers; "
+    "the addresses above are the active ones; `tony-jupyter devcluster failover nn|rm` kills one"
+)
 
 
 def _logs(cluster: DevCluster, service: str, lines: int) -> int:
@@ -192,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         hosts = args.hosts if args.command == "up" else None
         version = args.hadoop_version if args.command == "up" else None
         tls_on = args.tls if args.command == "up" else None
+        ha = args.ha if args.command == "up" else None
         cluster = DevCluster(
             args.dir,
             getattr(args, "port_offset", None),
@@ -199,6 +229,7 @@ def main(argv: list[str] | None = None) -> int:
             hosts,
             tls_on,
             hadoop_version=version,
+            ha=ha,
         )
         if args.command == "up":
             already = cluster.is_running()
@@ -221,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 if cluster.ca_bundle is not None:
                     print(f"HTTPS only; CA bundle: {cluster.ca_bundle}", file=sys.stderr)
+                if cluster.layout.ha:
+                    print(_HA_NOTE, file=sys.stderr)
                 if cluster.security is not None:
                     print(
                         "Kerberos is on: `eval $(tony-jupyter devcluster env --user alice)` "
@@ -228,6 +261,14 @@ def main(argv: list[str] | None = None) -> int:
                         file=sys.stderr,
                     )
             _print_env(cluster)
+            return 0
+        if args.command == "failover":
+            done = failover.failover(cluster, args.master, restart=not args.no_restart)
+            again = "; started again as standby" if done.restarted else " (left stopped)"
+            print(
+                f"killed {done.killed}; {done.active} is active, {done.seconds:.1f} s after "
+                f"the kill{again}"
+            )
             return 0
         if args.command == "down":
             cluster.down()

@@ -12,9 +12,10 @@ from pathlib import Path
 import requests
 
 from ..am.yarn.jvm import JPMS_FLAGS
-from . import daemons, hostrun, kerberos, maven, netns, nodes, preflight, process, ready, tls
+from . import daemons, failover, hostrun, kerberos, maven, netns, nodes, preflight, process, tls
 from .config import (
     DATANODE2,
+    HA_SERVICES,
     KDC,
     MAX_PORT_OFFSET,
     NODEMANAGERS,
@@ -23,7 +24,9 @@ from .config import (
     write_config,
 )
 from .errors import DevClusterError
+from .ha import NAMESERVICE, ZOOKEEPER
 from .hosts import Hosts, Topology
+from .ready import wait_usable as wait_ready
 from .security import USERS, Security
 
 log = logging.getLogger(__name__)
@@ -57,18 +60,21 @@ class DevCluster:
         hosts: bool | None = None,
         tls_on: bool | None = None,
         hadoop_version: str | None = None,
+        ha: bool | None = None,
     ) -> None:
         """``port_offset`` shifts every port (e.g. 10000: RM on 18088) so that clusters can run
         side by side; by default the offset the cluster in ``dir`` was started with, else
         ``$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET``, else 0. ``security``: True or a
         :class:`Security` for Kerberos (`up --secure`), False for none; by default what the
         cluster in ``dir`` was started with, else none. ``hosts`` (`up --hosts`, ``hosts.py``),
-        ``tls_on`` (HTTPS only from its own CA, `up --tls`, ``tls.py``): likewise."""
+        ``tls_on`` (HTTPS only from its own CA, `up --tls`, ``tls.py``), ``ha`` (two NameNodes,
+        two RMs, `up --ha`, ``ha.py``): likewise."""
         root = Path(dir or default_dir()).expanduser().resolve()
         self._version = maven.check_version(hadoop_version) if hadoop_version else None
         recorded_hosts = _state(root).get("hosts")
         hosts = bool(recorded_hosts) if hosts is None else hosts
         tls_on = bool(_state(root).get("tls")) if tls_on is None else tls_on
+        ha = bool(_state(root).get("ha")) if ha is None else ha
         if security is None:
             recorded = _state(root).get("security")
             security = Security.from_json(recorded) if recorded else False
@@ -88,18 +94,9 @@ class DevCluster:
                 f"{MAX_PORT_OFFSET} so that every port stays below 65536; use a multiple of "
                 "1000, e.g. 10000."
             )
-        if hosts and self.security is not None:
-            raise DevClusterError(
-                "--hosts together with --secure is not supported yet: start the several-host "
-                "cluster without Kerberos, or the secure one on this machine's own host."
-            )
-        if hosts and tls_on:
-            raise DevClusterError(
-                "--hosts together with --tls is not supported yet: start the several-host "
-                "cluster without TLS, or the TLS one on this machine's own host."
-            )
         secure = self.security is not None
-        self.layout = Layout(root, port_offset, secure=secure, hosts=hosts, tls=tls_on)
+        preflight.check_shape(hosts=hosts, secure=secure, tls=tls_on, ha=ha)
+        self.layout = Layout(root, port_offset, secure=secure, hosts=hosts, tls=tls_on, ha=ha)
         self.hosts = Hosts.from_json(recorded_hosts) if hosts and recorded_hosts else None
         self.user = getpass.getuser()
         self._http: requests.Session | None = None
@@ -115,6 +112,8 @@ class DevCluster:
         return self.layout.conf
 
     def _web_url(self, name: str) -> str:
+        if self.layout.ha:  # the pair's active one, asked each time
+            return failover.active_url(self.layout, self.http, str(failover.kind_of(name)))
         scheme = "https" if self.layout.tls else "http"
         return f"{scheme}://{self.layout.host_of(name)}:{self.layout.ports(name)[scheme]}"
 
@@ -133,7 +132,8 @@ class DevCluster:
 
     @property
     def fs_default_name(self) -> str:
-        return f"hdfs://{self.layout.host_of('namenode')}:{self.layout.ports('namenode')['rpc']}"
+        nn = f"{self.layout.host_of('namenode')}:{self.layout.ports('namenode')['rpc']}"
+        return f"hdfs://{NAMESERVICE if self.layout.ha else nn}"
 
     @property
     def hadoop_classpath(self) -> list[str]:
@@ -198,17 +198,7 @@ class DevCluster:
         return session
 
     def _check_principal(self, user: str, what: str) -> None:
-        if self.security is None:
-            raise DevClusterError(
-                f"`{what} {user}` needs a secure devcluster: the one in {self.dir} runs without "
-                "Kerberos, where clients name their user themselves (user.name). Restart it "
-                "with `tony-jupyter devcluster down` and `up --secure`."
-            )
-        if user not in self.users:
-            raise DevClusterError(
-                f"No principal {user!r} on the devcluster in {self.dir}; choose one of: "
-                f"{', '.join(self.users)}."
-            )
+        kerberos.check_principal(self.dir, self.security is not None, self.users, user, what)
 
     @property
     def http(self) -> requests.Session:
@@ -255,6 +245,9 @@ class DevCluster:
                     "pid": entry[0] if entry else None,
                     "alive": proc is not None,
                     "ports": self.layout.ports(name),
+                    "ha_state": failover.ha_state(self.layout, self.http, name)
+                    if self.layout.ha and proc is not None
+                    else None,
                     "log": str(self.layout.log_file(name)),
                 }
             )
@@ -302,6 +295,7 @@ class DevCluster:
             "python": sys.executable,
             "security": self.security.to_json() if self.security else None,
             "tls": self.layout.tls,
+            "ha": self.layout.ha,
         }
         if self.layout.hosts:
             self.hosts = Hosts.plan(self.dir, [self.dir, self.layout.lib, self.layout.apps])
@@ -349,8 +343,9 @@ class DevCluster:
         gone it retries the connection until it is killed. The KDC goes last, whether or not
         this object thinks the cluster is a secure one.
         """
-        masters = [name for name in (*SERVICE_NAMES, DATANODE2.name) if name not in NODEMANAGERS]
-        for group in (NODEMANAGERS, masters, [KDC]):
+        others = (*SERVICE_NAMES, DATANODE2.name, *(s.name for s in HA_SERVICES))
+        masters = [name for name in others if name not in (*NODEMANAGERS, ZOOKEEPER)]
+        for group in (NODEMANAGERS, masters, [ZOOKEEPER, KDC]):
             pid_files = [self.layout.pid_file(name) for name in group]
             for pid_file in process.stop_all(pid_files):
                 log.info("stopped %s", pid_file.stem)
@@ -369,6 +364,7 @@ class DevCluster:
             "security": self.security.to_json() if self.security else None,
             "hadoop_version": self._version,  # None: whichever it runs
             "tls": self.layout.tls,
+            "ha": self.layout.ha,
         }
         preflight.check_same_cluster(self.dir, _state(self.dir), wanted)
         return True
@@ -385,10 +381,13 @@ class DevCluster:
         return nodes.restart_node(self, name, timeout)
 
     def wait_usable(self, timeout: float) -> None:
-        """Until every daemon serves (from a host that reaches them: on `--hosts`, the edge)."""
+        """Until every daemon serves (from a host that reaches them: on `--hosts`, the edge);
+        on an HA cluster after making nn1 active and an RM elected."""
+        if self.layout.ha:
+            failover.activate(self, self._check_alive, timeout)
         nm_ports = {nm: self.layout.ports(nm)["rpc"] for nm in NODEMANAGERS}
         urls = (self.rm_url, self.webhdfs_url)
-        ready.wait_usable(*urls, nm_ports, self.http, self._check_alive, timeout, self.layout.logs)
+        wait_ready(*urls, nm_ports, self.http, self._check_alive, timeout, self.layout.logs)
 
     def _check_alive(self, names: list[str] | None = None) -> None:
         for name in names or self.layout.service_names:

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from . import queues, tls
+from . import ha, queues, tls
 from . import security as sec
 from .hosts import SERVICE_HOSTS
 from .queues import GPU_LABEL
@@ -40,19 +40,14 @@ class ServiceSpec:
     ports: dict[str, int]
 
 
-_RM_CLASS = "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager"
+_RM_CLASS = ha.RM_CLASS
 _NM_CLASS = "org.apache.hadoop.yarn.server.nodemanager.NodeManager"
 
 # Fixed ports, so that the addresses printed by `up` stay valid across restarts. HDFS and RM use
 # Hadoop's defaults; the two NMs get 804x and 814x so that they cannot collide. A cluster's
 # port offset (default 0) shifts them all, so that several clusters can share a machine.
 SERVICES: tuple[ServiceSpec, ...] = (
-    ServiceSpec(
-        "namenode",
-        "org.apache.hadoop.hdfs.server.namenode.NameNode",
-        384,
-        {"rpc": 8020, "http": 9870},
-    ),
+    ServiceSpec("namenode", ha.NN_CLASS, 384, {"rpc": 8020, "http": 9870}),
     ServiceSpec(
         "datanode",
         "org.apache.hadoop.hdfs.server.datanode.DataNode",
@@ -72,13 +67,15 @@ SERVICE_NAMES = tuple(s.name for s in SERVICES)
 # `up --hosts` only: worker2's own DataNode, at the same ports as worker1's on its own address.
 DATANODE2 = ServiceSpec("datanode2", SERVICES[1].main_class, 256, SERVICES[1].ports)
 NODEMANAGERS = ("nm1", "nm2")
+# `up --ha` only: the second NameNode and ResourceManager, and ZooKeeper (``ha.py``).
+HA_SERVICES = tuple(ServiceSpec(name, *spec) for name, spec in ha.SERVICES.items())
 # A secure cluster's MIT KDC, beside the daemons: no JVM, started and stopped with them.
 KDC = "kdc"
 _KDC_PORTS = {"kdc": 9088}
 
 
 def service(name: str) -> ServiceSpec:
-    for spec in (*SERVICES, DATANODE2):
+    for spec in (*SERVICES, DATANODE2, *HA_SERVICES):
         if spec.name == name:
             return spec
     raise KeyError(name)
@@ -99,6 +96,7 @@ class Layout:
     rather than 127.0.0.1, because service principals carry the host name (``security.py``).
     ``hosts``: `up --hosts`; each daemon binds its own host's name (``hosts.py``).
     ``tls``: `up --tls`; every web endpoint HTTPS only, on its "https" port (``tls.py``).
+    ``ha``: `up --ha`; two NameNodes, two ResourceManagers and ZooKeeper (``ha.py``).
     """
 
     root: Path
@@ -106,6 +104,7 @@ class Layout:
     secure: bool = False
     hosts: bool = False
     tls: bool = False
+    ha: bool = False
 
     @property
     def host(self) -> str:
@@ -118,6 +117,7 @@ class Layout:
     def service_names(self) -> tuple[str, ...]:
         """Every process `up` starts, in start order."""
         names = (*SERVICE_NAMES, DATANODE2.name) if self.hosts else SERVICE_NAMES
+        names = ha.service_names(names) if self.ha else names
         return (KDC, *names) if self.secure else names
 
     def ports(self, name: str) -> dict[str, int]:
@@ -368,6 +368,8 @@ def write_config(
         hdfs.update(sec.hdfs_site(layout, user, security))
         yarn.update(sec.yarn_site(layout, user, security))
         capacity.update(sec.queue_acls(user))
+    if layout.ha:
+        ha.apply(layout.host_of, layout.ports, layout.data, core, hdfs, yarn)
     if layout.tls:  # after security's: its dfs.http.policy is HTTP_ONLY
         hdfs.update(tls.hdfs_site(layout.host_of, layout.ports))
         yarn.update(tls.yarn_site(layout.host_of, layout.ports))
@@ -383,6 +385,8 @@ def write_config(
     if layout.tls:
         files["ssl-server.xml"] = _xml(tls.ssl_server(layout.tls_files))
         files["ssl-client.xml"] = _xml(tls.ssl_client(layout.tls_files))
+    if layout.ha:
+        files["zoo.cfg"] = ha.zoo_cfg(layout.host_of, layout.ports, layout.data)
     for name, text in files.items():
         (layout.conf / name).write_text(text, encoding="utf-8")
     for nm in NODEMANAGERS:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from . import hostrun, process
+from . import ha, hostrun, process
 from .clusterview import ClusterView
-from .config import DATANODE2, KDC, SERVICE_NAMES, Layout, service
+from .config import DATANODE2, HA_SERVICES, KDC, SERVICE_NAMES, Layout, service
 from .errors import DevClusterError
 from .hosts import SERVICE_HOSTS
 
@@ -33,7 +34,7 @@ _DAEMON_JVM_OPTS = (
 def clear_pid_files(cluster: ClusterView) -> None:
     """Drop pid files of dead daemons; refuse to start over a half-running cluster."""
     alive = []
-    for name in (*SERVICE_NAMES, DATANODE2.name, KDC):
+    for name in (*SERVICE_NAMES, DATANODE2.name, *(s.name for s in HA_SERVICES), KDC):
         pid_file = cluster.layout.pid_file(name)
         if process.is_stale(pid_file):
             entry = process.read_pid(pid_file)
@@ -66,6 +67,8 @@ def daemon_cmd(cluster: ClusterView, name: str, java_home: Path) -> list[str]:
         ":".join(cluster.layout.classpath(name)),
         spec.main_class,
     ]
+    if cluster.layout.ha:
+        cmd += ha.daemon_args(name, cluster.layout.data, cluster.layout.conf)
     if cluster.hosts is None:
         return cmd
     if name == DATANODE2.name:
@@ -110,6 +113,8 @@ def hdfs_formatted(layout: Layout) -> bool:
 
 def format_namenode(cluster: ClusterView, java_home: Path) -> None:
     if hdfs_formatted(cluster.layout):
+        if cluster.layout.ha:
+            _standby_name_dir(cluster.layout)
         return
     log.info("formatting the NameNode")
     cmd = daemon_cmd(cluster, "namenode", java_home) + [
@@ -133,3 +138,18 @@ def format_namenode(cluster: ClusterView, java_home: Path) -> None:
             f"Formatting the NameNode failed (exit {proc.returncode}); see {log_file}:\n"
             + process.tail(log_file)
         )
+    if cluster.layout.ha:
+        _standby_name_dir(cluster.layout)
+
+
+def _standby_name_dir(layout: Layout) -> None:
+    """nn2's metadata: a copy of nn1's as formatted (``ha.py`` says why not -bootstrapStandby)."""
+    if not ha.shared_edits(layout.data).is_dir():
+        raise DevClusterError(
+            f"The HDFS in {layout.root} was formatted without --ha (it has no shared edits "
+            f"directory {ha.shared_edits(layout.data)}): start the HA cluster in another --dir, "
+            "or this one without --ha."
+        )
+    nn2 = ha.name_dir(layout.data, "namenode2")
+    if not (nn2 / "current").is_dir():
+        shutil.copytree(ha.name_dir(layout.data, "namenode"), nn2, dirs_exist_ok=True)

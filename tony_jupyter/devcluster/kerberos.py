@@ -326,3 +326,17 @@ class SpnegoSession(requests.Session):
         # OPTIONAL: WebHDFS's DataNode answers without a Negotiate header (it takes the token
         # in the redirect's URL), which REQUIRED would reject.
         return HTTPSPNEGOAuth(creds=creds, mutual_authentication=OPTIONAL)
+
+
+def check_principal(root: Path, secure: bool, users: tuple[str, ...], user: str, what: str) -> None:
+    """``user`` has a principal on the cluster in ``root`` (for `what`, e.g. `env --user`)."""
+    if not secure:
+        raise DevClusterError(
+            f"`{what} {user}` needs a secure devcluster: the one in {root} runs without "
+            "Kerberos, where clients name their user themselves (user.name). Restart it "
+            "with `tony-jupyter devcluster down` and `up --secure`."
+        )
+    if user not in users:
+        raise DevClusterError(
+            f"No principal {user!r} on the devcluster in {root}; choose one of: {', '.join(users)}."
+        )

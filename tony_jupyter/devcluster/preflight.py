@@ -154,6 +154,10 @@ def check_same_cluster(root: Path, state: dict, wanted: dict) -> None:
             f"not {wanted['hadoop_version']}. Use it as it is, or run `tony-jupyter devcluster "
             "down` first and start the other release in another --dir."
         )
+    if bool(state.get("ha")) != wanted["ha"]:
+        raise _running_otherwise(
+            root, "with two NameNodes and two RMs (--ha)" if state.get("ha") else "without --ha"
+        )
     if bool(state.get("tls")) != wanted["tls"]:
         raise _running_otherwise(
             root, "with TLS (HTTPS only)" if state.get("tls") else "without TLS"
@@ -161,6 +165,27 @@ def check_same_cluster(root: Path, state: dict, wanted: dict) -> None:
     if state.get("security") != wanted["security"]:
         running = _describe(state.get("security"))
         raise _running_otherwise(root, f"{running}, not {_describe(wanted['security'])}")
+
+
+def check_shape(*, hosts: bool, secure: bool, tls: bool, ha: bool) -> None:
+    """Refuse the combinations of `up`'s shapes that are not supported yet, before anything."""
+    if hosts and secure:
+        raise DevClusterError(
+            "--hosts together with --secure is not supported yet: start the several-host "
+            "cluster without Kerberos, or the secure one on this machine's own host."
+        )
+    if hosts and tls:
+        raise DevClusterError(
+            "--hosts together with --tls is not supported yet: start the several-host "
+            "cluster without TLS, or the TLS one on this machine's own host."
+        )
+    others = [flag for flag, on in (("--secure", secure), ("--tls", tls), ("--hosts", hosts)) if on]
+    if ha and others:
+        raise DevClusterError(
+            f"--ha together with {' and '.join(others)} is not supported yet: start the HA "
+            f"cluster (two NameNodes, two ResourceManagers) without {' and '.join(others)}, or "
+            "that one without --ha."
+        )
 
 
 def _running_otherwise(root: Path, running: str) -> DevClusterError:

@@ -3,8 +3,8 @@
 Enable with ``pytest_plugins = ["tony_jupyter.devcluster.testing"]``. Only tests that request
 the fixture pay for the cluster. It runs in ``$TONY_JUPYTER_DEVCLUSTER_DIR`` if set, else in
 pytest's tmp dir; a devcluster already running there (or, with the variable unset, in the default
-dir) is reused and left running, unless it is a secure one. Without Java the fixture skips,
-except under CI (``CI`` set), where a missing Java is a broken runner and fails.
+dir) is reused and left running, unless it is a secure, TLS or HA one. Without Java the fixture
+skips, except under CI (``CI`` set), where a missing Java is a broken runner and fails.
 
 Secure clusters (``up --secure``) come from :func:`start_devcluster`, in a test module's own
 fixture, since each module may want its own token lifetimes.
@@ -49,7 +49,8 @@ def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]
     env_dir = os.environ.get("TONY_JUPYTER_DEVCLUSTER_DIR")
     # With the variable unset, reuse a cluster started by hand in the default dir: no start-up.
     existing = DevCluster(Path(env_dir)) if env_dir else DevCluster()
-    if existing.is_running() and existing.security is None and not existing.layout.tls:
+    plain = existing.security is None and not (existing.layout.tls or existing.layout.ha)
+    if existing.is_running() and plain:
         yield existing
         return
     root = existing.dir if env_dir else tmp_path_factory.mktemp("devcluster")
@@ -63,18 +64,19 @@ def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]
 
 
 def start_devcluster(
-    root: Path, security: Security | None = None, tls_on: bool = False
+    root: Path, security: Security | None = None, tls_on: bool = False, ha: bool = False
 ) -> DevCluster:
     """`up` in ``root`` on the first port offset that is free; the caller calls `down`.
 
-    ``tls_on``: HTTPS only (`up --tls`). With ``security``, a secure cluster, or a skip (a
-    failure under CI) where this machine has no Java or no MIT Kerberos tools."""
+    ``tls_on``: HTTPS only (`up --tls`); ``ha``: two NameNodes and two RMs (`up --ha`). With
+    ``security``, a secure cluster, or a skip (a failure under CI) where this machine has no
+    Java or no MIT Kerberos tools."""
     _require(_java_problem(), "Java")
     if security is not None:
         _require(_kerberos_problem(), "MIT Kerberos")
     for attempt in range(3):
-        offset = _free_port_offset(root, security is not None, tls_on)
-        cluster = DevCluster(root, offset, security or False, tls_on=tls_on)
+        offset = _free_port_offset(root, security is not None, tls_on, ha)
+        cluster = DevCluster(root, offset, security or False, tls_on=tls_on, ha=ha)
         try:
             cluster.up()
             return cluster
@@ -95,14 +97,16 @@ def _kerberos_problem() -> str | None:
     return None
 
 
-def _free_port_offset(root: Path, secure: bool = False, tls_on: bool = False) -> int:
+def _free_port_offset(
+    root: Path, secure: bool = False, tls_on: bool = False, ha: bool = False
+) -> int:
     """$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET if set (for the plain cluster: a secure or TLS one
     runs beside it); else the first offset whose ports are all free, so that a cluster someone else
     runs on this machine does not fail the session."""
-    if "TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET" in os.environ and not (secure or tls_on):
+    if "TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET" in os.environ and not (secure or tls_on or ha):
         return int(os.environ["TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET"])
     for offset in range(0, MAX_PORT_OFFSET + 1, 10000):
-        ports = Layout(root, offset, secure, tls=tls_on).all_ports()
+        ports = Layout(root, offset, secure, tls=tls_on, ha=ha).all_ports()
         if not any(preflight.port_in_use(port) for port in ports):
             return offset
     return 0  # all taken: `up` names the busy ports

@@ -1,0 +1,100 @@
+"""`devcluster up --ha` without starting a JVM: the configuration it writes is the HA form that
+the notebook side resolves (no single master's address), and its refusals come before anything
+is made or started. The cluster itself: tests/ha (marked ``ha``)."""
+
+from __future__ import annotations
+
+import getpass
+
+import pytest
+
+from tony_jupyter.devcluster import DevCluster, DevClusterError, failover, process
+from tony_jupyter.devcluster.cli import main
+from tony_jupyter.devcluster.config import Layout, write_config
+from tony_jupyter.launcher.yarn.conf import HadoopConf, read_site
+
+
+@pytest.fixture
+def ha_conf(tmp_path):
+    layout = Layout(tmp_path, port_offset=30000, ha=True)
+    write_config(layout, getpass.getuser(), "/usr/bin")
+    return layout
+
+
+def test_the_config_is_the_ha_form_and_the_notebook_side_resolves_both_masters(ha_conf):
+    conf = HadoopConf.load(ha_conf.conf)
+    assert conf.default_fs == "hdfs://devcluster"
+    assert conf.rm.urls == ("http://127.0.0.1:38088", "http://127.0.0.1:38188")
+    assert conf.webhdfs.urls == ("http://127.0.0.1:39870", "http://127.0.0.1:39860")
+    assert "yarn.resourcemanager.ha.rm-ids" in conf.rm.source
+    # Every client resolves the pair; no single master's address is left to mislead one.
+    hdfs = read_site(ha_conf.conf / "hdfs-site.xml")
+    yarn = read_site(ha_conf.conf / "yarn-site.xml")
+    for single in ("dfs.namenode.rpc-address", "dfs.namenode.http-address"):
+        assert single not in hdfs
+    for single in ("hostname", "address", "webapp.address", "scheduler.address"):
+        assert f"yarn.resourcemanager.{single}" not in yarn
+    assert hdfs["dfs.client.failover.proxy.provider.devcluster"].endswith(
+        "ConfiguredFailoverProxyProvider"
+    )
+    assert hdfs["dfs.namenode.shared.edits.dir"] == f"file://{ha_conf.data / 'nn-shared'}"
+    assert yarn["yarn.resourcemanager.store.class"].endswith("recovery.ZKRMStateStore")
+    assert yarn["yarn.resourcemanager.recovery.enabled"] == "true"
+    assert yarn["yarn.resourcemanager.work-preserving-recovery.enabled"] == "true"
+    assert yarn["yarn.resourcemanager.zk-address"] == "127.0.0.1:32181"
+    # The NMs' own yarn-site carries the same pair (their conf dir comes first for them).
+    nm1 = read_site(ha_conf.nm_conf("nm1") / "yarn-site.xml")
+    assert nm1["yarn.resourcemanager.ha.rm-ids"] == "rm1,rm2"
+    zoo = (ha_conf.conf / "zoo.cfg").read_text()
+    assert "clientPort=32181" in zoo and "clientPortAddress=127.0.0.1" in zoo
+    assert "admin.enableServer=false" in zoo
+
+
+def test_an_ha_cluster_has_its_daemons_in_start_order_and_its_fs_is_the_nameservice(tmp_path):
+    dc = DevCluster(tmp_path, port_offset=30000, ha=True)
+    assert dc.layout.service_names == (
+        "zookeeper",
+        "namenode",
+        "namenode2",
+        "datanode",
+        "resourcemanager",
+        "resourcemanager2",
+        "nm1",
+        "nm2",
+    )
+    assert dc.fs_default_name == "hdfs://devcluster"
+    assert dc.env()["TONY_DEVCLUSTER_FS"] == "hdfs://devcluster"
+    assert 32181 in dc.layout.all_ports() and 39860 in dc.layout.all_ports()
+    # Nothing answers: the first of each pair, whose errors then name it.
+    assert dc.rm_url == "http://127.0.0.1:38088"
+
+
+@pytest.mark.parametrize("other", ["--tls", "--secure", "--hosts"])
+def test_ha_with_another_shape_is_refused_before_anything(tmp_path, capsys, other):
+    assert main(["up", "--dir", str(tmp_path), "--ha", other]) == 1
+    err = capsys.readouterr().err
+    assert f"--ha together with {other} is not supported yet" in err
+    assert not any(tmp_path.iterdir())
+
+
+def test_failover_needs_an_ha_cluster(tmp_path, capsys):
+    assert main(["failover", "nn", "--dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "needs an HA cluster" in err and "up --ha" in err
+
+
+def test_failover_with_no_active_master_kills_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(process, "live_process", lambda pid_file: pytest.fail("looked for a pid"))
+    dc = DevCluster(tmp_path, port_offset=30000, ha=True)
+    with pytest.raises(DevClusterError, match="No ResourceManager .* is active: nothing to fail"):
+        failover.failover(dc, "rm")
+
+
+def test_up_ha_on_hdfs_formatted_without_ha_is_refused(tmp_path, monkeypatch):
+    from tony_jupyter.devcluster import daemons
+
+    (tmp_path / "data" / "nn" / "current").mkdir(parents=True)
+    dc = DevCluster(tmp_path, port_offset=30000, ha=True)
+    with pytest.raises(DevClusterError, match="formatted without --ha"):
+        daemons.format_namenode(dc, dc.java_home)
+    assert not (tmp_path / "data" / "nn2").exists()
