@@ -47,6 +47,23 @@ class Record:
         return rec
 
     @classmethod
+    def encode(cls, base: Record | None = None, **values: Any) -> dict[str, Any]:
+        """This record's JSON form from ``base``'s fields (a record of this class) and
+        ``values``, which may be in their JSON form already: what ``to_json()`` gives,
+        without reading them into records first (a job's snapshot, built straight from the
+        AM's task records, am/views.py: ~0.2 ms a task as records)."""
+        names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+        unknown = set(values) - set(names)
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no field {sorted(unknown)[0]!r}")
+        given = {n: getattr(base, n) for n in names} if base is not None else {}
+        given.update(values)
+        missing = [n for n in names if n not in given]
+        if missing:
+            raise TypeError(f"{cls.__name__} needs {missing[0]!r}")
+        return {n: _plain(given[n]) for n in names}
+
+    @classmethod
     def parse(cls: type[R], data: Any) -> R:
         """A message's body (a request to the AM, its answer) as this record: a ValueError
         naming the first field that is missing or not of its type, worded for the sender

@@ -17,14 +17,17 @@ import os
 import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from tornado import web
 
+from ..protocol import ErrorAnswer
+from ..records import Record
 from .coordinator import Coordinator, StaleAttempt
 from .task_credentials import Registration, SecretReused, matches
 
 T = TypeVar("T")
+R = TypeVar("R", bound=Record)
 
 if TYPE_CHECKING:
     from .cells import CellQueue
@@ -149,6 +152,9 @@ def redacted_uri(uri: str) -> str:
 
 @web.stream_request_body
 class BaseHandler(web.RequestHandler):
+    # Per HTTP method, the records of this route's request body and answer (protocol/):
+    # a body is read as its record (``parsed``), an answer written from one (``answer``).
+    records: ClassVar[dict[str, tuple[type[Record], type[Record]]]] = {}
     max_body = MAX_BODY  # bytes a request to this route may carry
     executor_route = False  # executor/*: only a task's own token, for that task
     registration_route = False  # executor/register: only a launch's registration secret
@@ -214,41 +220,31 @@ class BaseHandler(web.RequestHandler):
         exc = kwargs.get("exc_info", (None, None, None))[1]
         if isinstance(exc, StaleAttempt):  # the one place an over attempt is answered
             self.set_status(410)
-            self.finish({"command": "stop", "error": str(exc)})
+            self.answer(ErrorAnswer(str(exc), command="stop"))
             return
         message = getattr(exc, "log_message", None) or self._reason
-        self.finish({"error": message, "status": status_code})
+        self.answer(ErrorAnswer(message, status_code))
 
     def log_exception(self, typ, value, tb) -> None:
         if isinstance(value, StaleAttempt):
             return  # a late call of an attempt that is over: answered 410, nothing went wrong
         super().log_exception(typ, value, tb)
 
-    def body(self) -> dict:
+    def parsed(self, record: type[R]) -> R:
+        """The request's body as ``record``: the one place a body is read. 400 naming the
+        field when it is not (missing, or not of its type)."""
         try:
             b = json.loads(b"".join(self._chunks) or b"{}")
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise web.HTTPError(400, "body is not JSON") from None
-        if not isinstance(b, dict):
-            raise web.HTTPError(400, "body must be a JSON object")
-        return b
+        try:
+            return record.parse(b)
+        except ValueError as e:
+            raise web.HTTPError(400, str(e)) from None
 
-    def field(self, b: dict, name: str, kind: type = str, default=...):
-        """``b[name]``, a str or a whole number as ``kind`` says, or 400 naming the field."""
-        value = b.get(name, default)
-        if value is ...:
-            raise web.HTTPError(400, f"body needs {name!r}")
-        if value is None and default is None:
-            return None
-        if kind is int:
-            if isinstance(value, str) and value.isdecimal():
-                value = int(value)
-            if not isinstance(value, int) or isinstance(value, bool) or value > MAX_OFFSET:
-                raise web.HTTPError(400, f"{name!r} must be a whole number")
-            return value
-        if not isinstance(value, kind):
-            raise web.HTTPError(400, f"{name!r} must be a {kind.__name__}")
-        return value
+    def answer(self, record: Record) -> None:
+        """Finish with ``record``'s JSON form."""
+        self.finish(record.to_json())
 
     def int_arg(self, name: str, default: int | None = None, minimum: int = 0) -> int:
         raw = self.get_argument(name, None if default is None else str(default))

@@ -5,10 +5,11 @@ outcome (``POST executor/cell-result``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from ..records import Record, Sparse
+from ..records import Record
 from .executor import CellOutcome, TaskCall
-from .states import CellState
+from .states import DONE_CELL_STATES, CellState
 from .views import JobSnapshot
 
 
@@ -31,7 +32,7 @@ class CellLog(Record):
 
 
 @dataclass(frozen=True)
-class CellView(Sparse):
+class CellView(Record):
     """A cell as the AM keeps it (its source and pushed names left out). ``results`` holds
     each task's outcome (the chief's value only when asked, ``with_value``); ``job`` and
     ``logs`` come only when a follower asks for them (``?feed=``)."""
@@ -52,7 +53,14 @@ class CellView(Sparse):
 
     @property
     def done(self) -> bool:
-        return CellState(self.state).done
+        return self.state in DONE_CELL_STATES
+
+    def to_json(self) -> dict[str, Any]:
+        d = super().to_json()
+        for k in ("job", "logs"):  # there only when a follower asked for them
+            if d[k] is None:
+                del d[k]
+        return d
 
 
 @dataclass(frozen=True)
