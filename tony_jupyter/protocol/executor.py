@@ -111,6 +111,11 @@ class CellOutcome(Sparse):
         """Just the outcome, without a request's other fields."""
         return CellOutcome(self.status, self.traceback, self.value, self.arrow)
 
+    def fields(self) -> dict[str, Any]:
+        """The outcome's fields, for a request that carries it."""
+        return {"status": self.status, "traceback": self.traceback, "value": self.value,
+                "arrow": self.arrow}  # fmt: skip
+
 
 @dataclass(frozen=True, kw_only=True)
 class ResultRequest(CellOutcome, TaskCall):
