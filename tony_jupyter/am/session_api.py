@@ -33,6 +33,12 @@ class SessionHandler(BaseHandler):
         assert queue is not None  # these routes exist only in a session's AM (api.make_app)
         return queue
 
+    def _cell(self, cell_id: str):
+        try:
+            return self.cells.get(int(cell_id))
+        except (KeyError, ValueError):
+            raise web.HTTPError(404, f"no cell {cell_id}") from None
+
 
 class CellsHandler(SessionHandler):
     max_body = MAX_RESULT_BODY  # a cell carries the names pushed with it
@@ -95,14 +101,8 @@ class CellHandler(SessionHandler):
             data = self.read_log(task, None, offset, limit)
         return CellLog(data.decode("utf-8", errors="replace"), offset + len(data))
 
-    def _cell(self, cell_id: str):
-        try:
-            return self.cells.get(int(cell_id))
-        except (KeyError, ValueError):
-            raise web.HTTPError(404, f"no cell {cell_id}") from None
 
-
-class InterruptHandler(CellHandler):
+class InterruptHandler(SessionHandler):
     records = {"POST": (NoBody, CellView)}
 
     def post(self, cell_id: str) -> None:
