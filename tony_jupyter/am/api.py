@@ -69,7 +69,7 @@ class EventsHandler(BaseHandler):
                 break
             await self.wait_change(left)
         events = self.coord.events
-        self.finish(EventsAnswer.encode(events=events[since:], next=len(events)))
+        self.answer(EventsAnswer(tuple(events[since:]), len(events)))
 
 
 class LogsHandler(BaseHandler):
