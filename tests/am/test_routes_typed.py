@@ -1,7 +1,8 @@
 """Every route of the AM's API declares the protocol records of its request body and its answer
 (am/http.py ``BaseHandler.records``), and a real local AM (a session's: it serves every route)
 answers each with its record: the routes are read from the application itself, so a route added
-without records, or without a call here, fails. A malformed body is a 400 naming its field."""
+without records, or without a call here, fails. A malformed body is a 400 naming its field. The
+warm YARN AM's spare routes declare theirs too (tests/am/test_spare_routes.py calls them)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from helpers.tokens import PRINT_OWN_TOKEN, own_token
 from tornado import web
 
 from tony_jupyter.am.api import make_app
+from tony_jupyter.am.yarn.spare_routes import router
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.clients import open_client
@@ -40,6 +42,15 @@ def routes() -> dict[str, type]:
     return out
 
 
+def spare_routes() -> dict[str, type]:
+    """The warm YARN AM's spare routes, as its router has them."""
+    spare_app = router(SimpleNamespace(), web.Application([])).rules[0].target
+    return {
+        rule.matcher.regex.pattern.removeprefix("/api/v1/").removesuffix("$"): rule.target
+        for rule in spare_app.wildcard_router.rules
+    }
+
+
 def methods(handler: type) -> set[str]:
     """The HTTP methods a handler answers (those it defines, not tornado's 405)."""
     return {m.upper() for m in METHODS if getattr(handler, m) is not getattr(web.RequestHandler, m)}
@@ -48,7 +59,9 @@ def methods(handler: type) -> set[str]:
 def test_every_route_declares_protocol_records_for_its_body_and_answer():
     found = routes()
     assert {"job", "executor/heartbeat", "cells", "executor/cell-result"} <= set(found)
-    for pattern, handler in found.items():
+    spares = spare_routes()
+    assert set(spares) == {"spare/job", "spare/hello", "spare/task", "spare/status"}
+    for pattern, handler in {**found, **spares}.items():
         assert set(handler.records) == methods(handler), (pattern, handler.records)
         for method, (body, answer) in handler.records.items():
             for record in (body, answer):

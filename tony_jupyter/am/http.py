@@ -146,6 +146,19 @@ def read_at(path, offset: int, limit: int) -> bytes:
         return f.read(limit)
 
 
+def parse_body(chunks: list[bytes], record: type[R]) -> R:
+    """A request's body as ``record``: the one place an AM reads a body. 400 when it is not
+    JSON, or naming the field that is missing or not of its type."""
+    try:
+        b = json.loads(b"".join(chunks) or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise web.HTTPError(400, "body is not JSON") from None
+    try:
+        return record.parse(b)
+    except ValueError as e:
+        raise web.HTTPError(400, str(e)) from None
+
+
 def redacted_uri(uri: str) -> str:
     return _TOKEN_IN_QUERY.sub(r"\1[redacted]", uri)
 
@@ -231,16 +244,8 @@ class BaseHandler(web.RequestHandler):
         super().log_exception(typ, value, tb)
 
     def parsed(self, record: type[R]) -> R:
-        """The request's body as ``record``: the one place a body is read. 400 naming the
-        field when it is not (missing, or not of its type)."""
-        try:
-            b = json.loads(b"".join(self._chunks) or b"{}")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise web.HTTPError(400, "body is not JSON") from None
-        try:
-            return record.parse(b)
-        except ValueError as e:
-            raise web.HTTPError(400, str(e)) from None
+        """The request's body as ``record`` (:func:`parse_body`)."""
+        return parse_body(self._chunks, record)
 
     def answer(self, record: Record) -> None:
         """Finish with ``record``'s JSON form."""

@@ -2,10 +2,11 @@
 
 By responsibility: the states and the event log's entries (states.py), the job as the AM
 reports it (views.py), the executor's messages (executor.py), a session's cells (session.py),
-the job client's (client.py), what every route shares (common.py) and the executor's
-environment (env.py). Each AM route declares the records of its body and its answer
-(am/http.py ``BaseHandler.records``; tests/am/test_routes_typed.py walks them). This module
-re-exports them all, so that ``from tony_jupyter.protocol import X`` reads any of them.
+the job client's (client.py), the warm YARN AM's spare routes (spare.py), what every route
+shares (common.py) and the executor's environment (env.py). Each AM route declares the
+records of its body and its answer (am/http.py ``BaseHandler.records``;
+tests/am/test_routes_typed.py walks them). This module re-exports them all, so that
+``from tony_jupyter.protocol import X`` reads any of them.
 """
 
 from .client import (
@@ -46,6 +47,7 @@ from .session import (
     CellView,
     NextCellAnswer,
 )
+from .spare import SpareJob, SpareSecret, SpareStatus, SpareTask
 from .states import (
     DONE_CELL_STATES,
     DONE_TASK_STATES,
@@ -77,6 +79,7 @@ __all__ = [
     "FeedAnswer", "FeedLog", "GpuUse", "GuardConfig", "HeartbeatAnswer", "HeartbeatRequest",
     "JobSnapshot", "JobState", "JobSummary", "LogBatch", "LogsAnswer", "MetricsAnswer",
     "NextCellAnswer", "NoBody", "Ok", "ReasonBody", "RegisterAnswer", "RegisterRequest",
-    "ResultAnswer", "ResultRequest", "StateAnswer", "TaskCall", "TaskState", "TaskSummary",
+    "ResultAnswer", "ResultRequest", "SpareJob", "SpareSecret", "SpareStatus", "SpareTask",
+    "StateAnswer", "TaskCall", "TaskState", "TaskSummary",
     "TaskView", "progress_time", "token_verifier",
 ]  # fmt: skip
