@@ -6,7 +6,9 @@ warm YARN AM's spare routes declare theirs too (tests/am/test_spare_routes.py ca
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -17,14 +19,26 @@ import requests
 from helpers.jobs import wait_no_processes
 from helpers.tokens import PRINT_OWN_TOKEN, own_token
 from tornado import web
+from tornado.httpclient import AsyncHTTPClient
+from tornado.httpserver import HTTPServer
+from tornado.netutil import bind_sockets
 
+from tests.am.test_coordinator import make
 from tony_jupyter.am.api import make_app
+from tony_jupyter.am.http import AMState
+from tony_jupyter.am.provider import Placement
 from tony_jupyter.am.yarn.spare_routes import router
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import CellView, ErrorAnswer
+from tony_jupyter.protocol import (
+    CellView,
+    ErrorAnswer,
+    HeartbeatAnswer,
+    RegisterAnswer,
+    token_verifier,
+)
 from tony_jupyter.records import Record
 from tony_jupyter.session import session_spec
 
@@ -220,3 +234,40 @@ def test_a_malformed_body_is_a_400_naming_the_field(session):
         assert r.status_code == 400, (path, body, r.text)
         assert message in ErrorAnswer.checked(r.json()).error, (path, body, r.text)
     assert session.snapshot().state == "RUNNING"  # and the job goes on
+
+
+def test_register_answers_a_register_answer_whose_token_acts_for_the_task(tmp_path):
+    """The one answer a real AM gives only to its own executors (a launch's registration
+    secret is spent by the executor that had it): an in-process AM, its launches' secrets."""
+    c, provider, _ = make("--workers 1 --no-tensorboard", tmp_path)
+    secret = provider.launched[-1][2]["TONY_TOKEN"]
+    provider.placement = lambda task, attempt: Placement("127.0.0.1")  # where it "launched" it
+    am = AMState(c, token_verifier("t" * 32))
+
+    async def scenario() -> tuple[dict, dict]:
+        sockets = bind_sockets(0, "127.0.0.1")
+        server = HTTPServer(make_app(am))
+        server.add_sockets(sockets)
+        base = f"http://127.0.0.1:{sockets[0].getsockname()[1]}/api/v1/executor/"
+
+        async def post(path: str, token: str, body: dict) -> dict:
+            r = await AsyncHTTPClient().fetch(
+                base + path,
+                method="POST",
+                body=json.dumps(body),
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            return json.loads(r.body)
+
+        try:
+            me = {"task": "worker:0", "attempt": 1}
+            got = await post("register", secret, {**me, "port": 2222, "pid": 1})
+            beat = await post("heartbeat", RegisterAnswer.checked(got).token, {**me, "rss": 1})
+        finally:
+            server.stop()
+        return got, beat
+
+    got, beat = asyncio.run(scenario())
+    assert RegisterAnswer.checked(got).to_json() == got and got["token"] != secret
+    assert HeartbeatAnswer.checked(beat) == HeartbeatAnswer()
+    assert c.tasks["worker:0"].port == 2222 and c.state == "RUNNING"
