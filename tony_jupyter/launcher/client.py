@@ -29,7 +29,16 @@ import requests
 from .. import jobdir
 from ..errors import BackendError, JobNotFoundError
 from ..jobdir import JobDir
-from ..protocol import CellList, CellSubmit, CellView, JobSnapshot, ReasonBody, token_verifier
+from ..protocol import (
+    CellList,
+    CellSubmit,
+    CellView,
+    JobSnapshot,
+    LogsAnswer,
+    ReasonBody,
+    ResultAnswer,
+    token_verifier,
+)
 from . import damage
 from .damage import DamagedRecordError
 
@@ -292,7 +301,8 @@ class JobClient(ABC):
             "GET", "logs", params={"task": task, "offset": offset, "attempt": attempt}
         )
         if got is not None:
-            return got["text"], got["offset"]
+            answer = LogsAnswer.from_json(got)
+            return answer.text, answer.offset
         if not attempt:
             attempt = self.snapshot().attempt or 1
         data = damage.read_from(self.record.layout.log(attempt, task), offset)
@@ -302,7 +312,7 @@ class JobClient(ABC):
         """{'value': ..., 'pulled': {...}, 'missing': [...]} from the chief, or None."""
         got = self.call_am("GET", "result")
         if got:
-            return decode_result(got.get("result"))
+            return decode_result(ResultAnswer.from_json(got).result)
         saved = self.record.read_json(jobdir.RESULT)
         try:
             return decode_result(saved)
