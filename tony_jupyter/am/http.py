@@ -17,7 +17,7 @@ import os
 import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from tornado import web
 
@@ -164,11 +164,52 @@ def redacted_uri(uri: str) -> str:
 
 
 @web.stream_request_body
-class BaseHandler(web.RequestHandler):
+class RecordHandler(web.RequestHandler):
+    """What every AM route does with its body and answer (the job's API here, the warm AM's
+    spare routes): a body bounded by ``max_body`` (413 from its Content-Length, before it is
+    read, or as it comes) and read as its record; an answer, an error too, written from one."""
+
     # Per HTTP method, the records of this route's request body and answer (protocol/):
     # a body is read as its record (``parsed``), an answer written from one (``answer``).
     records: ClassVar[dict[str, tuple[type[Record], type[Record]]]] = {}
     max_body = MAX_BODY  # bytes a request to this route may carry
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._chunks: list[bytes] = []
+        self._size = 0
+        super().__init__(*args, **kwargs)
+
+    def bound_body(self) -> None:
+        """From ``prepare()``, once the caller is let in: the body's bound."""
+        length = self.request.headers.get("Content-Length", "0")
+        if not length.isdecimal() or int(length) > self.max_body:
+            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
+        set_limit = getattr(self.request.connection, "set_max_body_size", None)  # HTTP/1
+        if set_limit is not None:
+            set_limit(self.max_body)
+
+    def data_received(self, chunk: bytes) -> None:
+        self._size += len(chunk)
+        if self._size > self.max_body:
+            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
+        self._chunks.append(chunk)
+
+    def parsed(self, record: type[R]) -> R:
+        """The request's body as ``record`` (:func:`parse_body`)."""
+        return parse_body(self._chunks, record)
+
+    def answer(self, record: Record) -> None:
+        """Finish with ``record``'s JSON form."""
+        self.finish(record.to_json())
+
+    def write_error(self, status_code: int, **kwargs) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        message = getattr(exc, "log_message", None) or self._reason
+        self.answer(ErrorAnswer(message, status_code))
+
+
+@web.stream_request_body
+class BaseHandler(RecordHandler):
     executor_route = False  # executor/*: only a task's own token, for that task
     registration_route = False  # executor/register: only a launch's registration secret
 
@@ -178,8 +219,6 @@ class BaseHandler(web.RequestHandler):
         self.task_scope: str | None = None  # the task a task token acts for
         self.registration: Registration | None = None  # the launch a secret was made for
         self.auth_secret = b""
-        self._chunks: list[bytes] = []
-        self._size = 0
 
     def prepare(self) -> None:
         """Runs once the headers are in, before the body is read: a request without the
@@ -211,18 +250,7 @@ class BaseHandler(web.RequestHandler):
                 raise web.HTTPError(403, "wrong job token")
             if not (self.executor_route or getattr(self, "task_may_call", False)):
                 raise web.HTTPError(403, "a task's token is for its executor calls only")
-        length = self.request.headers.get("Content-Length", "0")
-        if not length.isdecimal() or int(length) > self.max_body:
-            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
-        set_limit = getattr(self.request.connection, "set_max_body_size", None)  # HTTP/1
-        if set_limit is not None:
-            set_limit(self.max_body)
-
-    def data_received(self, chunk: bytes) -> None:
-        self._size += len(chunk)
-        if self._size > self.max_body:
-            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
-        self._chunks.append(chunk)
+        self.bound_body()
 
     def _request_summary(self) -> str:
         # tornado's access and error log lines: without a token sent in the query string.
@@ -235,21 +263,12 @@ class BaseHandler(web.RequestHandler):
             self.set_status(410)
             self.answer(ErrorAnswer(str(exc), command="stop"))
             return
-        message = getattr(exc, "log_message", None) or self._reason
-        self.answer(ErrorAnswer(message, status_code))
+        super().write_error(status_code, **kwargs)
 
     def log_exception(self, typ, value, tb) -> None:
         if isinstance(value, StaleAttempt):
             return  # a late call of an attempt that is over: answered 410, nothing went wrong
         super().log_exception(typ, value, tb)
-
-    def parsed(self, record: type[R]) -> R:
-        """The request's body as ``record`` (:func:`parse_body`)."""
-        return parse_body(self._chunks, record)
-
-    def answer(self, record: Record) -> None:
-        """Finish with ``record``'s JSON form."""
-        self.finish(record.to_json())
 
     def int_arg(self, name: str, default: int | None = None, minimum: int = 0) -> int:
         raw = self.get_argument(name, None if default is None else str(default))

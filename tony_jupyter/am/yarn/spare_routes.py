@@ -6,15 +6,14 @@ is a 400 naming the problem."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar
+from typing import Any
 
 from tornado import routing, web
 
 from ... import safefiles
 from ...errors import UnsafeFileError
-from ...protocol import ErrorAnswer, NoBody, Ok, SpareJob, SpareSecret, SpareStatus, SpareTask
-from ...records import Record
-from ..http import MAX_BODY, R, parse_body
+from ...protocol import NoBody, Ok, SpareJob, SpareSecret, SpareStatus, SpareTask
+from ..http import RecordHandler
 from ..task_credentials import matches
 from .sparepool import SparePool
 
@@ -25,18 +24,12 @@ MAX_JOB_BODY = 160 << 20
 
 
 @web.stream_request_body
-class _Handler(web.RequestHandler):
+class _Handler(RecordHandler):
     """A spare route: its secret checked once the headers are in, before any body is read;
     a bounded body, read as its record (400 otherwise)."""
 
-    # Per HTTP method, the records of the route's body and answer (as am/http.py BaseHandler)
-    records: ClassVar[dict[str, tuple[type[Record], type[Record]]]] = {}
-    max_body = MAX_BODY
-
     def initialize(self, pool: SparePool) -> None:
         self.pool = pool
-        self._chunks: list[bytes] = []
-        self._size = 0
 
     def authorized(self, given: str) -> bool:
         return matches(given.encode(), self.pool.verifier)
@@ -49,29 +42,10 @@ class _Handler(web.RequestHandler):
             given = ""
         if scheme.lower() != "bearer" or not given or not self.authorized(given.strip()):
             raise web.HTTPError(403)
-        length = self.request.headers.get("Content-Length", "0")
-        if not length.isdecimal() or int(length) > self.max_body:
-            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
-        set_limit = getattr(self.request.connection, "set_max_body_size", None)
-        if set_limit is not None:
-            set_limit(self.max_body)
-
-    def data_received(self, chunk: bytes) -> None:
-        self._size += len(chunk)
-        if self._size > self.max_body:
-            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
-        self._chunks.append(chunk)
-
-    def parsed(self, record: type[R]) -> R:
-        return parse_body(self._chunks, record)
+        self.bound_body()
 
     def container(self) -> str:
         return self.get_query_argument("container", "")
-
-    def write_error(self, status_code: int, **kwargs) -> None:
-        exc = kwargs.get("exc_info", (None, None, None))[1]
-        message = getattr(exc, "log_message", None) or self._reason
-        self.finish(ErrorAnswer(message, status_code).to_json())
 
 
 class JobHandler(_Handler):
@@ -92,7 +66,7 @@ class JobHandler(_Handler):
             raise web.HTTPError(400, str(e)) from None
         job.set_result(files)
         self.pool.closed = True
-        self.finish(Ok().to_json())
+        self.answer(Ok())
 
 
 class HelloHandler(_Handler):
@@ -107,7 +81,7 @@ class HelloHandler(_Handler):
     def post(self) -> None:
         self.parsed(NoBody)
         assert self.session is not None  # authorized()
-        self.finish(SpareSecret(self.session).to_json())
+        self.answer(SpareSecret(self.session))
 
 
 class TaskHandler(_Handler):
@@ -126,7 +100,7 @@ class TaskHandler(_Handler):
         try:
             while asyncio.get_running_loop().time() < deadline:
                 if cid in self.pool.assigned:
-                    self.finish(self.pool.assigned.pop(cid).to_json())
+                    self.answer(self.pool.assigned.pop(cid))
                     self.pool.fetched.add(cid)
                     return
                 if cid in self.pool.released or cid in self.pool.taken_over:
@@ -146,7 +120,7 @@ class StatusHandler(_Handler):
     def get(self) -> None:
         job = self.pool.job
         handed = bool(job and job.done())
-        self.finish(SpareStatus(len(self.pool.waiting), handed).to_json())
+        self.answer(SpareStatus(len(self.pool.waiting), handed))
 
 
 class WhileOpen(routing.PathMatches):
