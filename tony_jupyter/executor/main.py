@@ -181,7 +181,7 @@ def main() -> int:
     try:
         final = HeartbeatRequest(runtime.current_progress(), task=task_id, attempt=attempt)
         am.send("executor/heartbeat", final, HeartbeatAnswer)  # the final progress
-        result = CellOutcome.from_json(outcome).fields()
+        result = CellOutcome.from_json(outcome).outcome_fields()
         am.send("executor/result", ResultRequest(**result, task=task_id, attempt=attempt), Ok)
     except Exception as e:  # noqa: BLE001 - the exit code still tells the AM
         print(f"[tony] could not send the result: {e}", file=sys.stderr)

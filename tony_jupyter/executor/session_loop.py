@@ -39,7 +39,7 @@ def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
             outcome = CellOutcome.from_json(run_cell(got, namespace, is_chief, running, bg))
             bg.logs.drain()
             # this cell's output is logged before its result, in the same request
-            bg.send_with_logs(outcome.fields(), cell=got.id)
+            bg.send_with_logs(outcome.outcome_fields(), cell=got.id)
     except Stale:
         code = 0  # the session ended
     except OSError as e:

@@ -111,7 +111,7 @@ class CellOutcome(Sparse):
         """Just the outcome, without a request's other fields."""
         return CellOutcome(self.status, self.traceback, self.value, self.arrow)
 
-    def fields(self) -> dict[str, Any]:
+    def outcome_fields(self) -> dict[str, Any]:
         """The outcome's fields, for a request that carries it."""
         return {"status": self.status, "traceback": self.traceback, "value": self.value,
                 "arrow": self.arrow}  # fmt: skip
