@@ -103,5 +103,5 @@ def test_logs_of_an_attempt_lost_with_its_am_are_restored_by_the_next_am(tmp_pat
     assert second.log_path("worker:1", 1).read_text() == "epoch 1\nepoch 2\n"
     assert second.log_path("worker:0", 1).read_text() == "chief line\n"
     # Log batches are not job events: the history holds only what the first AM emitted.
-    assert [e for e in second.events if e["kind"] == "log"] == []
+    assert [e for e in second.events if e.kind == "log"] == []
     assert second.events[: len(first.events)] == first.events

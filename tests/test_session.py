@@ -66,7 +66,7 @@ def test_interrupt_returns_control_and_the_session_goes_on(session_shell):
     def cell_2_runs() -> bool:
         # Strike once the cell runs on the tasks (on a loaded YARN that can take a while).
         cells = client.cells()
-        return bool(cells) and cells[-1]["id"] == 2 and cells[-1]["state"] == "RUNNING"
+        return bool(cells) and cells[-1].id == 2 and cells[-1].state == "RUNNING"
 
     strike = Interrupter(cell_2_runs)
     with pytest.raises(JobFailedError) as e:

@@ -12,7 +12,7 @@ from .bundle import bound_names, make_bundle
 from .errors import BackendError, JobFailedError, SpecError, TonyError
 from .job import TonyJob, failure, submit
 from .launcher.client import decode_result
-from .protocol import DONE_CELL_STATES, CellState, JobSnapshot, JobState
+from .protocol import CellOutcome, CellState, CellView, JobSnapshot, JobState
 from .spec import JobSpec
 from .srcdir import SrcDir
 
@@ -126,26 +126,27 @@ class Session:
             raise SessionError("the session's AM is gone; %tony session restart")
         self.remote_names |= bound_names(source)
         self.cells_run += 1
-        follower = CellFollower(job, cell["id"], view)
+        follower = CellFollower(job, cell.id, view)
         try:
             done = follower.wait()
         except KeyboardInterrupt:
             done = self._interrupt(job, follower)
         follower.finish(done)
-        if done["state"] != CellState.SUCCEEDED:
+        if done.state != CellState.SUCCEEDED:
             raise _cell_failure(job.job_id, done)
-        got = decode_result(done["results"].get(self.spec.chief_id))
+        chief = done.results.get(self.spec.chief_id)
+        got = decode_result(chief.to_json() if chief is not None else None)
         if got is None:
             return None
         namespace.update(got["pulled"])
         return got["value"]
 
-    def _interrupt(self, job: TonyJob, follower: CellFollower) -> dict:
+    def _interrupt(self, job: TonyJob, follower: CellFollower) -> CellView:
         job.client.interrupt_cell(follower.cell_id)
         deadline = time.monotonic() + INTERRUPT_GRACE_S
         while time.monotonic() < deadline:
             done = follower.poll(timeout=0.5)
-            if done["state"] in DONE_CELL_STATES:
+            if done.done:
                 return done
         follower.finish(follower.poll())
         print(
@@ -156,18 +157,19 @@ class Session:
         raise KeyboardInterrupt
 
 
-def _cell_failure(job_id: str, cell: dict) -> JobFailedError:
-    for task, r in sorted(cell["results"].items()):
-        if r.get("status") in ("error", "interrupted"):
-            state = CellState.INTERRUPTED if r["status"] == "interrupted" else CellState.FAILED
+def _cell_failure(job_id: str, cell: CellView) -> JobFailedError:
+    for task, r in sorted(cell.results.items()):
+        if r.status in ("error", "interrupted"):
+            state = CellState.INTERRUPTED if r.status == "interrupted" else CellState.FAILED
             return JobFailedError(
                 job_id,
                 state.value,
-                f"cell {cell['id']} {state.value.lower()} on {task}",
+                f"cell {cell.id} {state.value.lower()} on {task}",
                 task=task,
-                remote_traceback=r.get("traceback"),
+                remote_traceback=r.traceback,
             )
-    return JobFailedError(job_id, cell["state"], f"cell {cell['id']} {cell['state'].lower()}")
+    ended = str(cell.state)
+    return JobFailedError(job_id, ended, f"cell {cell.id} {ended.lower()}")
 
 
 class CellFollower:
@@ -177,38 +179,41 @@ class CellFollower:
     def __init__(self, job: TonyJob, cell_id: int, view):
         self.job, self.cell_id, self.view = job, cell_id, view
         self.offsets: dict[str, int] = {}
-        self.last: dict = {}
+        self.last = CellView(cell_id)
+        self._fed: CellView | None = None  # the cell whose logs the view has
 
-    def poll(self, timeout: float = 0.0) -> dict:
+    def poll(self, timeout: float = 0.0) -> CellView:
         feed = self.offsets if self.view is not None else None
         cell = self.job.client.cell(self.cell_id, timeout, feed=feed)
         if cell is None:  # the AM is gone: the session died under the cell
             snap = self.job.client.snapshot()
-            cell = dict(
+            cell = dataclasses.replace(
                 self.last,
-                state=CellState.FAILED.value,
-                results={"session": {"status": "error", "traceback": snap.reason}},
+                state=CellState.FAILED,
+                results={"session": CellOutcome("error", snap.reason)},
+                logs=None,
             )
         self.last = cell
         if self.view is not None:
             self._feed(cell)
         return cell
 
-    def _feed(self, cell: dict) -> JobSnapshot:
-        if "job" in cell:  # the AM sent the snapshot and the logs with the cell
-            snap = JobSnapshot.from_json(cell["job"])
-            # Popped: finish() feeds the last cell again, for its snapshot only.
-            for task, got in cell.pop("logs", {}).items():
-                self.offsets[task] = got["offset"]
-                if got["text"]:
-                    self.view.append_log(task, got["text"])
+    def _feed(self, cell: CellView) -> JobSnapshot:
+        if cell.job is not None:  # the AM sent the snapshot and the logs with the cell
+            snap = cell.job
+            # Once: finish() feeds the last cell again, for its snapshot only.
+            for task, got in (cell.logs or {}).items() if cell is not self._fed else ():
+                self.offsets[task] = got.offset
+                if got.text:
+                    self.view.append_log(task, got.text)
+            self._fed = cell
             self.view.update(self._as_job(snap, cell))
             return snap
         snap = self.job.client.snapshot()
-        for task, start in cell.get("log_start", {}).items():
+        for task, start in cell.log_start.items():
             offset = self.offsets.get(task, start)
             text, self.offsets[task] = self.job.client.logs(task, offset)
-            end = cell.get("log_end", {}).get(task)
+            end = cell.log_end.get(task)
             if end is not None and self.offsets[task] > end:  # the next cell's output
                 text = text[: len(text) - (self.offsets[task] - end)]
             if text:
@@ -216,24 +221,24 @@ class CellFollower:
         self.view.update(self._as_job(snap, cell))
         return snap
 
-    def _as_job(self, snap: JobSnapshot, cell: dict) -> JobSnapshot:
-        failed = [t for t, r in cell.get("results", {}).items() if r.get("status") != "ok"]
+    def _as_job(self, snap: JobSnapshot, cell: CellView) -> JobSnapshot:
+        failed = [t for t, r in cell.results.items() if r.status != "ok"]
         return dataclasses.replace(
             snap,
-            state=CELL_STATE.get(cell["state"]) or JobState(cell["state"]),
+            state=CELL_STATE.get(cell.state) or JobState(str(cell.state)),
             name=f"{snap.name} · cell {self.cell_id}",
-            started=cell.get("submitted"),
-            finished=cell.get("finished"),
+            started=cell.submitted,
+            finished=cell.finished,
             reason=f"failed on {', '.join(failed)}" if failed else "",
             failed_task=failed[0] if failed else None,
         )
 
-    def wait(self) -> dict:
-        while (cell := self.poll(timeout=0.5))["state"] not in DONE_CELL_STATES:
+    def wait(self) -> CellView:
+        while not (cell := self.poll(timeout=0.5)).done:
             pass
         return cell
 
-    def finish(self, cell: dict) -> None:
+    def finish(self, cell: CellView) -> None:
         if self.view is not None:
             self.view.finish(self._as_job(self._feed(cell), cell))
 

@@ -15,6 +15,7 @@ from tony_jupyter.executor.link import AMLink, BeatStream, Stale
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
+from tony_jupyter.protocol import Beat, HeartbeatAnswer
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ def test_every_heartbeat_on_the_stream_is_recorded(running_job):
     stream = BeatStream(link, beats_port(running_job), link.token, timeout=10)
     try:
         for step in range(1, 201):
-            assert stream.beat(progress={"step": step}, rss=1 << 20) == {"command": None}
+            assert stream.beat(Beat({"step": step}, rss=1 << 20)) == HeartbeatAnswer()
     finally:
         stream.close()
     task = next(t for t in running_job.snapshot().tasks if t.id == "worker:0")
@@ -82,12 +83,12 @@ def test_a_stale_attempt_is_told_to_stop_on_the_stream(running_job):
     link = link_for(running_job, attempt=7)
     stream = BeatStream(link, port, link.token, timeout=10)
     with pytest.raises(Stale):
-        stream.beat(progress={"step": 1})
+        stream.beat(Beat({"step": 1}))
     # and bad fields are refused, as over HTTP
     link = link_for(running_job)
     stream = BeatStream(link, port, link.token, timeout=10)
     with pytest.raises(ConnectionAbortedError, match="'rss' must be a whole number"):
-        stream.beat(rss="lots")
+        stream.beat(Beat(rss="lots"))  # type: ignore[arg-type]
     r = requests.post(
         f"{running_job.am_url()}/api/v1/executor/heartbeat",
         json={"task": "worker:0", "attempt": 1, "rss": "lots"},

@@ -24,8 +24,8 @@ def test_names_go_once_every_task_has_the_cell_and_old_values_past_the_bound(tmp
         for task in ("worker:0", "worker:1"):
             queue.report(task, cell.id, {"status": "ok", "value": "V" * 1000})
     views = [queue.get(i).view(with_value=True) for i in range(1, 6)]
-    held = [v for v in views if all("value" in r for r in v["results"].values())]
-    assert [v["id"] for v in held] == [5]  # 2,000 bytes a cell: only the newest fits 3,000
+    held = [v for v in views if all(r.value is not None for r in v.results.values())]
+    assert [v.id for v in held] == [5]  # 2,000 bytes a cell: only the newest fits 3,000
     for v in views[:4]:
-        assert "no longer held" in v["dropped"] and "value" not in v["results"]["worker:0"]
+        assert "no longer held" in (v.dropped or "") and v.results["worker:0"].value is None
     c.close()

@@ -196,13 +196,13 @@ def test_new_am_recovers_the_job_from_the_event_log_and_starts_the_next_attempt(
     register_all(first)
     first.endpoints["tensorboard"] = "http://h:1/"
     first.emit("endpoint", name="tensorboard", url="http://h:1/")
-    log = list(first.events)  # what the lost AM had written to staging
+    log = list(first.events)  # what the lost AM had written to staging (as JSON below)
     _, spec = parse_job_args("--workers 2")
     provider = FakeProvider()
     (tmp_path / "am2").mkdir()
     second = Coordinator("job1", spec, tmp_path / "am2", provider, {}, clock=Clock())
     provider.bind(second.on_exit)
-    second.recover(log)
+    second.recover([e.to_json() for e in log])
     second.start()
     assert second.attempt == 2 and second.state == "STARTING"
     assert [x[1] for x in provider.launched] == [2, 2]
@@ -218,7 +218,7 @@ def test_endpoint_keys_stay_in_the_recovery_log_and_a_new_am_recovers_them(tmp_p
     keys = {"key": "k" * 43, "path_key": "p" * 32}
     first.add_endpoint("tensorboard", "http://h:1/", keys)
     assert p.tracking == [("tensorboard", "http://h:1/", "p" * 32)]
-    public = json.dumps([first.snapshot().to_json(), list(first.events)])
+    public = json.dumps([first.snapshot().to_json(), [e.to_json() for e in first.events]])
     first.close()
     public += (tmp_path / "am1" / "events.jsonl").read_text()
     assert "http://h:1/" in public and "k" * 43 not in public and "p" * 32 not in public
@@ -231,7 +231,7 @@ def test_endpoint_keys_stay_in_the_recovery_log_and_a_new_am_recovers_them(tmp_p
     second.recover(p.recorded)
     assert second.endpoints == {"tensorboard": "http://h:1/"}
     assert second.endpoint_keys == {"tensorboard": keys}
-    assert "k" * 43 not in json.dumps(list(second.events))  # the history goes on without them
+    assert "k" * 43 not in json.dumps([e.to_json() for e in second.events])  # without them
     assert second.events == first.events
 
 
@@ -242,7 +242,7 @@ def test_new_am_of_a_job_that_had_ended_only_reports_the_end(tmp_path):
     provider = FakeProvider()
     (tmp_path / "am2").mkdir()
     second = Coordinator("job1", spec, tmp_path / "am2", provider, {}, clock=Clock())
-    second.recover(list(first.events))
+    second.recover([e.to_json() for e in first.events])
     second.start()
     assert second.state == "KILLED" and provider.launched == []
 

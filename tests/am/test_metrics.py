@@ -3,6 +3,7 @@ downsampled as it ages: a stretched clock stands for a day-long job."""
 
 from tony_jupyter.am.events import EventLog
 from tony_jupyter.am.metrics import MAX_SAMPLES, RECENT_MAX, RECENT_S, MetricLog
+from tony_jupyter.protocol import Event, EventKind
 
 DAY_S = 24 * 3600
 
@@ -66,10 +67,10 @@ def test_a_day_long_job_keeps_every_recent_point_and_a_coarser_past_in_flat_memo
 def test_the_event_log_holds_its_last_events_and_reads_older_ones_from_its_file(tmp_path):
     events = EventLog(tmp_path / "events.jsonl", tail=8)
     for i in range(1000):
-        events.append({"seq": i, "kind": "cell"})
+        events.append(Event(i, 0.0, EventKind.CELL))
     assert len(events) == 1000 and len(events._tail) == 8  # what stays in memory
-    assert [e["seq"] for e in events[0:]] == list(range(1000))  # a re-attach from the start
-    assert [e["seq"] for e in events[990:]] == list(range(990, 1000))
-    assert [e["seq"] for e in events[500:503]] == [500, 501, 502]
-    assert events[0]["seq"] == 0 and events[-1]["seq"] == 999 and events[1000:] == []
+    assert [e.seq for e in events[0:]] == list(range(1000))  # a re-attach from the start
+    assert [e.seq for e in events[990:]] == list(range(990, 1000))
+    assert [e.seq for e in events[500:503]] == [500, 501, 502]
+    assert events[0].seq == 0 and events[-1].seq == 999 and events[1000:] == []
     events.close()

@@ -19,7 +19,7 @@ from tornado.netutil import bind_sockets
 
 from tony_jupyter.am.yarn.spare_routes import router
 from tony_jupyter.am.yarn.sparepool import SparePool
-from tony_jupyter.protocol import token_verifier
+from tony_jupyter.protocol import Ok, SpareSecret, SpareStatus, SpareTask, token_verifier
 from tony_jupyter.warm import SPARE_TOKEN
 
 TOKEN = "k" * 43
@@ -68,11 +68,11 @@ def test_the_hand_over_checks_the_token_before_the_body_and_refuses_non_json():
         assert code == 400 and b"not JSON" in body
         code, body = await fetch(port, "spare/job", TOKEN, b'{"files": [1]}')
         assert code == 400 and b"files" in body
-        code, _ = await fetch(port, "spare/status", TOKEN)
-        assert code == 200
+        code, body = await fetch(port, "spare/status", TOKEN)
+        assert code == 200 and SpareStatus.checked(json.loads(body)) == SpareStatus(0, False)
         files = {"cell.py": base64.b64encode(b"1").decode()}
-        code, _ = await fetch(port, "spare/job", TOKEN, json.dumps({"files": files}).encode())
-        assert code == 200 and pool.job.result() == files
+        code, body = await fetch(port, "spare/job", TOKEN, json.dumps({"files": files}).encode())
+        assert code == 200 and pool.job.result() == files and Ok.checked(json.loads(body)).ok
         # Handed: the hand-over, hello and status routes are gone.
         for path in ("spare/job", "spare/status"):
             code, _ = await fetch(port, path, TOKEN, b"{}" if path == "spare/job" else None)
@@ -89,7 +89,7 @@ def test_a_launch_secret_is_good_once_and_a_task_goes_to_its_container_only():
         assert code == 403  # b's secret is not a's
         code, body = await fetch(port, "spare/hello?container=container_a", a, b"{}")
         assert code == 200
-        session_a = json.loads(body)["secret"]
+        session_a = SpareSecret.checked(json.loads(body)).secret
         assert session_a != a
         code, body = await fetch(port, "spare/hello?container=container_b", b, b"{}")
         session_b = json.loads(body)["secret"]
@@ -100,11 +100,11 @@ def test_a_launch_secret_is_good_once_and_a_task_goes_to_its_container_only():
         code, _ = await fetch(port, "spare/task?container=container_a", session_a)
         assert code == 403  # its polling secret is gone with it
         # b's task: to b only, once.
-        pool.assigned["container_b"] = {"env": {"TONY_TOKEN": "secret"}, "files": {}}
+        pool.assigned["container_b"] = SpareTask({"TONY_TOKEN": "secret"}, {})
         code, _ = await fetch(port, "spare/task?container=container_b", session_a)
         assert code == 403
         code, body = await fetch(port, "spare/task?container=container_b", session_b)
-        assert code == 200 and json.loads(body)["env"]["TONY_TOKEN"] == "secret"
+        assert code == 200 and SpareTask.checked(json.loads(body)).env["TONY_TOKEN"] == "secret"
         assert "container_b" not in pool.assigned
         pool.task_closed = True
         code, _ = await fetch(port, "spare/task?container=container_b", session_b)

@@ -18,7 +18,7 @@ from tony_jupyter.executor.link import AMLink, BeatStream
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import token_verifier
+from tony_jupyter.protocol import Beat, HeartbeatAnswer, token_verifier
 
 CELL = PRINT_OWN_TOKEN + (
     "import os, pathlib, time\n"
@@ -110,14 +110,14 @@ def test_a_heartbeat_stream_ends_when_its_token_is_revoked(job):
     port = link.post("executor/heartbeat")["beats"]
     stream = BeatStream(link, port, own, timeout=10)
     try:
-        assert stream.beat(progress={"step": 1}) == {"command": None}
+        assert stream.beat(Beat({"step": 1})) == HeartbeatAnswer()
         stolen = environ_of(job, "worker:0")["TONY_TOKEN"]
         body = {"task": "worker:0", "attempt": 1, "host": "127.0.0.1", "port": 1, "pid": 1}
         url = api(job, "executor/register")
         r = requests.post(url, json=body, headers=bearer(stolen), timeout=5)
         assert r.status_code == 403 and "presented twice" in r.json()["error"]
         with pytest.raises(ConnectionAbortedError, match="token revoked"):
-            stream.beat(progress={"step": 2})
+            stream.beat(Beat({"step": 2}))
     finally:
         stream.close()
     task = next(t for t in job.snapshot().tasks if t.id == "worker:0")

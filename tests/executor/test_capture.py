@@ -39,15 +39,17 @@ def test_lines_the_am_did_not_take_go_first_with_the_next_batch():
     from tony_jupyter.executor.link import LinkError
 
     class AM:  # the AM's answers: the first log post fails (it was restarting), then it takes
+        task, attempt = "worker:0", 1
+
         def __init__(self):
             self.got, self.fail = [], True
 
-        def post(self, path, **body):
+        def send(self, path, body, answer):
             if self.fail:
                 self.fail = False
                 raise LinkError("POST executor/logs: connection refused")
-            self.got.append(body["text"])
-            return {}
+            self.got.append(body.text)
+            return answer()
 
     logs = LogCapture.__new__(LogCapture)  # its buffer only: no file descriptors redirected
     logs.buf, logs.lock = ["line 1\n", "line 2\n"], threading.Lock()

@@ -5,12 +5,37 @@ from __future__ import annotations
 import logging
 import re
 import time
+from dataclasses import replace
 from urllib.parse import urlparse
 
 from tornado import web
 
-from ..protocol import TERMINAL_JOB_STATES
-from .beats import BadBeat, answer_heartbeat
+from ..protocol import (
+    TERMINAL_JOB_STATES,
+    ClusterSpecAnswer,
+    CredentialsAnswer,
+    CredentialsRequest,
+    EndpointAnswer,
+    EndpointRequest,
+    EventsAnswer,
+    HeartbeatAnswer,
+    HeartbeatRequest,
+    JobSnapshot,
+    JobState,
+    LogBatch,
+    LogsAnswer,
+    MetricsAnswer,
+    NoBody,
+    Ok,
+    ReasonBody,
+    RegisterAnswer,
+    RegisterRequest,
+    ResultAnswer,
+    ResultRequest,
+    StateAnswer,
+    TaskCall,
+)
+from .beats import answer_heartbeat
 from .coordinator import ENDPOINT_SECRETS
 from .feed import FeedHandler
 from .http import API, MAX_RESULT_BODY, AMState, BaseHandler
@@ -25,11 +50,15 @@ log = logging.getLogger("tony_jupyter.am")
 
 
 class JobHandler(BaseHandler):
+    records = {"GET": (NoBody, JobSnapshot)}
+
     def get(self) -> None:
-        self.finish(self.coord.snapshot_json())
+        self.finish(self.coord.snapshot_json())  # JobSnapshot's JSON form, built straight
 
 
 class EventsHandler(BaseHandler):
+    records = {"GET": (NoBody, EventsAnswer)}
+
     async def get(self) -> None:
         since = self.int_arg("since", 0)
         deadline = time.monotonic() + self.seconds_arg("timeout", 0)
@@ -39,41 +68,53 @@ class EventsHandler(BaseHandler):
             if left <= 0:
                 break
             await self.wait_change(left)
-        self.finish({"events": self.coord.events[since:], "next": len(self.coord.events)})
+        events = self.coord.events
+        self.answer(EventsAnswer(tuple(events[since:]), len(events)))
 
 
 class LogsHandler(BaseHandler):
+    records = {"GET": (NoBody, LogsAnswer)}
+
     def get(self) -> None:
         task, attempt = self.job_task(self.get_argument("task")), self.job_attempt()
         offset = self.int_arg("offset", 0)
         limit = min(self.int_arg("limit", MAX_LOG_READ), MAX_LOG_READ)
         data = self.read_log(task, attempt, offset, limit)
         text = data.decode("utf-8", errors="replace")
-        self.finish({"task": task, "attempt": attempt, "offset": offset + len(data), "text": text})
+        self.answer(LogsAnswer(task, attempt, offset + len(data), text))
 
 
 class MetricsHandler(BaseHandler):
     """Each task's series so far (am/metrics.py), as the history's metrics.json keeps them."""
+
+    records = {"GET": (NoBody, MetricsAnswer)}
 
     def get(self) -> None:
         self.finish(self.coord.metrics.to_json())
 
 
 class ResultHandler(BaseHandler):
+    records = {"GET": (NoBody, ResultAnswer)}
+
     def get(self) -> None:
-        self.finish({"state": self.coord.state, "result": self.coord.result})
+        self.answer(ResultAnswer(JobState(self.coord.state), self.coord.result))
 
 
 class KillHandler(BaseHandler):
+    records = {"POST": (ReasonBody, StateAnswer)}
+
     def post(self) -> None:
-        self.coord.kill(self.field(self.body(), "reason", str, None) or "killed on request")
-        self.finish({"state": self.coord.state})
+        self.coord.kill(self.parsed(ReasonBody).reason or "killed on request")
+        self.answer(StateAnswer(JobState(self.coord.state)))
 
 
 class ReleaseHandler(BaseHandler):
+    records = {"POST": (NoBody, Ok)}
+
     def post(self) -> None:
+        self.parsed(NoBody)
         self.am.released = True
-        self.finish({"ok": True})
+        self.answer(Ok())
 
 
 class EndpointHandler(BaseHandler):
@@ -84,13 +125,14 @@ class EndpointHandler(BaseHandler):
     side) may register one on the host of any of the job's tasks."""
 
     task_may_call = True
+    records = {"POST": (EndpointRequest, Ok)}
 
     def post(self) -> None:
-        b = self.body()
-        name, url = self.field(b, "name"), self.field(b, "url")
+        b = self.parsed(EndpointRequest)
+        name, url = b.name, b.url
         if not ENDPOINT_NAME.match(name):
             raise web.HTTPError(400, f"endpoint name {name!r}: letters, digits, _ and - only")
-        keys = {k: self.field(b, k, str, None) for k in ENDPOINT_SECRETS}
+        keys = {k: getattr(b, k) for k in ENDPOINT_SECRETS}
         for k, v in keys.items():
             if v is not None and not SECRET.match(v):
                 raise web.HTTPError(400, f"endpoint {k}: 16 to 128 of A-Z a-z 0-9 _ -")
@@ -117,7 +159,7 @@ class EndpointHandler(BaseHandler):
         self.coord.add_endpoint(
             name, f"http://{host}:{port}/", {k: v for k, v in keys.items() if v}, owner
         )
-        self.finish({"ok": True})
+        self.answer(Ok())
 
 
 def endpoint_address(url: str) -> tuple[str, int]:
@@ -147,12 +189,10 @@ class CredentialsHandler(BaseHandler):
     """``PUT credentials``: the notebook's newer delegation tokens (a secure cluster's tokens
     outlive their maximum lifetime only this way). The job token only, never a task's."""
 
+    records = {"PUT": (CredentialsRequest, CredentialsAnswer)}
+
     def put(self) -> None:
-        tokens = self.body().get("tokens")
-        if not isinstance(tokens, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in tokens.items()
-        ):
-            raise web.HTTPError(400, "'tokens' must be an object of name: urlString")
+        tokens = self.parsed(CredentialsRequest).tokens
         try:
             version = self.coord.provider.update_credentials(tokens)
         except NotImplementedError as e:
@@ -160,7 +200,7 @@ class CredentialsHandler(BaseHandler):
         except ValueError as e:
             raise web.HTTPError(400, f"not a delegation token: {e}") from None
         log.info("credentials version %d from the notebook: %s", version, sorted(tokens))
-        self.finish({"version": version})
+        self.answer(CredentialsAnswer(version))
 
 
 class EndpointKeyHandler(BaseHandler):
@@ -168,13 +208,15 @@ class EndpointKeyHandler(BaseHandler):
     bearer credential), for the job token only (the server extension's proxy sends it): a
     task's token, which the code a task runs holds, gets 403."""
 
+    records = {"GET": (NoBody, EndpointAnswer)}
+
     def get(self, name: str) -> None:
         url = self.coord.endpoints.get(name)
         if url is None or self.coord.state in TERMINAL_JOB_STATES:
             # An ended job's ports are free for anyone to listen on: nothing to send there.
             raise web.HTTPError(404, f"no endpoint {name!r} in this job")
         key = self.coord.endpoint_keys.get(name, {}).get("key")
-        self.finish({"name": name, "url": url, "key": key})
+        self.answer(EndpointAnswer(name, url, key))
 
 
 class ExecutorHandler(BaseHandler):
@@ -182,25 +224,25 @@ class ExecutorHandler(BaseHandler):
 
     executor_route = True
 
-    def task_and_attempt(self, b: dict) -> tuple[str, int]:
-        return self.own_task(b.get("task")), self.field(b, "attempt", int)
+    def task_and_attempt(self, b: TaskCall) -> tuple[str, int]:
+        return self.own_task(b.task), b.attempt
 
 
 class RegisterHandler(ExecutorHandler):
     """An executor's first call: its launch's one-time secret for its task's own token."""
 
     registration_route = True
+    records = {"POST": (RegisterRequest, RegisterAnswer)}
 
     def post(self) -> None:
-        b = self.body()
+        b = self.parsed(RegisterRequest)
         task, attempt = self.task_and_attempt(b)
         assert self.registration is not None  # prepare()
         if attempt != self.registration.attempt:
             raise web.HTTPError(403, f"this secret is for attempt {self.registration.attempt}")
-        port = self.field(b, "port", int)
+        port, pid = b.port, b.pid
         if not 0 < port < 65536:
             raise web.HTTPError(400, f"not a port: {port!r}")
-        pid = self.field(b, "pid", int)
         # Where the task is, the provider knows: the "host" and "container" a task sends are
         # claims, and a claim would let it point its endpoints (and the proxy) anywhere.
         placed = self.coord.provider.placement(task, attempt)
@@ -211,55 +253,57 @@ class RegisterHandler(ExecutorHandler):
             token = self.am.credentials.redeem(self.auth_secret)
         except SecretReused as e:
             raise web.HTTPError(403, str(e)) from None
-        self.finish({"ok": True, "token": token})
+        self.answer(RegisterAnswer(token))
 
 
 class ClusterSpecHandler(ExecutorHandler):
+    records = {"GET": (NoBody, ClusterSpecAnswer)}
+
     async def get(self) -> None:
         task, attempt = self.own_task(self.get_argument("task")), self.int_arg("attempt")
         spec = await self.long_poll_task(
             task, attempt, self.am.cluster_spec_answer, on=self.am.turned
         )
         if spec is None:
-            self.finish({"cluster_spec": None})
+            self.answer(ClusterSpecAnswer(None))
             return
+        # ClusterSpecAnswer's JSON form, encoded once for every task that asks (http.py)
         self.set_header("Content-Type", "application/json; charset=UTF-8")
         self.finish(spec)
 
 
 class HeartbeatHandler(ExecutorHandler):
+    records = {"POST": (HeartbeatRequest, HeartbeatAnswer)}
+
     def post(self) -> None:
-        b = self.body()
+        b = self.parsed(HeartbeatRequest)
         task, attempt = self.task_and_attempt(b)
-        try:
-            answer = answer_heartbeat(self.am, task, attempt, b) or {"command": None}
-        except BadBeat as e:
-            raise web.HTTPError(400, str(e)) from None
-        if self.am.beat_port is not None:
-            answer = {**answer, "beats": self.am.beat_port}  # where to go on beating (beats.py)
-        self.finish(answer)
+        answer = answer_heartbeat(self.am, task, attempt, b.beat) or HeartbeatAnswer()
+        if self.am.beat_port is not None:  # where to go on beating (beats.py)
+            answer = replace(answer, beats=self.am.beat_port)
+        self.answer(answer)
 
 
 class ExecutorLogsHandler(ExecutorHandler):
     max_body = 16 << 20
+    records = {"POST": (LogBatch, Ok)}
 
     def post(self) -> None:
-        b = self.body()
+        b = self.parsed(LogBatch)
         task, attempt = self.task_and_attempt(b)
-        self.coord.add_logs(task, attempt, self.field(b, "text"))
-        self.finish({"ok": True})
+        self.coord.add_logs(task, attempt, b.text)
+        self.answer(Ok())
 
 
 class ExecutorResultHandler(ExecutorHandler):
     max_body = MAX_RESULT_BODY
+    records = {"POST": (ResultRequest, Ok)}
 
     def post(self) -> None:
-        b = self.body()
+        b = self.parsed(ResultRequest)
         task, attempt = self.task_and_attempt(b)
-        self.field(b, "status")
-        self.field(b, "traceback", str, None)
-        self.coord.set_result(task, attempt, b)
-        self.finish({"ok": True})
+        self.coord.set_result(task, attempt, b.to_json())
+        self.answer(Ok())
 
 
 def make_app(am: AMState) -> web.Application:

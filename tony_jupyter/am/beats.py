@@ -24,7 +24,9 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+from dataclasses import replace
 
+from ..protocol import Beat, Credentials, ErrorAnswer, HeartbeatAnswer
 from .coordinator import StaleAttempt
 from .http import AMState
 
@@ -32,27 +34,15 @@ MAX_LINE = 1 << 16  # a heartbeat is small; its progress dict is the user's, wit
 NOTHING = b'{"command":null}\n'
 
 
-class BadBeat(ValueError):
-    """A heartbeat whose fields have the wrong types (HTTP answers it 400)."""
-
-
-def answer_heartbeat(am: AMState, task: str, attempt: int, b: dict) -> dict | None:
+def answer_heartbeat(am: AMState, task: str, attempt: int, b: Beat) -> HeartbeatAnswer | None:
     """Record one heartbeat; the answer for the executor, None for "nothing to do".
-    :class:`StaleAttempt` when the attempt is over, :class:`BadBeat` on bad fields."""
-    progress, rss, have = b.get("progress"), b.get("rss"), b.get("credentials")
-    if progress is not None and not isinstance(progress, dict):
-        raise BadBeat("'progress' must be a JSON object")
-    for name, value in (("rss", rss), ("credentials", have)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            raise BadBeat(f"{name!r} must be a whole number")
-    resources = b.get("resources")  # CPU, memory, GPUs (executor/resources.py)
-    if resources is not None and not isinstance(resources, dict):
-        raise BadBeat("'resources' must be a JSON object")
-    am.coordinator.heartbeat(task, attempt, progress, rss, resources)
+    :class:`StaleAttempt` when the attempt is over."""
+    am.coordinator.heartbeat(task, attempt, b.progress, b.rss, b.resources)
     answer = am.cells.command_for(task) if am.cells else None
     creds = am.coordinator.provider.credentials()
-    if creds is not None and have is not None and creds["version"] > have:
-        answer = {**(answer or {"command": None}), "credentials": creds}  # secure clusters
+    if creds is not None and b.credentials is not None and creds["version"] > b.credentials:
+        newer = Credentials.checked(creds)  # secure clusters
+        answer = replace(answer or HeartbeatAnswer(), credentials=newer)
     return answer
 
 
@@ -87,17 +77,14 @@ class BeatProtocol(asyncio.Protocol):
             if self.am.task_for(self.token) != self.task:  # revoked since the stream opened
                 return self._end(b"".join(out) + b'{"error":"token revoked","status":403}\n')
             try:
-                body = json.loads(line)
-                if not isinstance(body, dict):
-                    raise BadBeat("a heartbeat is a JSON object")
-                answer = answer_heartbeat(self.am, self.task, self.attempt, body)
+                beat = Beat.parse(json.loads(line))
+                answer = answer_heartbeat(self.am, self.task, self.attempt, beat)
             except StaleAttempt as e:
-                stop = {"command": "stop", "error": str(e), "status": 410}
-                return self._end(b"".join(out) + json.dumps(stop).encode() + b"\n")
-            except ValueError as e:  # BadBeat, or not JSON
-                bad = {"error": str(e), "status": 400}
-                return self._end(b"".join(out) + json.dumps(bad).encode() + b"\n")
-            out.append(NOTHING if answer is None else json.dumps(answer).encode() + b"\n")
+                stop = ErrorAnswer(str(e), 410, command="stop")
+                return self._end(b"".join(out) + _line(stop))
+            except ValueError as e:  # a field of the wrong type, or not JSON
+                return self._end(b"".join(out) + _line(ErrorAnswer(str(e), 400)))
+            out.append(NOTHING if answer is None else _line(answer))
         if out:
             self.transport.write(b"".join(out))
 
@@ -122,6 +109,10 @@ class BeatProtocol(asyncio.Protocol):
         if owner is None or not hmac.compare_digest(owner, str(task)):
             return None, 0
         return owner, attempt
+
+
+def _line(record: HeartbeatAnswer | ErrorAnswer) -> bytes:
+    return json.dumps(record.to_json()).encode() + b"\n"
 
 
 async def serve_beats(am: AMState, host: str) -> asyncio.AbstractServer:

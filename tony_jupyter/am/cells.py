@@ -10,9 +10,19 @@ are on disk (``log_start``/``log_end`` are offsets into them), not held."""
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
-from ..protocol import DONE_CELL_STATES, TERMINAL_JOB_STATES, CellState, EventKind, JobState
+from ..protocol import (
+    DONE_CELL_STATES,
+    TERMINAL_JOB_STATES,
+    CellOutcome,
+    CellState,
+    CellToRun,
+    CellView,
+    EventKind,
+    HeartbeatAnswer,
+    JobState,
+)
 from .coordinator import Coordinator
 
 # The values of done cells the AM holds, in all: a re-attach or a retried fetch reads them.
@@ -36,15 +46,26 @@ class Cell:
     log_end: dict[str, int] = field(default_factory=dict)
     dropped: str | None = None  # why its values are no longer held (the session's bound)
 
-    def view(self, with_value: bool = False) -> dict:
-        d = asdict(self)
-        del d["source"], d["names"]
+    def view(self, with_value: bool = False) -> CellView:
+        results = {t: CellOutcome.from_json(r) for t, r in self.results.items()}
         if not with_value:
-            d["results"] = {
-                t: {k: v for k, v in r.items() if k not in ("value", "arrow")}
-                for t, r in self.results.items()
-            }
-        return d
+            results = {t: replace(r, value=None, arrow=None) for t, r in results.items()}
+        return CellView(
+            self.id,
+            tuple(self.pull),
+            self.filename,
+            CellState(self.state),
+            self.submitted,
+            self.finished,
+            self.interrupt,
+            results,
+            dict(self.log_start),
+            dict(self.log_end),
+            self.dropped,
+        )
+
+    def to_run(self) -> CellToRun:
+        return CellToRun(self.id, self.source, self.names, tuple(self.pull), self.filename)
 
 
 class CellQueue:
@@ -131,10 +152,10 @@ class CellQueue:
                     f"cells up to {HELD_VALUES_BYTES >> 20} MiB in all"
                 )
 
-    def command_for(self, task_id: str) -> dict | None:
+    def command_for(self, task_id: str) -> HeartbeatAnswer | None:
         for c in self.cells:
             if c.state == CellState.RUNNING and c.interrupt and task_id not in c.results:
-                return {"command": "interrupt", "cell": c.id}
+                return HeartbeatAnswer("interrupt", c.id)
         return None
 
     def interrupt(self, cell_id: int) -> Cell:

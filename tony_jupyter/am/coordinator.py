@@ -82,9 +82,10 @@ class Coordinator:
     def emit(self, kind: EventKind, private: dict | None = None, **data) -> None:
         """Record an event; ``private`` fields go to the provider's recovery log only (on YARN
         in the job's staging directory, mode 700, beside the job token)."""
-        event = Event(len(self.events), self.clock(), kind, data).to_json()
+        event = Event(len(self.events), self.clock(), kind, data)
         self.events.append(event)
-        self.provider.record_event({**event, **private} if private else event)
+        record = event.to_json()
+        self.provider.record_event({**record, **private} if private else record)
         self.changed()
         if kind is not EventKind.TASK or data.get("state") not in _STARTING_STATES:
             for notify in list(self._turn_listeners):
@@ -140,7 +141,7 @@ class Coordinator:
         self.endpoint_owners.update(r.endpoint_owners)
         self.state, self.reason = r.state or self.state, r.reason or self.reason
         if self.events:
-            self.started_at = self.events[0]["time"]
+            self.started_at = self.events[0].time
 
     def _set_state(self, state: str, reason: str = "") -> None:
         self.state = state

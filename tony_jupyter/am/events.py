@@ -1,7 +1,8 @@
 """The job's event log as the AM holds it: every event appended to ``events.jsonl`` (what the
 history keeps, and what readers read once the AM is gone), and only the last ``TAIL`` in
 memory. An older range (a client re-attaching from the start of a day-long session) is read
-back from the file. Read like the list it used to be: ``len``, ``[i]``, ``[since:]``."""
+back from the file. Read like a list of :class:`~tony_jupyter.protocol.Event`: ``len``, ``[i]``,
+``[since:]``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import overload
+
+from ..protocol import Event
 
 TAIL = 2048
 
@@ -25,11 +28,11 @@ class EventLog(Sequence):
         except FileNotFoundError:
             self._skip = 0
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self._tail: deque[dict] = deque(maxlen=tail)
+        self._tail: deque[Event] = deque(maxlen=tail)
         self._count = 0
 
-    def append(self, event: dict, flush: bool = True) -> None:
-        self._file.write(json.dumps(event) + "\n")
+    def append(self, event: Event, flush: bool = True) -> None:
+        self._file.write(json.dumps(event.to_json()) + "\n")
         if flush:
             self._file.flush()
         self._tail.append(event)
@@ -45,10 +48,10 @@ class EventLog(Sequence):
         return self._count
 
     @overload
-    def __getitem__(self, i: int) -> dict: ...
+    def __getitem__(self, i: int) -> Event: ...
 
     @overload
-    def __getitem__(self, i: slice) -> list[dict]: ...
+    def __getitem__(self, i: slice) -> list[Event]: ...
 
     def __getitem__(self, i):
         start, stop, step = (i if isinstance(i, slice) else slice(i, None)).indices(self._count)
@@ -66,14 +69,14 @@ class EventLog(Sequence):
             )
         return got if isinstance(i, slice) else got[0]
 
-    def _from_file(self, start: int, stop: int) -> list[dict]:
+    def _from_file(self, start: int, stop: int) -> list[Event]:
         if not self._file.closed:
             self._file.flush()
         with open(self.path, encoding="utf-8") as f:
             lines = itertools.islice(f, self._skip + start, self._skip + stop)
-            return [json.loads(line) for line in lines]
+            return [Event.from_json(json.loads(line)) for line in lines]
 
-    def __iter__(self) -> Iterator[dict]:
+    def __iter__(self) -> Iterator[Event]:
         return iter(self[0:])
 
     def __eq__(self, other: object) -> bool:

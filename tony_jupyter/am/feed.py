@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from ..protocol import TERMINAL_JOB_STATES
+from ..protocol import TERMINAL_JOB_STATES, FeedAnswer, FeedLog, NoBody
 from .http import BaseHandler, whole_arg
 
 # Per task and answer: a task that wrote more is read again at once (follow.py's chunks).
@@ -18,6 +18,8 @@ FEED_LOG_READ = 256 << 10
 
 
 class FeedHandler(BaseHandler):
+    records = {"GET": (NoBody, FeedAnswer)}
+
     async def get(self) -> None:
         since, seen = self.int_arg("since", 0), self.int_arg("version", 0)
         attempt = self.job_attempt()
@@ -34,22 +36,17 @@ class FeedHandler(BaseHandler):
         for task, offset in offsets.items():
             data = self.read_log(task, attempt, offset, FEED_LOG_READ)
             text = data.decode("utf-8", errors="replace")
-            logs[task] = {
-                "text": text,
-                "offset": offset + len(data),
-                "more": len(data) == FEED_LOG_READ,
-            }
+            logs[task] = FeedLog(text, offset + len(data), len(data) == FEED_LOG_READ)
         events = self.coord.events
-        self.finish(
-            {
-                "version": version,
-                "snapshot": snapshot,
-                "attempt": attempt,
-                "events": events[since:],
-                "next": len(events),
-                "logs": logs,
-            }
+        answer = FeedAnswer.encode(
+            version=version,
+            snapshot=snapshot,
+            attempt=attempt,
+            events=events[since:],
+            next=len(events),
+            logs=logs,
         )
+        self.finish(answer)
 
     def offsets(self) -> dict[str, int]:
         """``offsets=worker:0=120,worker:1=0``: the follower's place in each task's log."""

@@ -17,14 +17,17 @@ import os
 import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from tornado import web
 
+from ..protocol import ErrorAnswer
+from ..records import Record
 from .coordinator import Coordinator, StaleAttempt
 from .task_credentials import Registration, SecretReused, matches
 
 T = TypeVar("T")
+R = TypeVar("R", bound=Record)
 
 if TYPE_CHECKING:
     from .cells import CellQueue
@@ -143,13 +146,70 @@ def read_at(path, offset: int, limit: int) -> bytes:
         return f.read(limit)
 
 
+def parse_body(chunks: list[bytes], record: type[R]) -> R:
+    """A request's body as ``record``: the one place an AM reads a body. 400 when it is not
+    JSON, or naming the field that is missing or not of its type."""
+    try:
+        b = json.loads(b"".join(chunks) or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise web.HTTPError(400, "body is not JSON") from None
+    try:
+        return record.parse(b)
+    except ValueError as e:
+        raise web.HTTPError(400, str(e)) from None
+
+
 def redacted_uri(uri: str) -> str:
     return _TOKEN_IN_QUERY.sub(r"\1[redacted]", uri)
 
 
 @web.stream_request_body
-class BaseHandler(web.RequestHandler):
+class RecordHandler(web.RequestHandler):
+    """What every AM route does with its body and answer (the job's API here, the warm AM's
+    spare routes): a body bounded by ``max_body`` (413 from its Content-Length, before it is
+    read, or as it comes) and read as its record; an answer, an error too, written from one."""
+
+    # Per HTTP method, the records of this route's request body and answer (protocol/):
+    # a body is read as its record (``parsed``), an answer written from one (``answer``).
+    records: ClassVar[dict[str, tuple[type[Record], type[Record]]]] = {}
     max_body = MAX_BODY  # bytes a request to this route may carry
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._chunks: list[bytes] = []
+        self._size = 0
+        super().__init__(*args, **kwargs)
+
+    def bound_body(self) -> None:
+        """From ``prepare()``, once the caller is let in: the body's bound."""
+        length = self.request.headers.get("Content-Length", "0")
+        if not length.isdecimal() or int(length) > self.max_body:
+            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
+        set_limit = getattr(self.request.connection, "set_max_body_size", None)  # HTTP/1
+        if set_limit is not None:
+            set_limit(self.max_body)
+
+    def data_received(self, chunk: bytes) -> None:
+        self._size += len(chunk)
+        if self._size > self.max_body:
+            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
+        self._chunks.append(chunk)
+
+    def parsed(self, record: type[R]) -> R:
+        """The request's body as ``record`` (:func:`parse_body`)."""
+        return parse_body(self._chunks, record)
+
+    def answer(self, record: Record) -> None:
+        """Finish with ``record``'s JSON form."""
+        self.finish(record.to_json())
+
+    def write_error(self, status_code: int, **kwargs) -> None:
+        exc = kwargs.get("exc_info", (None, None, None))[1]
+        message = getattr(exc, "log_message", None) or self._reason
+        self.answer(ErrorAnswer(message, status_code))
+
+
+@web.stream_request_body
+class BaseHandler(RecordHandler):
     executor_route = False  # executor/*: only a task's own token, for that task
     registration_route = False  # executor/register: only a launch's registration secret
 
@@ -159,8 +219,6 @@ class BaseHandler(web.RequestHandler):
         self.task_scope: str | None = None  # the task a task token acts for
         self.registration: Registration | None = None  # the launch a secret was made for
         self.auth_secret = b""
-        self._chunks: list[bytes] = []
-        self._size = 0
 
     def prepare(self) -> None:
         """Runs once the headers are in, before the body is read: a request without the
@@ -192,18 +250,7 @@ class BaseHandler(web.RequestHandler):
                 raise web.HTTPError(403, "wrong job token")
             if not (self.executor_route or getattr(self, "task_may_call", False)):
                 raise web.HTTPError(403, "a task's token is for its executor calls only")
-        length = self.request.headers.get("Content-Length", "0")
-        if not length.isdecimal() or int(length) > self.max_body:
-            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
-        set_limit = getattr(self.request.connection, "set_max_body_size", None)  # HTTP/1
-        if set_limit is not None:
-            set_limit(self.max_body)
-
-    def data_received(self, chunk: bytes) -> None:
-        self._size += len(chunk)
-        if self._size > self.max_body:
-            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
-        self._chunks.append(chunk)
+        self.bound_body()
 
     def _request_summary(self) -> str:
         # tornado's access and error log lines: without a token sent in the query string.
@@ -214,41 +261,14 @@ class BaseHandler(web.RequestHandler):
         exc = kwargs.get("exc_info", (None, None, None))[1]
         if isinstance(exc, StaleAttempt):  # the one place an over attempt is answered
             self.set_status(410)
-            self.finish({"command": "stop", "error": str(exc)})
+            self.answer(ErrorAnswer(str(exc), command="stop"))
             return
-        message = getattr(exc, "log_message", None) or self._reason
-        self.finish({"error": message, "status": status_code})
+        super().write_error(status_code, **kwargs)
 
     def log_exception(self, typ, value, tb) -> None:
         if isinstance(value, StaleAttempt):
             return  # a late call of an attempt that is over: answered 410, nothing went wrong
         super().log_exception(typ, value, tb)
-
-    def body(self) -> dict:
-        try:
-            b = json.loads(b"".join(self._chunks) or b"{}")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise web.HTTPError(400, "body is not JSON") from None
-        if not isinstance(b, dict):
-            raise web.HTTPError(400, "body must be a JSON object")
-        return b
-
-    def field(self, b: dict, name: str, kind: type = str, default=...):
-        """``b[name]``, a str or a whole number as ``kind`` says, or 400 naming the field."""
-        value = b.get(name, default)
-        if value is ...:
-            raise web.HTTPError(400, f"body needs {name!r}")
-        if value is None and default is None:
-            return None
-        if kind is int:
-            if isinstance(value, str) and value.isdecimal():
-                value = int(value)
-            if not isinstance(value, int) or isinstance(value, bool) or value > MAX_OFFSET:
-                raise web.HTTPError(400, f"{name!r} must be a whole number")
-            return value
-        if not isinstance(value, kind):
-            raise web.HTTPError(400, f"{name!r} must be a {kind.__name__}")
-        return value
 
     def int_arg(self, name: str, default: int | None = None, minimum: int = 0) -> int:
         raw = self.get_argument(name, None if default is None else str(default))

@@ -18,7 +18,7 @@ class Recovered:
     :meth:`Coordinator.start` goes on with the next attempt (an attempt lost with its AM counts
     against --max-attempts for later failures)."""
 
-    events: list[dict] = field(default_factory=list)  # renumbered, without endpoint secrets
+    events: list[Event] = field(default_factory=list)  # renumbered, without endpoint secrets
     logs: list[dict] = field(default_factory=list)  # the tasks' log batches, as add_logs kept them
     attempt: int = 0  # the last attempt started
     attempt_history: list[dict] = field(default_factory=list)  # the attempts that failed
@@ -38,7 +38,7 @@ def replay(records: list[dict], first_seq: int) -> Recovered:
     for old in sorted(kept, key=lambda e: e.seq):
         d = old.data
         public = {k: v for k, v in d.items() if k not in ENDPOINT_SECRETS}
-        r.events.append(replace(old, seq=first_seq + len(r.events), data=public).to_json())
+        r.events.append(replace(old, seq=first_seq + len(r.events), data=public))
         if old.kind is EventKind.ATTEMPT:
             r.attempt = max(r.attempt, int(d["attempt"]))
             if d.get("state") == "FAILED":

@@ -6,7 +6,20 @@ import json
 
 from tornado import web
 
-from ..protocol import CellState
+from ..protocol import (
+    CellList,
+    CellLog,
+    CellResultRequest,
+    CellState,
+    CellSubmit,
+    CellView,
+    JobState,
+    NextCellAnswer,
+    NoBody,
+    Ok,
+    ReasonBody,
+    StateAnswer,
+)
 from .cells import CellQueue
 from .http import MAX_OFFSET, MAX_RESULT_BODY, BaseHandler
 
@@ -20,29 +33,32 @@ class SessionHandler(BaseHandler):
         assert queue is not None  # these routes exist only in a session's AM (api.make_app)
         return queue
 
+    def _cell(self, cell_id: str):
+        try:
+            return self.cells.get(int(cell_id))
+        except (KeyError, ValueError):
+            raise web.HTTPError(404, f"no cell {cell_id}") from None
+
 
 class CellsHandler(SessionHandler):
     max_body = MAX_RESULT_BODY  # a cell carries the names pushed with it
+    records = {"POST": (CellSubmit, CellView), "GET": (NoBody, CellList)}
 
     def post(self) -> None:
-        b = self.body()
-        source, names = self.field(b, "source"), self.field(b, "names")
-        pull = b.get("pull", [])
-        if not isinstance(pull, list) or not all(isinstance(n, str) for n in pull):
-            raise web.HTTPError(400, "'pull' must be a list of names")
+        b = self.parsed(CellSubmit)
         try:
-            cell = self.cells.submit(
-                source, names, list(pull), self.field(b, "filename", str, "<tony-cell>")
-            )
+            cell = self.cells.submit(b.source, b.names, list(b.pull), b.filename)
         except ValueError as e:
             raise web.HTTPError(409, str(e)) from None
-        self.finish(cell.view())
+        self.answer(cell.view())
 
     def get(self) -> None:
-        self.finish({"cells": [c.view() for c in self.cells.cells]})
+        self.answer(CellList(tuple(c.view() for c in self.cells.cells)))
 
 
 class CellHandler(SessionHandler):
+    records = {"GET": (NoBody, CellView)}
+
     async def get(self, cell_id: str) -> None:
         """The cell; with ``timeout``, waits (long-poll) until it is done or anything changes.
         With ``feed`` (a JSON object: task -> log offset already read), also the job's snapshot
@@ -52,14 +68,15 @@ class CellHandler(SessionHandler):
         read = self._feed_offsets()
         if timeout > 0 and cell.state in (CellState.PENDING, CellState.RUNNING):
             await self.wait_change(timeout)
-        answer = cell.view(with_value=True)
-        if read is not None:
-            answer["job"] = self.coord.snapshot_json()
-            answer["logs"] = {
-                task: self._cell_log(task, read.get(task, start), cell.log_end.get(task))
-                for task, start in cell.log_start.items()
-            }
-        self.finish(answer)
+        view = cell.view(with_value=True)
+        if read is None:
+            self.answer(view)
+            return
+        logs = {
+            task: self._cell_log(task, read.get(task, start), cell.log_end.get(task))
+            for task, start in cell.log_start.items()
+        }
+        self.finish(CellView.encode(view, job=self.coord.snapshot_json(), logs=logs))
 
     def _feed_offsets(self) -> dict[str, int] | None:
         raw = self.get_argument("feed", None)
@@ -76,76 +93,60 @@ class CellHandler(SessionHandler):
             raise web.HTTPError(400, "feed must be a JSON object of task id: log offset")
         return read
 
-    def _cell_log(self, task: str, offset: int, end: int | None) -> dict:
+    def _cell_log(self, task: str, offset: int, end: int | None) -> CellLog:
         """The task's log from ``offset``, up to the cell's end if it has one."""
         data = b""
         if end is None or offset < end:
             limit = MAX_CELL_LOG_READ if end is None else min(end - offset, MAX_CELL_LOG_READ)
             data = self.read_log(task, None, offset, limit)
-        return {"text": data.decode("utf-8", errors="replace"), "offset": offset + len(data)}
-
-    def _cell(self, cell_id: str):
-        try:
-            return self.cells.get(int(cell_id))
-        except (KeyError, ValueError):
-            raise web.HTTPError(404, f"no cell {cell_id}") from None
+        return CellLog(data.decode("utf-8", errors="replace"), offset + len(data))
 
 
-class InterruptHandler(CellHandler):
+class InterruptHandler(SessionHandler):
+    records = {"POST": (NoBody, CellView)}
+
     def post(self, cell_id: str) -> None:
+        self.parsed(NoBody)
         self._cell(cell_id)
-        self.finish(self.cells.interrupt(int(cell_id)).view())
+        self.answer(self.cells.interrupt(int(cell_id)).view())
 
 
 class StopHandler(SessionHandler):
+    records = {"POST": (ReasonBody, StateAnswer)}
+
     def post(self) -> None:
-        self.coord.stop(self.field(self.body(), "reason", str, None) or "session stopped")
-        self.finish({"state": self.coord.state})
+        self.coord.stop(self.parsed(ReasonBody).reason or "session stopped")
+        self.answer(StateAnswer(JobState(self.coord.state)))
 
 
 class NextCellHandler(SessionHandler):
     executor_route = True
+    records = {"GET": (NoBody, NextCellAnswer)}
 
     async def get(self) -> None:
         task, attempt = self.own_task(self.get_argument("task")), self.int_arg("attempt")
         after = self.int_arg("after", 0)
         cell = await self.long_poll_task(task, attempt, lambda: self.cells.next_for(task, after))
-        if cell is None:
-            self.finish({"cell": None})
-            return
-        self.finish(
-            {
-                "cell": {
-                    "id": cell.id,
-                    "source": cell.source,
-                    "names": cell.names,
-                    "pull": cell.pull,
-                    "filename": cell.filename,
-                }
-            }
-        )
+        self.answer(NextCellAnswer(cell.to_run() if cell is not None else None))
 
 
 class CellResultHandler(SessionHandler):
     executor_route = True
     max_body = MAX_RESULT_BODY
+    records = {"POST": (CellResultRequest, Ok)}
 
     def post(self) -> None:
-        b = self.body()
-        task, attempt = self.own_task(b.get("task")), self.field(b, "attempt", int)
-        cell_id = self.field(b, "cell", int)
-        self.field(b, "status")
-        self.field(b, "traceback", str, None)
+        b = self.parsed(CellResultRequest)
+        task, attempt, cell_id, logs = self.own_task(b.task), b.attempt, b.cell, b.logs
         self.coord.live_task(task, attempt)
-        logs = self.field(b, "logs", str, None)
-        outcome = {k: v for k, v in b.items() if k not in ("task", "attempt", "cell", "logs")}
+        outcome = b.outcome.to_json()
         try:
             if logs:  # the cell's last output, logged before its result (session_loop.py)
                 self.coord.add_logs(task, attempt, logs)
             self.cells.report(task, cell_id, outcome)
         except KeyError:
             raise web.HTTPError(404, f"no cell {cell_id}") from None
-        self.finish({"ok": True})
+        self.answer(Ok())
 
 
 ROUTES = [

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 from .. import runtime
+from ..protocol import CellResultRequest, LogBatch, Ok
 from .capture import LogCapture
 from .heartbeat import Heartbeater
 from .link import AMLink, Stale
@@ -31,16 +33,23 @@ class Background(threading.Thread):
             # In slices the AM takes (its limit is 16 MiB), after an outage that piled them up.
             for start in range(0, len(text), MAX_SHIP):
                 try:
-                    self.am.post("executor/logs", text=text[start : start + MAX_SHIP])
+                    batch = text[start : start + MAX_SHIP]
+                    body = LogBatch(task=self.am.task, attempt=self.am.attempt, text=batch)
+                    self.am.send("executor/logs", body, Ok)
                 except OSError:  # the AM did not take them (busy, restarting): the next try does
                     self.logs.give_back(text[start:])
                     raise
 
-    def post_with_logs(self, path: str, **body) -> dict:
-        """``path`` with what is left of the log as ``logs``, under the shipping lock: a session
-        cell's output and its result in one request, the output first on the AM's side."""
+    def send_with_logs(self, outcome: dict[str, Any], cell: int) -> None:
+        """``executor/cell-result`` with what is left of the log as ``logs``, under the
+        shipping lock: a session cell's output and its result in one request, the output
+        first on the AM's side."""
+        am = self.am
         with self._ship_lock:
-            return self.am.post(path, logs=self.logs.take(), **body)
+            body = CellResultRequest(
+                **outcome, task=am.task, attempt=am.attempt, cell=cell, logs=self.logs.take()
+            )
+            am.send("executor/cell-result", body, Ok)
 
     def flush(self) -> None:
         """At the end (or a hard exit): stop shipping in the background, ship the rest."""

@@ -17,7 +17,8 @@ import time
 from typing import Any
 
 from .. import tokens
-from .link import BeatStream, Stale
+from ..protocol import Beat, HeartbeatAnswer, HeartbeatRequest
+from .link import AMLink, BeatStream, Stale
 
 
 class Heartbeater:
@@ -106,23 +107,15 @@ def _beat(
             pass
         if status not in stopped:
             try:
-                extra = {"credentials": have} if have is not None else {}
-                answer, stream = _send(
-                    link,
-                    stream,
-                    interval,
-                    progress=state["progress"],
-                    rss=used["rss_bytes"],
-                    resources=used,
-                    **extra,
-                )
+                beat = Beat(state["progress"], used["rss_bytes"], used, have)
+                answer, stream = _send(link, stream, interval, beat)
                 last_ok = time.monotonic()
-                newer = answer.get("credentials")
-                if creds_file and isinstance(newer, dict):
-                    tokens.write_credentials(creds_file, newer)
-                    have = int(newer["version"])
-                cell = answer.get("cell")
-                if answer.get("command") == "interrupt" and cell == state["cell"]:
+                newer = answer.credentials
+                if creds_file and newer is not None:
+                    tokens.write_credentials(creds_file, newer.to_json())
+                    have = newer.version
+                cell = answer.cell
+                if answer.command == "interrupt" and cell == state["cell"]:
                     os.write(command_fd, f"{cell}\n".encode())
                     os.kill(parent, signal.SIGINT)
             except Stale:
@@ -137,17 +130,18 @@ def _beat(
 
 
 def _send(
-    link, stream: BeatStream | None, interval: float, **body
-) -> tuple[dict, BeatStream | None]:
+    link: AMLink, stream: BeatStream | None, interval: float, beat: Beat
+) -> tuple[HeartbeatAnswer, BeatStream | None]:
     """One heartbeat: on the AM's heartbeat stream once its first HTTP answer named the port
     (am/beats.py), by ``POST executor/heartbeat`` before that or when the stream fails."""
     if stream is not None:
         try:
-            return stream.beat(**body), stream
+            return stream.beat(beat), stream
         except OSError:
             stream.close()
-    answer = link.post("executor/heartbeat", **body)
-    port = answer.get("beats")
+    body = HeartbeatRequest(**beat.to_json(), task=link.task, attempt=link.attempt)
+    answer = link.send("executor/heartbeat", body, HeartbeatAnswer)
+    port = answer.beats
     if isinstance(port, int):
         try:
             stream = BeatStream(link, port, link.token, timeout=max(10.0, interval * 2))

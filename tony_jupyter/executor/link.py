@@ -11,7 +11,13 @@ from __future__ import annotations
 import json
 import socket
 import threading
+from typing import Any, TypeVar
 from urllib.parse import urlencode, urlsplit
+
+from ..protocol import Beat, HeartbeatAnswer
+from ..records import Record
+
+R = TypeVar("R", bound=Record)
 
 MAX_ANSWER = 200 << 20  # the AM's largest answer: a session cell with its pushed names
 
@@ -75,6 +81,17 @@ class AMLink:
     def post(self, path: str, **body) -> dict:
         return self.call("POST", path, json={"task": self.task, "attempt": self.attempt, **body})
 
+    def send(self, path: str, body: Record, answer: type[R]) -> R:
+        """``POST path`` with ``body`` (its record names this task and attempt): the answer
+        read as ``answer``."""
+        return answer.from_json(self.call("POST", path, json=body.to_json()))
+
+    def ask(self, path: str, answer: type[R], wait: float, **params: Any) -> R:
+        """``GET path`` for this task and attempt, a long-poll of up to ``wait`` seconds: the
+        answer read as ``answer``."""
+        query = {"task": self.task, "attempt": self.attempt, **params, "timeout": wait}
+        return answer.from_json(self.call("GET", path, timeout=wait + 10, params=query))
+
     def _exchange(self, request: bytes, timeout: float) -> tuple[int, bytes]:
         conn = self._local
         if getattr(conn, "sock", None) is None:
@@ -136,15 +153,15 @@ class BeatStream:
         except ValueError:
             raise ConnectionAbortedError("the AM's heartbeat answer is not JSON") from None
 
-    def beat(self, **body) -> dict:
-        answer = self._exchange(body)
+    def beat(self, beat: Beat) -> HeartbeatAnswer:
+        answer = self._exchange(beat.to_json())
         if answer.get("status") == 410:
             self.close()
             raise Stale(answer.get("error", "attempt over"))
         if "error" in answer:
             self.close()
             raise ConnectionAbortedError(answer["error"])
-        return answer
+        return HeartbeatAnswer.from_json(answer)
 
     def close(self) -> None:
         self.reader.close()

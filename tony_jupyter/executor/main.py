@@ -16,7 +16,17 @@ import traceback
 from pathlib import Path
 
 from .. import runtime
-from ..protocol import CellOutcome, ExecutorEnv
+from ..protocol import (
+    CellOutcome,
+    ClusterSpecAnswer,
+    ExecutorEnv,
+    HeartbeatAnswer,
+    HeartbeatRequest,
+    Ok,
+    RegisterAnswer,
+    RegisterRequest,
+    ResultRequest,
+)
 from . import checkpoints, localranks, mlflow_run, reaper
 from .background import Background
 from .capture import LogCapture
@@ -78,14 +88,15 @@ def main() -> int:
     try:
         # Before the heartbeat sidecar forks: it beats with the task's own token, which only
         # this answer carries (and forks no socket: the link's is closed first).
-        got = am.post(
-            "executor/register",
+        body = RegisterRequest(
+            task=task_id,
+            attempt=attempt,
             host=host,
             port=reserve_port(host),
             pid=os.getpid(),
             container=env.container_id,
         )
-        am.use_token(got["token"])
+        am.use_token(am.send("executor/register", body, RegisterAnswer).token)
     except Stale:
         return 143
     except LinkError as e:
@@ -102,12 +113,7 @@ def main() -> int:
         )
         spec = None
         while spec is None:
-            spec = am.call(
-                "GET",
-                "executor/cluster-spec",
-                timeout=40,
-                params={"task": task_id, "attempt": attempt, "timeout": 30},
-            )["cluster_spec"]
+            spec = am.ask("executor/cluster-spec", ClusterSpecAnswer, wait=30).cluster_spec
     except Stale:
         return 143
 
@@ -173,8 +179,10 @@ def main() -> int:
     if runtime.mlflow_run is not None:
         runtime.mlflow_run.end(outcome.get("status") == "ok")
     try:
-        am.post("executor/heartbeat", progress=runtime.current_progress())  # the final progress
-        am.post("executor/result", **outcome)
+        final = HeartbeatRequest(runtime.current_progress(), task=task_id, attempt=attempt)
+        am.send("executor/heartbeat", final, HeartbeatAnswer)  # the final progress
+        result = CellOutcome.from_json(outcome).outcome_fields()
+        am.send("executor/result", ResultRequest(**result, task=task_id, attempt=attempt), Ok)
     except Exception as e:  # noqa: BLE001 - the exit code still tells the AM
         print(f"[tony] could not send the result: {e}", file=sys.stderr)
         code = code or 1

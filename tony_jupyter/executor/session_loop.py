@@ -10,7 +10,7 @@ import traceback
 
 import cloudpickle
 
-from ..protocol import CellOutcome
+from ..protocol import CellOutcome, CellToRun, NextCellAnswer
 from .background import Background
 from .cell import execute
 from .link import AMLink, Stale
@@ -32,19 +32,14 @@ def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
     after, code = 0, 0
     try:
         while True:
-            got = am.call(
-                "GET",
-                "executor/next-cell",
-                timeout=POLL_S + 10,
-                params={"task": am.task, "attempt": am.attempt, "after": after, "timeout": POLL_S},
-            )["cell"]
+            got = am.ask("executor/next-cell", NextCellAnswer, wait=POLL_S, after=after).cell
             if got is None:
                 continue
-            after = got["id"]
-            outcome = run_cell(got, namespace, is_chief, running, bg)
+            after = got.id
+            outcome = CellOutcome.from_json(run_cell(got, namespace, is_chief, running, bg))
             bg.logs.drain()
             # this cell's output is logged before its result, in the same request
-            bg.post_with_logs("executor/cell-result", cell=got["id"], **outcome)
+            bg.send_with_logs(outcome.outcome_fields(), cell=got.id)
     except Stale:
         code = 0  # the session ended
     except OSError as e:
@@ -53,12 +48,14 @@ def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
     os._exit(code)  # ships the rest of the logs first (executor/reaper.py)
 
 
-def run_cell(got: dict, namespace: dict, is_chief: bool, running: dict, bg: Background) -> dict:
-    print(f"[tony] cell {got['id']}", flush=True)
-    running["cell"] = bg.cell = got["id"]
+def run_cell(
+    got: CellToRun, namespace: dict, is_chief: bool, running: dict, bg: Background
+) -> dict:
+    print(f"[tony] cell {got.id}", flush=True)
+    running["cell"] = bg.cell = got.id
     try:
-        namespace.update(cloudpickle.loads(base64.b64decode(got["names"])))
-        return execute(got["source"], got["filename"], namespace, got["pull"], is_chief)
+        namespace.update(cloudpickle.loads(base64.b64decode(got.names)))
+        return execute(got.source, got.filename, namespace, list(got.pull), is_chief)
     except KeyboardInterrupt:
         traceback.print_exc()
         return CellOutcome("interrupted", traceback.format_exc()).to_json()

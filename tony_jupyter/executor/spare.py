@@ -8,6 +8,7 @@ has ended); its AM hands it only a task whose environment that import would have
 from __future__ import annotations
 
 from .. import warm
+from ..protocol import SpareSecret, SpareTask
 
 
 def serve(framework: str = "") -> int:
@@ -42,14 +43,14 @@ def serve_yarn(framework: str = "") -> int:
         return 0  # released (the job did not need it), or the warm AM is gone
     cwd = os.getcwd()
     try:
-        write_job_files(cwd, job["files"])
+        write_job_files(cwd, job.files)
     except UnsafeFileError as e:
         print(f"tony-jupyter: the job's files were refused: {e}", file=sys.stderr)
         return 1
     for var in (warm.SPARE_URL, warm.SPARE_TOKEN):
         os.environ.pop(var, None)
     # NodeManager expands {{PWD}} in a fresh container's environment; here it is this one's.
-    os.environ.update({k: v.replace("{{PWD}}", cwd) for k, v in job["env"].items()})
+    os.environ.update({k: v.replace("{{PWD}}", cwd) for k, v in job.env.items()})
     return main.main()
 
 
@@ -72,7 +73,7 @@ def write_job_files(cwd: str, files: dict[str, str]) -> None:
             safefiles.write_file(cwd, name, data)
 
 
-def _wait_for_task(give_up_s: float = 120.0) -> dict | None:
+def _wait_for_task(give_up_s: float = 120.0) -> SpareTask | None:
     """Long-poll the warm AM until it hands a task (None: released, or the AM is gone)."""
     import json
     import os
@@ -93,8 +94,8 @@ def _wait_for_task(give_up_s: float = 120.0) -> dict | None:
     )
     try:
         with urllib.request.urlopen(hello, timeout=60) as r:
-            secret = json.loads(r.read())["secret"]
-    except (OSError, ValueError, KeyError):
+            secret = SpareSecret.checked(json.loads(r.read())).secret
+    except (OSError, ValueError):
         return None  # refused (taken over), or the warm AM is gone: released as unused
     req = urllib.request.Request(
         base + "/task" + query, headers={"Authorization": f"Bearer {secret}"}
@@ -105,7 +106,7 @@ def _wait_for_task(give_up_s: float = 120.0) -> dict | None:
             with urllib.request.urlopen(req, timeout=60) as r:
                 failing_since = None
                 if r.status == 200:
-                    return json.loads(r.read())
+                    return SpareTask.checked(json.loads(r.read()))
         except urllib.error.HTTPError as e:
             if e.code in (403, 404, 410):  # 404: the route closed, no task came for it
                 return None

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 from .. import jobdir
-from ..protocol import ExecutorEnv
+from ..protocol import EndpointRequest, ExecutorEnv, Ok
 from .tensorboard_guard import Guard, GuardConfig
 
 READY_TIMEOUT_S = 90.0
@@ -132,8 +132,7 @@ def run(am, env: dict[str, str], say=print, log_dir: str | None = None) -> subpr
             proc.kill()
         return None
     try:
-        body = {"name": "tensorboard", "url": url, "key": guard.key, "path_key": guard.path_key}
-        am.call("POST", "endpoints", json=body)
+        am.send("endpoints", EndpointRequest("tensorboard", url, guard.key, guard.path_key), Ok)
     except Exception as e:  # noqa: BLE001 - TensorBoard is a convenience, never a failure
         say(f"[tony] TensorBoard at {url} could not be registered with the AM: {e}")
         return proc

@@ -29,7 +29,16 @@ import requests
 from .. import jobdir
 from ..errors import BackendError, JobNotFoundError
 from ..jobdir import JobDir
-from ..protocol import JobSnapshot, token_verifier
+from ..protocol import (
+    CellList,
+    CellSubmit,
+    CellView,
+    JobSnapshot,
+    LogsAnswer,
+    ReasonBody,
+    ResultAnswer,
+    token_verifier,
+)
 from . import damage
 from .damage import DamagedRecordError
 
@@ -292,7 +301,8 @@ class JobClient(ABC):
             "GET", "logs", params={"task": task, "offset": offset, "attempt": attempt}
         )
         if got is not None:
-            return got["text"], got["offset"]
+            answer = LogsAnswer.from_json(got)
+            return answer.text, answer.offset
         if not attempt:
             attempt = self.snapshot().attempt or 1
         data = damage.read_from(self.record.layout.log(attempt, task), offset)
@@ -302,7 +312,7 @@ class JobClient(ABC):
         """{'value': ..., 'pulled': {...}, 'missing': [...]} from the chief, or None."""
         got = self.call_am("GET", "result")
         if got:
-            return decode_result(got.get("result"))
+            return decode_result(ResultAnswer.from_json(got).result)
         saved = self.record.read_json(jobdir.RESULT)
         try:
             return decode_result(saved)
@@ -311,7 +321,7 @@ class JobClient(ABC):
             raise DamagedRecordError(self.record.layout.result, why) from None
 
     def kill(self, reason: str = "killed on request") -> bool:
-        if self.call_am("POST", "kill", json={"reason": reason}) is not None:
+        if self.call_am("POST", "kill", json=ReasonBody(reason).to_json()) is not None:
             return True
         return self._kill_without_am()
 
@@ -323,32 +333,31 @@ class JobClient(ABC):
 
     # --- a session's cells ------------------------------------------------------------------
 
-    def submit_cell(self, source: str, names: bytes, pull: list[str], filename: str) -> dict | None:
+    def submit_cell(
+        self, source: str, names: bytes, pull: list[str], filename: str
+    ) -> CellView | None:
         """Queue a cell on the session's tasks: the cell as the AM keeps it, or None (no AM)."""
-        body = {
-            "source": source,
-            "names": base64.b64encode(names).decode(),
-            "pull": pull,
-            "filename": filename,
-        }
-        return self.call_am("POST", "cells", json=body)
+        body = CellSubmit(source, base64.b64encode(names).decode(), tuple(pull), filename)
+        got = self.call_am("POST", "cells", json=body.to_json())
+        return None if got is None else CellView.from_json(got)
 
     def cell(
         self, cell_id: int, timeout: float = 0.0, feed: dict[str, int] | None = None
-    ) -> dict | None:
+    ) -> CellView | None:
         """The cell, once it changed or after ``timeout`` s; None when the AM is gone. With
         ``feed`` (task -> log offset read so far), also ``job`` (the snapshot) and ``logs``
         (task -> {text, offset}: the cell's output from there on)."""
         params: dict[str, Any] = {"timeout": timeout}
         if feed is not None:
             params["feed"] = json.dumps(feed)
-        return self.call_am("GET", f"cells/{cell_id}", timeout=timeout + 10, params=params)
+        got = self.call_am("GET", f"cells/{cell_id}", timeout=timeout + 10, params=params)
+        return None if got is None else CellView.from_json(got)
 
-    def cells(self) -> list[dict]:
-        return (self.call_am("GET", "cells") or {}).get("cells", [])
+    def cells(self) -> list[CellView]:
+        return list(CellList.from_json(self.call_am("GET", "cells") or {}).cells)
 
     def interrupt_cell(self, cell_id: int) -> None:
         self.call_am("POST", f"cells/{cell_id}/interrupt")
 
     def stop_session(self, reason: str) -> None:
-        self.call_am("POST", "stop", json={"reason": reason})
+        self.call_am("POST", "stop", json=ReasonBody(reason).to_json())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ..protocol import JobSnapshot
+from ..protocol import FeedAnswer, FeedLog, JobSnapshot
 from .view import JobView
 
 # The AM's feed answers on every heartbeat and log batch; this keeps a busy job from turning
@@ -37,8 +37,9 @@ def follow(
         if got is None:  # no AM (gone, or not yet there): the snapshot from what is left
             snap, fed = client.snapshot(), None
         else:
-            snap, fed = JobSnapshot.from_json(got["snapshot"]), got["logs"]
-            since, version = got["next"], got["version"]
+            answer = FeedAnswer.from_json(got)
+            snap, fed = answer.snapshot, answer.logs
+            since, version = answer.next, answer.version
         current = snap.attempt or 0
         if attempt and current != attempt:
             _take(view, offsets, fed)
@@ -63,14 +64,14 @@ def follow(
         stop.wait(max(0.0, MIN_INTERVAL_S - (time.monotonic() - began)))
 
 
-def _take(view: JobView, offsets: dict[str, int], fed: dict | None) -> bool:
+def _take(view: JobView, offsets: dict[str, int], fed: dict[str, FeedLog] | None) -> bool:
     """The feed's log text into the view; True if a task has more than one answer holds."""
     more = False
     for task_id, got in (fed or {}).items():
-        if got["text"]:
-            view.append_log(task_id, got["text"])
-        offsets[task_id] = got["offset"]
-        more = more or got["more"]
+        if got.text:
+            view.append_log(task_id, got.text)
+        offsets[task_id] = got.offset
+        more = more or got.more
     return more
 
 

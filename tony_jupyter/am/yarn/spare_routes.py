@@ -6,14 +6,14 @@ is a 400 naming the problem."""
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from tornado import routing, web
 
 from ... import safefiles
 from ...errors import UnsafeFileError
-from ..http import MAX_BODY
+from ...protocol import NoBody, Ok, SpareJob, SpareSecret, SpareStatus, SpareTask
+from ..http import RecordHandler
 from ..task_credentials import matches
 from .sparepool import SparePool
 
@@ -24,16 +24,12 @@ MAX_JOB_BODY = 160 << 20
 
 
 @web.stream_request_body
-class _Handler(web.RequestHandler):
+class _Handler(RecordHandler):
     """A spare route: its secret checked once the headers are in, before any body is read;
-    a bounded body, parsed as JSON (400 otherwise)."""
-
-    max_body = MAX_BODY
+    a bounded body, read as its record (400 otherwise)."""
 
     def initialize(self, pool: SparePool) -> None:
         self.pool = pool
-        self._chunks: list[bytes] = []
-        self._size = 0
 
     def authorized(self, given: str) -> bool:
         return matches(given.encode(), self.pool.verifier)
@@ -46,48 +42,20 @@ class _Handler(web.RequestHandler):
             given = ""
         if scheme.lower() != "bearer" or not given or not self.authorized(given.strip()):
             raise web.HTTPError(403)
-        length = self.request.headers.get("Content-Length", "0")
-        if not length.isdecimal() or int(length) > self.max_body:
-            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
-        set_limit = getattr(self.request.connection, "set_max_body_size", None)
-        if set_limit is not None:
-            set_limit(self.max_body)
-
-    def data_received(self, chunk: bytes) -> None:
-        self._size += len(chunk)
-        if self._size > self.max_body:
-            raise web.HTTPError(413, f"request body over {self.max_body} bytes")
-        self._chunks.append(chunk)
-
-    def body(self) -> dict:
-        try:
-            b = json.loads(b"".join(self._chunks) or b"{}")
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise web.HTTPError(400, "body is not JSON") from None
-        if not isinstance(b, dict):
-            raise web.HTTPError(400, "body must be a JSON object")
-        return b
+        self.bound_body()
 
     def container(self) -> str:
         return self.get_query_argument("container", "")
-
-    def write_error(self, status_code: int, **kwargs) -> None:
-        exc = kwargs.get("exc_info", (None, None, None))[1]
-        message = getattr(exc, "log_message", None) or self._reason
-        self.finish({"error": message, "status": status_code})
 
 
 class JobHandler(_Handler):
     """The kernel hands the job: its files (base64), once."""
 
     max_body = MAX_JOB_BODY
+    records = {"POST": (SpareJob, Ok)}
 
     def post(self) -> None:
-        files = self.body().get("files")
-        if not isinstance(files, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in files.items()
-        ):
-            raise web.HTTPError(400, "body needs 'files': {name: base64}")
+        files = self.parsed(SpareJob).files
         job = self.pool.job
         if job is None or job.done():
             raise web.HTTPError(409, "this warm AM has its job already")
@@ -98,23 +66,29 @@ class JobHandler(_Handler):
             raise web.HTTPError(400, str(e)) from None
         job.set_result(files)
         self.pool.closed = True
-        self.finish({"ok": True})
+        self.answer(Ok())
 
 
 class HelloHandler(_Handler):
     """A spare executor's first call: its launch secret for the secret it polls with."""
+
+    records = {"POST": (NoBody, SpareSecret)}
 
     def authorized(self, given: str) -> bool:
         self.session = self.pool.hello(self.container(), given)
         return self.session is not None
 
     def post(self) -> None:
-        self.finish({"secret": self.session})
+        self.parsed(NoBody)
+        assert self.session is not None  # authorized()
+        self.answer(SpareSecret(self.session))
 
 
 class TaskHandler(_Handler):
     """A spare executor waits here for its task (a long poll: 204 when none came yet); a task
     goes to its container only, once."""
+
+    records = {"GET": (NoBody, SpareTask)}
 
     def authorized(self, given: str) -> bool:
         return self.pool.polls_as(self.container(), given)
@@ -126,7 +100,7 @@ class TaskHandler(_Handler):
         try:
             while asyncio.get_running_loop().time() < deadline:
                 if cid in self.pool.assigned:
-                    self.finish(self.pool.assigned.pop(cid))
+                    self.answer(self.pool.assigned.pop(cid))
                     self.pool.fetched.add(cid)
                     return
                 if cid in self.pool.released or cid in self.pool.taken_over:
@@ -141,9 +115,12 @@ class TaskHandler(_Handler):
 class StatusHandler(_Handler):
     """How many spare executors wait now (ready to be handed a task), and whether a job came."""
 
+    records = {"GET": (NoBody, SpareStatus)}
+
     def get(self) -> None:
         job = self.pool.job
-        self.finish({"waiting": len(self.pool.waiting), "handed": bool(job and job.done())})
+        handed = bool(job and job.done())
+        self.answer(SpareStatus(len(self.pool.waiting), handed))
 
 
 class WhileOpen(routing.PathMatches):

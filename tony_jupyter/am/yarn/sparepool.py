@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ... import jobdir, loadenv, safefiles, warm
 from ...jobdir import JobDir
+from ...protocol import SpareTask
 from ...spec import JobSpec, TaskSpec
 from .provider import Launch, YarnProvider
 
@@ -39,7 +40,7 @@ class SparePool:
         self.taken_over: set[str] = set()  # a launch secret presented twice: no task for it
         self.closed = False  # job, hello, status: once the job was handed
         self.task_closed = False  # task: once every handed task was fetched
-        self.assigned: dict[str, dict] = {}  # container id -> what its executor is handed
+        self.assigned: dict[str, SpareTask] = {}  # container id -> what its executor is handed
         self.fetched: set[str] = set()  # containers whose executor took what it was handed
         self.released: set[str] = set()
         self.waiting: set[str] = set()  # containers whose executor waits here now
@@ -134,7 +135,7 @@ class SparePool:
             launch.gpus = spare.gpus
             p.running[cid] = launch
             p.by_task[(task_id, attempt)] = launch
-            self.assigned[cid] = {"env": p.task_env(launch, spare.container), "files": self.files}
+            self.assigned[cid] = SpareTask(p.task_env(launch, spare.container), self.files)
         log.info("%s handed to spare container %s", task_id, cid)
         return True
 

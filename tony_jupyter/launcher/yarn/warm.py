@@ -32,7 +32,7 @@ import requests
 from ... import jobdir, srcdir, warm
 from ...bundle import Bundle, BundleInfo
 from ...errors import BackendError
-from ...protocol import token_verifier
+from ...protocol import SpareJob, SpareStatus, token_verifier
 from ...spec import JobSpec
 from ..client import JobRecord, jobs_dir
 from . import packenv, secure
@@ -122,10 +122,10 @@ def take(
             files[jobdir.SRC_ARCHIVE] = srcdir.archive(bundle.src)
             if len(files[jobdir.SRC_ARCHIVE]) > SRC_MAX_BYTES:
                 raise BackendError("the shipped directory is too large to hand over")
-        body = {"files": {n: base64.b64encode(b).decode() for n, b in files.items()}}
+        body = SpareJob({n: base64.b64encode(b).decode() for n, b in files.items()})
         r = requests.post(
             f"{url}/api/v1/spare/job",
-            json=body,
+            json=body.to_json(),
             headers={"Authorization": f"Bearer {spare.token}"},
             timeout=30,
         )
@@ -269,8 +269,8 @@ def ready(spare: WarmAM) -> int:
             headers={"Authorization": f"Bearer {spare.token}"},
             timeout=5,
         )
-        return int(r.json()["waiting"]) if r.status_code == 200 else 0
-    except (requests.RequestException, BackendError, ValueError, KeyError):
+        return SpareStatus.checked(r.json()).waiting if r.status_code == 200 else 0
+    except (requests.RequestException, BackendError, ValueError):
         return 0
 
 

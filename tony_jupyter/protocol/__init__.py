@@ -1,0 +1,85 @@
+"""What crosses between the notebook side, the AM and the executors: one typed definition.
+
+By responsibility: the states and the event log's entries (states.py), the job as the AM
+reports it (views.py), the executor's messages (executor.py), a session's cells (session.py),
+the job client's (client.py), the warm YARN AM's spare routes (spare.py), what every route
+shares (common.py) and the executor's environment (env.py). Each AM route declares the
+records of its body and its answer (am/http.py ``BaseHandler.records``;
+tests/am/test_routes_typed.py walks them). This module re-exports them all, so that
+``from tony_jupyter.protocol import X`` reads any of them.
+"""
+
+from .client import (
+    CredentialsAnswer,
+    CredentialsRequest,
+    EndpointAnswer,
+    EndpointRequest,
+    EventsAnswer,
+    FeedAnswer,
+    FeedLog,
+    LogsAnswer,
+    MetricsAnswer,
+    ReasonBody,
+    ResultAnswer,
+    StateAnswer,
+)
+from .common import ErrorAnswer, NoBody, Ok
+from .env import ExecutorEnv, GuardConfig, token_verifier
+from .executor import (
+    Beat,
+    CellOutcome,
+    ClusterSpecAnswer,
+    Credentials,
+    HeartbeatAnswer,
+    HeartbeatRequest,
+    LogBatch,
+    RegisterAnswer,
+    RegisterRequest,
+    ResultRequest,
+    TaskCall,
+)
+from .session import (
+    CellList,
+    CellLog,
+    CellResultRequest,
+    CellSubmit,
+    CellToRun,
+    CellView,
+    NextCellAnswer,
+)
+from .spare import SpareJob, SpareSecret, SpareStatus, SpareTask
+from .states import (
+    DONE_CELL_STATES,
+    DONE_TASK_STATES,
+    JOB_ID,
+    SCHEMA_VERSION,
+    TERMINAL_JOB_STATES,
+    CellState,
+    Event,
+    EventKind,
+    JobState,
+    TaskState,
+)
+from .views import (
+    FailedAttempt,
+    GpuUse,
+    JobSnapshot,
+    JobSummary,
+    TaskSummary,
+    TaskView,
+    progress_time,
+)
+
+__all__ = [
+    "DONE_CELL_STATES", "DONE_TASK_STATES", "JOB_ID", "SCHEMA_VERSION", "TERMINAL_JOB_STATES",
+    "Beat", "CellList", "CellLog", "CellOutcome", "CellResultRequest", "CellState",
+    "CellSubmit", "CellToRun", "CellView", "ClusterSpecAnswer", "Credentials",
+    "CredentialsAnswer", "CredentialsRequest", "EndpointAnswer", "EndpointRequest",
+    "ErrorAnswer", "Event", "EventKind", "EventsAnswer", "ExecutorEnv", "FailedAttempt",
+    "FeedAnswer", "FeedLog", "GpuUse", "GuardConfig", "HeartbeatAnswer", "HeartbeatRequest",
+    "JobSnapshot", "JobState", "JobSummary", "LogBatch", "LogsAnswer", "MetricsAnswer",
+    "NextCellAnswer", "NoBody", "Ok", "ReasonBody", "RegisterAnswer", "RegisterRequest",
+    "ResultAnswer", "ResultRequest", "SpareJob", "SpareSecret", "SpareStatus", "SpareTask",
+    "StateAnswer", "TaskCall", "TaskState", "TaskSummary",
+    "TaskView", "progress_time", "token_verifier",
+]  # fmt: skip

@@ -1,0 +1,115 @@
+"""What an executor process is started with: :class:`ExecutorEnv`, the one definition of the
+``TONY_*`` variables, and TensorBoard's guard's (:class:`GuardConfig`)."""
+
+from __future__ import annotations
+
+import hashlib
+import typing
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+from ..records import Record
+
+
+def token_verifier(token: str) -> str:
+    """What an AM is given instead of the job's token (jobdir.TOKEN_VERIFIER)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ExecutorEnv(Record):
+    """The environment the AM starts every executor with: the one definition of ``TONY_*``."""
+
+    PREFIX: ClassVar[str] = "TONY_"
+    am_url: str
+    token: str = ""  # a one-time registration secret, traded for the task's token (register)
+    job_id: str = ""
+    chief: str = ""
+    heartbeat_ms: int = 1000
+    max_missed: int = 8
+    checkpoint_dir: str = ""
+    tensorboard_dir: str = ""
+    tensorboard: bool = True
+    session: bool = False
+    framework: str = "tensorflow"  # with these two: the env of executor/frameworks.py
+    procs_per_task: int = 1
+    min_workers: int = 0  # PyTorch: an elastic job (--workers MIN:MAX) when above 0
+    max_workers: int = 0
+    max_attempts: int = 1
+    secure: bool = False  # Kerberos: TensorBoard lets the RM's proxy in for the job's owner only
+    # Set per task by the provider:
+    task_id: str = ""
+    attempt: int = 0
+    bundle_dir: str = "."
+    container_id: str | None = None
+    executor_host: str | None = None
+    staging_dir: str | None = None
+    webhdfs_url: str | None = None
+    checkpoint_remote: str | None = None
+    python: str | None = None  # YARN: the AM's, the interpreter its executors run
+    credentials_file: str | None = None  # secure YARN: the job's tokens (tokens.tokens_env)
+    credentials_version: str | None = None
+    hdfs_token: str | None = None
+
+    @staticmethod
+    def var(name: str) -> str:
+        """The variable a field travels in: ``task_id`` -> ``TONY_TASK_ID``."""
+        return ExecutorEnv.PREFIX + name.upper()
+
+    def to_env(self) -> dict[str, str]:
+        env = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                env[self.var(f.name)] = str(int(value)) if isinstance(value, bool) else str(value)
+        return env
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ExecutorEnv:
+        hints = typing.get_type_hints(cls)
+        kw: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(cls.var(f.name))
+            if raw is None:
+                continue
+            hint = hints[f.name]
+            if hint is bool:
+                kw[f.name] = raw == "1"
+            elif hint is int:
+                kw[f.name] = int(raw)
+            else:
+                kw[f.name] = raw
+        return cls(**kw)
+
+
+# TensorBoard's guard (executor/tensorboard_guard.py): its secrets, handed to its process in
+# these variables by whoever starts it (the chief's executor; the Jupyter server for a
+# finished job's TensorBoard).
+_VARS = {
+    "key": "TONY_TB_GUARD_KEY",
+    "path_key": "TONY_TB_GUARD_PATH_KEY",
+    "owner": "TONY_TB_GUARD_OWNER",
+    "secure": "TONY_TB_GUARD_SECURE",
+}
+
+
+@dataclass(frozen=True)
+class GuardConfig:
+    key: str  # the bearer credential
+    path_key: str  # the path segment the RM's proxy comes in under
+    owner: str  # the job's user: the proxy-user a secure cluster's proxy must name
+    secure: bool = False  # Kerberos: the RM's proxy authenticates its users
+
+    def to_env(self) -> dict[str, str]:
+        """How the chief's executor hands these to the TensorBoard process."""
+        values = {**self.__dict__, "secure": "1" if self.secure else "0"}
+        return {var: str(values[name]) for name, var in _VARS.items()}
+
+    @classmethod
+    def from_env(cls, env: MutableMapping[str, str]) -> GuardConfig | None:
+        """Read and remove them from ``env`` (``os.environ``); None if the key is missing."""
+        got = {name: env.pop(var, "") for name, var in _VARS.items()}
+        if not got["key"] or not got["path_key"]:
+            return None
+        return cls(got["key"], got["path_key"], got["owner"], got["secure"] == "1")

@@ -1,0 +1,175 @@
+"""The job as the AM reports it: :class:`JobSnapshot` (``GET /api/v1/job``, ``status.json``),
+which the notebook side reads back as the same record, its tasks' :class:`TaskView`, and the
+server extension's :class:`JobSummary`. The labextension's types come from
+``labextension/schema/protocol.schema.json`` (checked by tests/test_protocol.py)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..records import Record
+from .states import DONE_TASK_STATES, SCHEMA_VERSION, TERMINAL_JOB_STATES, JobState, TaskState
+
+
+@dataclass(frozen=True)
+class GpuUse(Record):
+    """One GPU a task may use, as ``nvidia-smi --query-gpu`` reported it (TonY's AM too)."""
+
+    index: int
+    utilization: float | None = None  # percent
+    memory_used_mb: float | None = None
+    memory_total_mb: float | None = None
+
+
+@dataclass(frozen=True)
+class TaskView(Record):
+    """One task of a job as the AM reports it."""
+
+    id: str  # "worker:0"
+    type: str
+    index: int
+    tracked: bool
+    state: TaskState = TaskState.NEW
+    host: str | None = None
+    port: int | None = None
+    pid: int | None = None
+    container: str | None = None  # YARN: the task's container id
+    exit_code: int | None = None
+    launched_at: float | None = None
+    registered_at: float | None = None
+    finished_at: float | None = None
+    last_heartbeat: float | None = None
+    rss_bytes: int | None = None  # the task process's resident memory, from its heartbeats
+    cpu_percent: float | None = None  # its CPU use (and its children's), 100 = one core
+    gpus: tuple[GpuUse, ...] = ()  # its GPUs' use, when nvidia-smi is there
+    progress: dict[str, Any] = field(default_factory=dict)
+    traceback: str | None = None
+    diagnostics: str = ""
+    # The task's own attempt: the job's, except for a lost worker of an elastic job replaced
+    # on its own (am/elastic.py), whose replacement is the next attempt of that task alone.
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class FailedAttempt(Record):
+    """Why an attempt ended (the job's ``attempts`` list)."""
+
+    attempt: int
+    reason: str
+    task: str | None = None
+
+
+@dataclass(frozen=True)
+class JobSnapshot(Record):
+    """The whole job at one moment: what ``GET /api/v1/job`` answers and ``status.json`` keeps."""
+
+    job_id: str
+    name: str = ""
+    backend: str = "local"
+    state: JobState = JobState.NEW
+    reason: str = ""
+    failed_task: str | None = None
+    attempt: int = 0
+    max_attempts: int = 1
+    attempts: tuple[FailedAttempt, ...] = ()
+    started: float | None = None
+    finished: float | None = None
+    now: float = 0.0
+    endpoints: dict[str, str] = field(default_factory=dict)
+    chief: str | None = None
+    tasks: tuple[TaskView, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+    # The job has ended but its AM is still writing its history entry (am/history.py): it is
+    # reported ended only once that entry is complete where the cluster keeps it.
+    history_pending: bool = False
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL_JOB_STATES and not self.history_pending
+
+    @property
+    def settled(self) -> bool:
+        """The job has ended, its history is kept, and the AM has seen every task's end."""
+        done = all(t.state in DONE_TASK_STATES for t in self.tasks)
+        return self.terminal and self.state != JobState.LOST and done
+
+    def task(self, task_id: str | None) -> TaskView | None:
+        return next((t for t in self.tasks if t.id == task_id), None)
+
+    @property
+    def chief_task(self) -> TaskView | None:
+        return self.task(self.chief)
+
+    @classmethod
+    def lost(
+        cls,
+        job_id: str,
+        spec: Mapping[str, Any],
+        reason: str,
+        state: JobState = JobState.LOST,
+        started: float | None = None,
+        finished: float | None = None,
+    ) -> JobSnapshot:
+        """The job as the notebook side can tell it when its AM is gone without a record."""
+        return cls(
+            job_id=job_id,
+            name=spec.get("name", ""),
+            backend=spec.get("backend", "local"),
+            state=state,
+            reason=reason,
+            max_attempts=spec.get("max_attempts", 1),
+            started=started,
+            finished=finished,
+            now=time.time(),
+        )
+
+
+@dataclass(frozen=True)
+class TaskSummary(Record):
+    id: str
+    state: TaskState
+
+
+@dataclass(frozen=True)
+class JobSummary(Record):
+    """One row of the server extension's job list (``GET /tony/api/jobs``): the side panel."""
+
+    job_id: str
+    name: str = ""
+    state: JobState = JobState.UNKNOWN
+    reason: str = ""
+    backend: str = "local"
+    attempt: int | None = None
+    max_attempts: int | None = None
+    started: float | None = None
+    finished: float | None = None
+    tasks: tuple[TaskSummary, ...] = ()
+    endpoints: tuple[str, ...] = ()  # the names of the endpoints the job registered
+    progress: dict[str, Any] = field(default_factory=dict)  # the chief's
+
+    @classmethod
+    def of(cls, snap: JobSnapshot) -> JobSummary:
+        chief = snap.chief_task
+        return cls(
+            job_id=snap.job_id,
+            name=snap.name,
+            state=snap.state,
+            reason=snap.reason,
+            backend=snap.backend,
+            attempt=snap.attempt,
+            max_attempts=snap.max_attempts,
+            started=snap.started,
+            finished=snap.finished,
+            tasks=tuple(TaskSummary(t.id, t.state) for t in snap.tasks),
+            endpoints=tuple(sorted(snap.endpoints)),
+            progress=dict(chief.progress) if chief else {},
+        )
+
+
+def progress_time(progress: Mapping[str, Any]) -> float:
+    """When a task's progress report was made (runtime.report stamps ``time``): the newest one
+    wins, as the heartbeat sidecar's last beat may arrive after the task's own final one."""
+    return float(progress.get("time") or 0)
