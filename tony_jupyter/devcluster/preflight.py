@@ -154,7 +154,7 @@ def check_same_cluster(root: Path, state: dict, wanted: dict) -> None:
             f"not {wanted['hadoop_version']}. Use it as it is, or run `tony-jupyter devcluster "
             "down` first and start the other release in another --dir."
         )
-    if bool(state.get("ha")) != wanted["ha"]:
+    if bool(state.get("ha")) != bool(wanted.get("ha")):
         raise _running_otherwise(
             root, "with two NameNodes and two RMs (--ha)" if state.get("ha") else "without --ha"
         )
