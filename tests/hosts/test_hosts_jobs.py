@@ -143,10 +143,11 @@ def test_a_blocked_way_from_the_edge_to_the_nodes_is_named_not_waited_out(
     finally:
         on(hosts_cluster, "edge", "ip", "rule", "del", *block)
     error = out["error"]
-    assert "the job's AM is up at worker" in error, error
+    # (A job quicker than the wait's 10 s ends meanwhile: "was up", and its final state.)
+    assert re.search(r"the job's AM (is|was) up at worker", error), error
     assert "but this host (edge) cannot reach it: [Errno 13] Permission denied" in error, error
     assert "did not start within" not in error
-    app_id = re.search(r"\((application_\d+_\d+) RUNNING", error).group(1)
+    app_id = re.search(r"\((application_\d+_\d+)[ ,]", error).group(1)
     left = json.loads(on(hosts_cluster, "edge", sys.executable, "-c", _LEFT, name).stdout)
     assert left["live"] == [] and app_id not in left["staged"], left
     print(json.dumps({"blocked_job_failed_after_s": out["seconds"], "doctor": doc.stdout}))

@@ -87,3 +87,23 @@ def test_an_am_that_never_registers_is_worded_by_how_far_it_got(monkeypatch):
     msg = str(e.value)
     assert "its container was launched on worker1 but the AM never registered" in msg
     assert "localizing the job's files" in msg and "queue" not in msg
+
+
+def test_a_job_that_ends_before_the_wait_gives_up_is_still_named_unreachable(monkeypatch):
+    """A quick job serves its tasks and ends while this host still tries to reach its AM: the
+    cell says what it could not reach, not that the AM never served."""
+    port = closed_port()
+    rm = FakeRM(port)
+    reports = [dict(rm.report), dict(rm.report), {"state": "FINISHED", "finalStatus": "SUCCEEDED"}]
+
+    def app(app_id):
+        return reports.pop(0) if len(reports) > 1 else reports[0]
+
+    monkeypatch.setattr(rm, "app", app)
+    with pytest.raises(BackendError) as e:
+        appmaster.wait_for_am(rm, "application_1_0004", "t" * 32)
+    msg = str(e.value)
+    assert f"the job's AM was up at 127.0.0.1:{port} (application_1_0004, registered" in msg
+    assert "it has ended since: FINISHED/SUCCEEDED" in msg
+    assert "cannot reach it: [Errno 111] Connection refused" in msg
+    assert "before it started serving" not in msg and "was killed" not in msg

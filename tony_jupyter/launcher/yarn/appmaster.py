@@ -153,6 +153,7 @@ def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
     session.headers["Authorization"] = f"Bearer {token}"
     app: dict = {}
     unreached_since = 0.0
+    unreached: tuple[str, Exception] | None = None  # the last try, while it made no connection
     while time.monotonic() < deadline:
         app = rm.app(app_id) or {}
         state = app.get("state")
@@ -163,6 +164,10 @@ def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
                 f"{app.get('user')} may use (--queue NAME, tony.yarn.queue), or ask the "
                 "cluster's administrators for access to this one"
             )
+        if state in TERMINAL_APP_STATES and unreached:
+            # It served its tasks, unseen from here: a job quicker than UNREACHABLE_AFTER_S.
+            ended = f"{state}/{app.get('finalStatus')}"
+            raise BackendError(unreachable(app_id, *unreached, ended=ended))
         if state in TERMINAL_APP_STATES:
             raise BackendError(
                 f"the job's AM ended before it started serving ({app_id} {state}/"
@@ -172,11 +177,14 @@ def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
         url = am_url_from_report(app)
         if url:
             try:
-                if session.get(f"{url}/api/v1/job", timeout=5).status_code == 200:
+                answered = session.get(f"{url}/api/v1/job", timeout=5).status_code
+                unreached = None
+                if answered == 200:
                     return url
             except requests.RequestException as e:
                 # Registered with the RM, so listening (if not answering yet): no connection at
                 # all from here, for a while, is a network's doing.
+                unreached = (url, e) if not_connected(e) else None
                 if not not_connected(e):
                     unreached_since = 0.0
                 elif not unreached_since:
@@ -212,16 +220,20 @@ def not_connected(error: requests.RequestException) -> bool:
     )
 
 
-def unreachable(app_id: str, url: str, error: Exception) -> str:
-    """Why a job's AM, up on its node, is no use from here: which host could not reach what."""
+def unreachable(app_id: str, url: str, error: Exception, ended: str = "") -> str:
+    """Why a job's AM, up on its node, is no use from here: which host could not reach what.
+    ``ended``: the app's final state, when it ended before this host gave up trying."""
     why = re.findall(r"\[Errno -?\d+\] [^'\")]+", str(error))
+    state = f"{app_id} RUNNING, registered with the ResourceManager"
+    if ended:
+        state = f"{app_id}, registered with the ResourceManager; it has ended since: {ended}"
     return (
-        f"the job's AM is up at {urlsplit(url).netloc} ({app_id} RUNNING, registered with "
-        f"the ResourceManager), but this host ({socket.gethostname()}) cannot reach it: "
+        f"the job's AM {'was' if ended else 'is'} up at {urlsplit(url).netloc} ({state}), "
+        f"but this host ({socket.gethostname()}) cannot reach it: "
         f"{why[-1] if why else type(error).__name__}. The notebook's host must reach the "
         "cluster's nodes on the ports a job's AM and TensorBoard listen on (ephemeral ports): "
         "open them from here, or run the notebook on a host inside the cluster's network "
-        "(`tony-jupyter doctor` checks this). The application was killed."
+        "(`tony-jupyter doctor` checks this)." + ("" if ended else " The application was killed.")
     )
 
 
