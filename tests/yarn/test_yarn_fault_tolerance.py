@@ -189,9 +189,10 @@ def test_fault_on_yarn_resumes_from_checkpoint(
     assert ns["attempt"] == 2
     # Attempt 2 starts at the checkpointed epoch (restored from HDFS), not 0, and finishes.
     # Struck after epoch 4, with epochs ~0.6 s apart and the mirror syncing every 0.5 s: HDFS
-    # may be one save behind (the upload in flight when killed), and two when the machine is
-    # loaded (seen under CI: ckpt-2 on HDFS when struck after epoch 4).
-    assert ns["first_epoch"] >= 2 and epochs_run == 8 - ns["first_epoch"]
+    # may be one save behind (the upload in flight when killed), two or three when the machine
+    # is loaded (seen under CI: ckpt-2, and in a rehearsal ckpt-1 after a node crash). What
+    # matters: attempt 2 starts from a checkpoint it restored from HDFS, not from scratch.
+    assert ns["first_epoch"] >= 1 and epochs_run == 8 - ns["first_epoch"]
     (rec,) = list_jobs()
     client = open_client(rec)
     snap = client.snapshot()

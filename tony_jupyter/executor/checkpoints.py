@@ -27,7 +27,9 @@ SKIP_PREFIX = "workertemp_"
 TMP = ".tony-tmp"  # a file being written (_write), never restored
 # The attempt whose chief writes the checkpoints now (the fence): an attempt's chief claims the
 # directory as it starts, and a chief of an older attempt (its host cut off while the AM moved
-# on, then back) reads it before its next write and stops writing. Never restored.
+# on, then back) reads it before its next write and stops writing. Attempt N's fence is N bytes
+# long, so one GETFILESTATUS (the NameNode alone, no DataNode read) tells the newest attempt.
+# Never restored.
 FENCE = ".tony-attempt"
 
 
@@ -203,7 +205,7 @@ class CheckpointMirror:
             return
         self._fence_read = False
         self._check_fence()
-        self.client.write(f"{self.remote}/{FENCE}", data=str(self.attempt).encode(), overwrite=True)
+        self.client.write(f"{self.remote}/{FENCE}", data=b"#" * self.attempt, overwrite=True)
 
     def _check_fence(self) -> None:
         """Once per round, before its first write: Fenced if a newer attempt claimed the
@@ -211,11 +213,9 @@ class CheckpointMirror:
         NameNode nothing)."""
         if not self.attempt or self._fence_read:
             return
-        fence = f"{self.remote}/{FENCE}"
-        if self.client.status(fence, strict=False) is not None:
-            with self.client.read(fence) as r:
-                text = r.read().decode(errors="replace").strip()
-            newest = int(text) if text.isdigit() else 0
+        status = self.client.status(f"{self.remote}/{FENCE}", strict=False)
+        if status is not None:
+            newest = int(status.get("length", 0))
             if newest > self.attempt:
                 raise Fenced(
                     f"attempt {newest} has started: this task of attempt {self.attempt} writes "
