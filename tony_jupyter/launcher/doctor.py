@@ -28,6 +28,7 @@ PROBE_APP_TYPE = "TONY-JUPYTER-DOCTOR"  # not a job: no listing shows it
 PROBE_WAIT_S = 60.0  # for the probe's container to be given and to start
 CONNECT_TIMEOUT_S = 3.0
 UNREACHED_S = 10.0  # the probe's node answering no connection from here this long: a verdict
+EPHEMERAL = (32768, 60999)  # Linux's default net.ipv4.ip_local_port_range
 FRAMEWORKS = ("tensorflow", "torch", "jax")
 
 
@@ -125,7 +126,9 @@ class Doctor:
         python = self.python or sys.executable
         conf, rm = cluster.conf, cluster.rm
         targets = _targets(conf)
-        port = random.randint(30000, 59000 - probe.PORTS)
+        # In Linux's default ephemeral range (net.ipv4.ip_local_port_range), where a job's AM
+        # and TensorBoard get their ports: a firewall that blocks those blocks the probe too.
+        port = random.randint(EPHEMERAL[0], EPHEMERAL[1] - probe.PORTS)
         t = time.monotonic()
         app_id = None
         try:
