@@ -9,12 +9,11 @@ import time
 
 import pytest
 import requests
-from helpers.jobs import wait_no_processes
+from helpers.jobs import running
 from helpers.tokens import PRINT_OWN_TOKEN, own_token
 
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.launcher import local as backend_local
-from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
 
 CELL = PRINT_OWN_TOKEN + (
@@ -25,16 +24,10 @@ CELL = PRINT_OWN_TOKEN + (
 @pytest.fixture
 def job(tony_home):
     _, spec = parse_job_args("--workers 2 --no-tensorboard")
-    client = open_client(backend_local.submit(spec, make_bundle(CELL, {})))
-    deadline = time.monotonic() + 30
-    while client.snapshot().state != "RUNNING" and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert client.snapshot().state == "RUNNING"
-    yield client
-    client.kill()
-    client.release()
-    assert client.wait_am_exit()
-    assert wait_no_processes(tony_home) == []
+    with running(
+        backend_local.submit(spec, make_bundle(CELL, {})), tony_home, timeout=30
+    ) as client:
+        yield client
 
 
 def api(job, path: str) -> str:

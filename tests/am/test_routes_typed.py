@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import cloudpickle
 import pytest
 import requests
-from helpers.jobs import wait_no_processes
+from helpers.jobs import running
 from helpers.tokens import PRINT_OWN_TOKEN, own_token
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient
@@ -30,7 +30,6 @@ from tony_jupyter.am.provider import Placement
 from tony_jupyter.am.yarn.spare_routes import router
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.launcher import local as backend_local
-from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
 from tony_jupyter.protocol import (
     CellView,
@@ -86,16 +85,10 @@ def test_every_route_declares_protocol_records_for_its_body_and_answer():
 @pytest.fixture
 def session(tony_home):
     _, spec = parse_job_args("--workers 2 --no-tensorboard")
-    client = open_client(backend_local.submit(session_spec(spec, None), make_bundle("", {})))
-    deadline = time.monotonic() + 60
-    while client.snapshot().state != "RUNNING" and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert client.snapshot().state == "RUNNING"
-    yield client
-    client.kill()
-    client.release()
-    assert client.wait_am_exit()
-    assert wait_no_processes(tony_home) == []
+    with running(
+        backend_local.submit(session_spec(spec, None), make_bundle("", {})), tony_home, timeout=60
+    ) as client:
+        yield client
 
 
 def run_cell(client, source: str) -> CellView:

@@ -3,12 +3,10 @@
 environment; what a sibling reads in a task's ``/proc/<pid>/environ`` is a spent registration
 secret, and presenting it revokes the token it bought."""
 
-import time
-
 import psutil
 import pytest
 import requests
-from helpers.jobs import wait_no_processes
+from helpers.jobs import running
 from helpers.tokens import PRINT_OWN_TOKEN, own_token
 
 from tony_jupyter import warm
@@ -16,7 +14,6 @@ from tony_jupyter.am.task_credentials import SecretReused, TaskCredentials
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.executor.link import AMLink, BeatStream
 from tony_jupyter.launcher import local as backend_local
-from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
 from tony_jupyter.protocol import Beat, HeartbeatAnswer, token_verifier
 
@@ -34,16 +31,10 @@ def job(tony_home, monkeypatch):
     # is what it started with: the task's is handed to it through a pipe).
     monkeypatch.setenv(warm.SWITCH, "0")
     _, spec = parse_job_args("--workers 2 --no-tensorboard")
-    client = open_client(backend_local.submit(spec, make_bundle(CELL, {})))
-    deadline = time.monotonic() + 30
-    while client.snapshot().state != "RUNNING" and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert client.snapshot().state == "RUNNING"
-    yield client
-    client.kill()
-    client.release()
-    assert client.wait_am_exit()
-    assert wait_no_processes(tony_home) == []
+    with running(
+        backend_local.submit(spec, make_bundle(CELL, {})), tony_home, timeout=30
+    ) as client:
+        yield client
 
 
 def api(job, path: str) -> str:

@@ -8,6 +8,8 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -47,6 +49,22 @@ def wait_no_processes(home: Path, timeout: float = 15.0) -> list:
 def submit(line: str, source: str, names: dict) -> JobClient:
     _, spec = parse_job_args(line)
     return open_client(job.submit(spec, make_bundle(source, names)))  # the backend tony_home sets
+
+
+@contextmanager
+def running(record, home: Path, timeout: float = 30.0) -> Iterator[JobClient]:
+    """A submitted job's client once the job is RUNNING; killed at the end, its AM gone and
+    nothing left under ``home``."""
+    client = open_client(record)
+    deadline = time.monotonic() + timeout
+    while client.snapshot().state != "RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert client.snapshot().state == "RUNNING"
+    yield client
+    client.kill()
+    client.release()
+    assert client.wait_am_exit()
+    assert wait_no_processes(home) == []
 
 
 def wait_for(predicate, timeout: float, what: str):
