@@ -185,7 +185,7 @@ def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
                 # Registered with the RM, so listening (if not answering yet): no connection at
                 # all from here, for a while, is a network's doing.
                 unreached = (url, e) if not_connected(e) else None
-                if not not_connected(e):
+                if unreached is None:
                     unreached_since = 0.0
                 elif not unreached_since:
                     unreached_since = time.monotonic()
