@@ -69,7 +69,29 @@ def test_an_ha_cluster_has_its_daemons_in_start_order_and_its_fs_is_the_nameserv
     assert dc.rm_url == "http://127.0.0.1:38088"
 
 
-@pytest.mark.parametrize("other", ["--tls", "--secure", "--hosts"])
+def test_ha_with_tls_gives_each_master_its_https_address_and_the_notebook_side_uses_them(
+    tmp_path,
+):
+    layout = Layout(tmp_path, port_offset=30000, ha=True, tls=True)
+    # The config names the keystores and carries their password; keytool's files: tls tests.
+    layout.tls_files.dir.mkdir(parents=True)
+    layout.tls_files.password_file.write_text("pw\n")
+    write_config(layout, getpass.getuser(), "/usr/bin")
+    conf = HadoopConf.load(layout.conf)
+    assert conf.rm.urls == ("https://127.0.0.1:38090", "https://127.0.0.1:38190")
+    assert conf.webhdfs.urls == ("https://127.0.0.1:39871", "https://127.0.0.1:39881")
+    hdfs = read_site(layout.conf / "hdfs-site.xml")
+    yarn = read_site(layout.conf / "yarn-site.xml")
+    assert "dfs.namenode.https-address" not in hdfs
+    assert "yarn.resourcemanager.webapp.https.address" not in yarn
+    assert hdfs["dfs.http.policy"] == yarn["yarn.http.policy"] == "HTTPS_ONLY"
+    assert {39881, 38190} <= set(layout.all_ports())
+    # failover's probes and the cluster's own URLs speak HTTPS to each master of a pair.
+    assert failover.web_url(layout, "namenode2") == "https://127.0.0.1:39881"
+    assert failover.web_url(layout, "resourcemanager") == "https://127.0.0.1:38090"
+
+
+@pytest.mark.parametrize("other", ["--secure", "--hosts"])
 def test_ha_with_another_shape_is_refused_before_anything(tmp_path, capsys, other):
     assert main(["up", "--dir", str(tmp_path), "--ha", other]) == 1
     err = capsys.readouterr().err

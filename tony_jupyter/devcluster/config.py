@@ -373,6 +373,8 @@ def write_config(
     if layout.tls:  # after security's: its dfs.http.policy is HTTP_ONLY
         hdfs.update(tls.hdfs_site(layout.host_of, layout.ports))
         yarn.update(tls.yarn_site(layout.host_of, layout.ports))
+        if layout.ha:  # each master's HTTPS address by its id, as the HTTP ones are
+            ha.apply_https(layout.host_of, layout.ports, hdfs, yarn)
     files = {
         "core-site.xml": _xml(core),
         "hdfs-site.xml": _xml(hdfs),

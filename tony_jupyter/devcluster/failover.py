@@ -47,7 +47,8 @@ def kind_of(service: str) -> str | None:
 
 
 def web_url(layout: Layout, service: str) -> str:
-    return f"http://{layout.host_of(service)}:{layout.ports(service)['http']}"
+    scheme = "https" if layout.tls else "http"
+    return f"{scheme}://{layout.host_of(service)}:{layout.ports(service)[scheme]}"
 
 
 def ha_state(layout: Layout, http: requests.Session, service: str) -> str | None:

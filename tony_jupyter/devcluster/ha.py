@@ -174,3 +174,15 @@ def yarn_site(host_of: HostOf, ports: PortsOf) -> tuple[dict[str, object], list[
         for key, port in _RM_ADDRESSES.items():
             props[f"{p}.{key}.{rm}"] = f"{host}:{rm_ports[port]}"
     return props, [f"{p}.hostname", *(f"{p}.{key}" for key in _RM_ADDRESSES)]
+
+
+def apply_https(host_of: HostOf, ports: PortsOf, hdfs: dict, yarn: dict) -> None:
+    """`up --ha --tls`: the single master's HTTPS addresses (``tls.py``) become one per id."""
+    hdfs.pop("dfs.namenode.https-address", None)
+    for nn, service in NAMENODES.items():
+        address = f"{host_of(service)}:{ports(service)['https']}"
+        hdfs[f"dfs.namenode.https-address.{NAMESERVICE}.{nn}"] = address
+    key = "yarn.resourcemanager.webapp.https.address"
+    yarn.pop(key, None)
+    for rm, service in RESOURCEMANAGERS.items():
+        yarn[f"{key}.{rm}"] = f"{host_of(service)}:{ports(service)['https']}"

@@ -179,7 +179,7 @@ def check_shape(*, hosts: bool, secure: bool, tls: bool, ha: bool) -> None:
             "--hosts together with --tls is not supported yet: start the several-host "
             "cluster without TLS, or the TLS one on this machine's own host."
         )
-    others = [flag for flag, on in (("--secure", secure), ("--tls", tls), ("--hosts", hosts)) if on]
+    others = [flag for flag, on in (("--secure", secure), ("--hosts", hosts)) if on]
     if ha and others:
         raise DevClusterError(
             f"--ha together with {' and '.join(others)} is not supported yet: start the HA "

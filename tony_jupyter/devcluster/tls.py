@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 # cluster's port offset like the rest. The NMs keep their 804x / 814x pattern.
 HTTPS_PORTS = {"namenode": 9871, "datanode": 9865, "resourcemanager": 8090, "nm1": 8044}
 HTTPS_PORTS |= {"nm2": 8144, "datanode2": 9865}
+# `up --ha --tls`: the second NameNode and ResourceManager, 10 above their first's (as their
+# other ports are in ha.py).
+HTTPS_PORTS |= {"namenode2": 9881, "resourcemanager2": 8190}
 SAN = "dns:localhost,ip:127.0.0.1"
 _VALIDITY_DAYS = "3650"
 CA_ENV = "TONY_CA_BUNDLE"  # the notebook side reads it (launcher/yarn/transport.py)
