@@ -1,9 +1,10 @@
 """Tests marked ``ha`` run against `devcluster up --ha` (two NameNodes, two ResourceManagers,
 ZooKeeper); they run only when asked for (``-m ha``), serially, since they kill masters.
 
-One HA cluster for the module that asks for it (``ha_cluster``), in pytest's tmp dir on the first
-free port offset, beside the plain devcluster of the tests marked ``yarn``; ``TONY_TEST_HA_DIR``
-points the tests at an HA devcluster already up (developers' runs), which is left running."""
+One HA cluster for the module that asks for it (``ha_cluster``), first over HTTP, then HTTPS
+only (`up --ha --tls`), in pytest's tmp dir on the first free port offset, beside the plain
+devcluster of the tests marked ``yarn``; ``TONY_TEST_HA_DIR`` points the tests at an HA
+devcluster already up (developers' runs: the shape it is), which is left running."""
 
 from __future__ import annotations
 
@@ -30,15 +31,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-@pytest.fixture(scope="module")
-def ha_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
+# Each test runs on both shapes: plain HTTP, and HTTPS only (`up --ha --tls`), where every
+# master of a pair is found and followed at its HTTPS address, verified against the CA.
+SHAPES = {"http": False, "tls": True}
+
+
+@pytest.fixture(scope="module", params=list(SHAPES))
+def ha_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DevCluster]:
+    tls_on = SHAPES[request.param]
     root = os.environ.get("TONY_TEST_HA_DIR")
     if root:
         dc = DevCluster(Path(root))
         assert dc.layout.ha and dc.is_running(), f"no HA devcluster runs in {root}"
+        if dc.layout.tls != tls_on:
+            pytest.skip(f"the HA devcluster in {root} is not the {request.param} one")
         yield dc
         return
-    dc = start_devcluster(tmp_path_factory.mktemp("ha-devcluster"), ha=True)
+    dc = start_devcluster(tmp_path_factory.mktemp("ha-devcluster"), tls_on=tls_on, ha=True)
     try:
         yield dc
     finally:

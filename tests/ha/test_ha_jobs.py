@@ -1,7 +1,8 @@
-"""Jobs on an HA devcluster (`devcluster up --ha`): a real Keras job checkpointing to HDFS
-trains through the kill of the active NameNode and of the active ResourceManager; the notebook's
-clients follow the new active master; a configuration naming an RM without an address, or RMs of
-which none is active, is refused before anything is submitted, with nothing left.
+"""Jobs on an HA devcluster (`devcluster up --ha`; and `--tls`: conftest.py): a real Keras job
+checkpointing to HDFS trains through the kill of the active NameNode and of the active
+ResourceManager; the notebook's clients follow the new active master; a configuration naming an
+RM without an address, or RMs of which none is active, is refused before anything is submitted,
+with nothing left.
 
 The figures (printed, never asserted): seconds from the kill to the first call of the notebook's
 own client that the new active master answered, and the training steps lost."""
@@ -247,7 +248,8 @@ def _move_webapps(ports: dict[str, int]):
         for prop in root.iter("property"):
             name = prop.findtext("name") or ""
             rm_id = name.rpartition(".")[2]
-            if name.startswith("yarn.resourcemanager.webapp.address.") and rm_id in ports:
+            web = ("yarn.resourcemanager.webapp.address.", "yarn.resourcemanager.webapp.https.")
+            if name.startswith(web) and rm_id in ports:
                 prop.find("value").text = f"127.0.0.1:{ports[rm_id]}"  # type: ignore[union-attr]
 
     return edit
@@ -272,7 +274,11 @@ def test_an_rm_id_without_an_address_or_no_active_rm_is_refused_with_nothing_lef
     no_rm2 = _conf_dir_without(
         ha_cluster,
         tmp_path / "a",
-        _drop("yarn.resourcemanager.webapp.address.rm2", "yarn.resourcemanager.hostname.rm2"),
+        _drop(
+            "yarn.resourcemanager.webapp.address.rm2",
+            "yarn.resourcemanager.webapp.https.address.rm2",
+            "yarn.resourcemanager.hostname.rm2",
+        ),
     )
     monkeypatch.setenv("HADOOP_CONF_DIR", no_rm2)
     _refused(shell, cluster, "ResourceManager 'rm2'", "has no address", "hostname.rm2")
