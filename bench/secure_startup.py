@@ -5,6 +5,9 @@ containers cost. Needs both clusters up (skipped otherwise, and with --quick):
     .venv/bin/tony-jupyter devcluster up --dir /tmp/plain
     .venv/bin/tony-jupyter devcluster up --secure --dir /tmp/secure --port-offset 30000
     .venv/bin/python -m bench secure_startup --plain /tmp/plain --secure /tmp/secure [--runs 5]
+
+``--secure`` may name a cluster of any other shape (`up --ha --tls`, `--tls`, `--ha`): the
+result's ``shape`` says which, and its jobs run as alice only where it is Kerberized.
 """
 
 from __future__ import annotations
@@ -23,12 +26,12 @@ from tony_jupyter.launcher.yarn import backend as yarn_backend
 from tony_jupyter.options import parse_job_args
 
 NAME = "secure_startup"
-ABOUT = "cell -> user code on the Kerberized devcluster vs the plain one (same run)"
+ABOUT = "cell -> user code on the Kerberized (or HA, TLS) devcluster vs the plain one (same run)"
 CELL = (
     "import os, time\n"
     "open(os.path.join(OUT, os.environ['TASK_INDEX']), 'w').write(repr(time.time()))\n"
 )
-_ENV_KEYS = ("KRB5_CONFIG", "KRB5CCNAME", "HADOOP_USER_NAME")
+_ENV_KEYS = ("KRB5_CONFIG", "KRB5CCNAME", "HADOOP_USER_NAME", "TONY_CA_BUNDLE")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -86,13 +89,17 @@ def run(ctx: Context) -> dict:
     if ctx.quick or plain is None or secure is None:
         return {"skipped": "needs a plain and a secure devcluster up (--plain DIR --secure DIR)"}
     workers, runs = ctx.args.secure_workers, ctx.runs or 5
+    user = "alice" if secure.security is not None else None
+    layout = secure.layout
+    flags = (("secure", user), ("ha", layout.ha), ("tls", layout.tls), ("hosts", layout.hosts))
+    shape = "+".join(name for name, on in flags if on) or "plain"
     saved = dict(os.environ)
     try:
         rows = interleave(
             runs,
             {
                 "plain": lambda: _once(plain, None, workers),
-                "secure": lambda: _once(secure, "alice", workers),
+                "secure": lambda: _once(secure, user, workers),
             },
             log=log,
         )
@@ -104,6 +111,7 @@ def run(ctx: Context) -> dict:
         for k, v in rows.items()
     }
     return {
+        "shape": shape,
         "workers": workers,
         "runs": runs,
         "median_s": med,
