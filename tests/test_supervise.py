@@ -87,7 +87,8 @@ def test_stop_kills_a_group_that_ignores_term_grandchild_included(tmp_path):
     )
     leader = (
         IGNORES_TERM
-        + f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(120)"
+        + "import subprocess, sys; "
+        + f"subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(120)"
     )
     proc = supervise.start([PY, "-c", leader])
     grandchild_pid = int(_wait_for(pids))

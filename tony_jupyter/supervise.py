@@ -5,7 +5,8 @@ jupyter-server-proxy's ``SupervisedProcess`` have one):
 
 - ``start`` runs it, in its own session (so its own process group) unless told otherwise, with
   its output appended to a log file;
-- ``Process.wait_ready`` waits until a probe (a callable, ``port_open``, ``file_exists``) says
+- ``Process.wait_ready`` waits until a probe (a callable: ``port_open``, ``http_ok``,
+  ``file_exists``) says
   it is ready, and tells "exited" from "still not ready" (``Process.poll``);
 - ``Process.stop`` sends TERM to its group, waits, then KILLs the group: what it started and
   left in its group goes with it, also when the leader itself exited at the TERM;
@@ -27,8 +28,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:
+    import psutil
 
 # How far apart two reads of one process's start time may be (psutil rounds it differently
 # across reads); a recycled pid's start time differs by far more.
@@ -86,6 +89,21 @@ class Process(subprocess.Popen[bytes]):
         return ProcRecord.of(self.pid)
 
 
+def wait_ready(
+    proc: subprocess.Popen, probe: Callable[[], bool], timeout: float, interval: float = 0.2
+) -> bool:
+    """Until ``probe()`` is true (True), ``proc`` exits, or ``timeout`` passes (False: its
+    ``poll`` tells which). The probe is tried first, so a process ready and gone counts as
+    ready."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if probe():
+            return True
+        if proc.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+
+
 def start(
     argv: list[str],
     *,
@@ -94,12 +112,13 @@ def start(
     log: Path | None = None,
     stdin: int | None = subprocess.DEVNULL,
     stdout: int | None = None,
+    stderr: int | None = None,
     own_group: bool = True,
 ) -> Process:
-    """Start ``argv``. ``log``: its stdout and stderr appended there (else ``stdout``, and
-    stderr inherited). ``own_group``: in its own session (a Ctrl-C at our terminal does not
-    reach it; ``stop`` takes its whole group); False where its parent's group is owned by
-    someone else, who stops it with that group."""
+    """Start ``argv``. ``log``: its stdout and stderr appended there (else ``stdout`` and
+    ``stderr``: None inherits ours). ``own_group``: in its own session (a Ctrl-C at our
+    terminal does not reach it; ``stop`` takes its whole group); False where its parent's
+    group is owned by someone else, who stops it with that group."""
     opened = open(log, "ab") if log is not None else None  # noqa: SIM115 - closed below
     try:
         proc = Process(
@@ -108,7 +127,7 @@ def start(
             cwd=cwd,
             stdin=stdin,
             stdout=opened if opened is not None else stdout,
-            stderr=subprocess.STDOUT if opened is not None else None,
+            stderr=subprocess.STDOUT if opened is not None else stderr,
             start_new_session=own_group,
         )
     finally:
@@ -131,6 +150,19 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> Callable[[], bool]:
     return probe
 
 
+def http_ok(url: str, headers: dict[str, str] | None = None) -> Callable[[], bool]:
+    """A probe: a GET of ``url`` answers 2xx (a connection refused or slow is not ready)."""
+    import requests  # when a probe is made: a process's start does not wait for it
+
+    def probe() -> bool:
+        try:
+            return requests.get(url, headers=headers, timeout=2).ok
+        except requests.RequestException:
+            return False
+
+    return probe
+
+
 def file_exists(path: Path) -> Callable[[], bool]:
     """A probe: ``path`` exists (a process that writes it once it serves)."""
     return path.exists
@@ -146,6 +178,8 @@ class ProcRecord:
 
     @classmethod
     def of(cls, pid: int) -> ProcRecord:
+        import psutil  # here: the executor's start, which imports this module, does without
+
         return cls(pid, psutil.Process(pid).create_time())
 
     def dumps(self) -> str:
@@ -173,6 +207,8 @@ class ProcRecord:
     def attach(self) -> psutil.Process | None:
         """The process this record names, if it is still that same process (not a recycled
         pid) and not a zombie."""
+        import psutil
+
         try:
             proc = psutil.Process(self.pid)
             if abs(proc.create_time() - self.created) > CREATE_TIME_SLACK_S:

@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from . import supervise
 from .loadenv import imports_as
 
 SWITCH = "TONY_JUPYTER_WARM"
@@ -63,7 +64,7 @@ def at_start(env: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass
 class Spare:
-    proc: subprocess.Popen
+    proc: supervise.Process
     env: dict[str, str]  # what it started with
     id: str = ""
     used: bool = field(default=False)
@@ -73,14 +74,14 @@ class Spare:
     def start(cls, argv: list[str], env: Mapping[str, str], framework: str = "") -> Spare:
         spare_id = uuid.uuid4().hex
         start_env = dict(env, **{SPARE_ID: spare_id})
-        proc = subprocess.Popen(
+        proc = supervise.start(
             argv,
             env=start_env,
             stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,  # its job's log comes with the job
             stderr=subprocess.DEVNULL,
             cwd="/",  # holds no directory busy; the job's cwd comes with the job
-            start_new_session=True,  # as a fresh AM or executor is started
+            own_group=True,  # as a fresh AM or executor is started
         )
         return cls(proc, start_env, spare_id, framework=framework)
 
