@@ -33,6 +33,7 @@ class AmExited:
     app_id: str = ""
     state: str = ""
     diagnostics: str = ""
+    am: str = "the job's AM"  # or "the warm AM" (launcher/yarn/warm.py)
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class TimedOut:
     app_id: str = ""
     app: dict = field(default_factory=dict)
     log_tail: str = ""
+    am: str = "the job's AM"
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ def words(outcome: Outcome) -> str:
                 f"{outcome.log_tail}"
             )
         return (
-            f"the job's AM ended before it started serving ({outcome.app_id} {outcome.state}): "
+            f"{outcome.am} ended before it started serving ({outcome.app_id} {outcome.state}): "
             f"{outcome.diagnostics.strip()[:1500]}" + outcome.log_tail
         )
     if isinstance(outcome, TimedOut):
@@ -113,7 +115,7 @@ def _timed_out(outcome: TimedOut) -> str:
     app = outcome.app
     diagnostics = " ".join(app.get("diagnostics", "").split())[:500]
     head = (
-        f"the job's AM did not start within {outcome.seconds:g} s "
+        f"{outcome.am} did not start within {outcome.seconds:g} s "
         f"({outcome.app_id} is {app.get('state')}"
     )
     if app.get("amContainerLogs") or "AM container is launched" in diagnostics:
