@@ -142,8 +142,7 @@ def test_the_warm_ams_start_is_worded_by_the_same_function(monkeypatch):
     failed = RM({"state": "FAILED", "finalStatus": "FAILED", "diagnostics": "no memory"})
     got = warm.warm_am_registered(failed, "application_1_0006")
     assert outcome.words(got) == (
-        "the warm AM ended before it started serving (application_1_0006 FAILED/FAILED): "
-        "no memory"
+        "the warm AM ended before it started serving (application_1_0006 FAILED/FAILED): no memory"
     )
     monkeypatch.setattr(warm, "AM_START_TIMEOUT_S", 0.2)
     with pytest.raises(BackendError, match=r"^the warm AM did not start within 0.2 s \("):
