@@ -8,6 +8,11 @@ its environment is replaced wholesale, and what only matters when an interpreter
 job starts a fresh process. A spare whose parent goes away reads EOF and exits.
 ``TONY_JUPYTER_WARM=0`` turns spares off.
 
+The two words: a *spare* is one process started ahead of a job it does not know yet (a spare
+AM, a spare executor: a ``Spare`` here); *warm* is what a spare makes its job (a warm start),
+and names the switches (``TONY_JUPYTER_WARM*``) and YARN's *warm AM*, a whole application
+started ahead, whose spare executors wait in its containers.
+
 A spare executor may also have imported its job's framework (TensorFlow, PyTorch, JAX: the
 kernel's last job's) before the job came. Then what a framework reads as it is imported must be
 what the task's would have been too (loadenv.py), and the task's cell must not set one of them
