@@ -74,15 +74,8 @@ class Process(subprocess.Popen[bytes]):
         return self.wait()
 
     def wait_ready(self, probe: Callable[[], bool], timeout: float, interval: float = 0.2) -> bool:
-        """Until ``probe()`` is true (True), it exits, or ``timeout`` passes (False: ``poll``
-        tells which). The probe is tried first, so a process ready and gone counts as ready."""
-        deadline = time.monotonic() + timeout
-        while True:
-            if probe():
-                return True
-            if self.poll() is not None or time.monotonic() > deadline:
-                return False
-            time.sleep(interval)
+        """``wait_ready`` (below) of this process."""
+        return wait_ready(self, probe, timeout, interval)
 
     def record(self) -> ProcRecord:
         """What to keep to find it again (another process, a later run)."""
