@@ -8,6 +8,11 @@ its environment is replaced wholesale, and what only matters when an interpreter
 job starts a fresh process. A spare whose parent goes away reads EOF and exits.
 ``TONY_JUPYTER_WARM=0`` turns spares off.
 
+The two words: a *spare* is one process started ahead of a job it does not know yet (a spare
+AM, a spare executor: a ``Spare`` here); *warm* is what a spare makes its job (a warm start),
+and names the switches (``TONY_JUPYTER_WARM*``) and YARN's *warm AM*, a whole application
+started ahead, whose spare executors wait in its containers.
+
 A spare executor may also have imported its job's framework (TensorFlow, PyTorch, JAX: the
 kernel's last job's) before the job came. Then what a framework reads as it is imported must be
 what the task's would have been too (loadenv.py), and the task's cell must not set one of them
@@ -24,6 +29,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from . import supervise
 from .loadenv import imports_as
 
 SWITCH = "TONY_JUPYTER_WARM"
@@ -63,7 +69,7 @@ def at_start(env: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass
 class Spare:
-    proc: subprocess.Popen
+    proc: supervise.Process
     env: dict[str, str]  # what it started with
     id: str = ""
     used: bool = field(default=False)
@@ -73,14 +79,14 @@ class Spare:
     def start(cls, argv: list[str], env: Mapping[str, str], framework: str = "") -> Spare:
         spare_id = uuid.uuid4().hex
         start_env = dict(env, **{SPARE_ID: spare_id})
-        proc = subprocess.Popen(
+        proc = supervise.start(
             argv,
             env=start_env,
             stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,  # its job's log comes with the job
             stderr=subprocess.DEVNULL,
             cwd="/",  # holds no directory busy; the job's cwd comes with the job
-            start_new_session=True,  # as a fresh AM or executor is started
+            own_group=True,  # as a fresh AM or executor is started
         )
         return cls(proc, start_env, spare_id, framework=framework)
 

@@ -28,7 +28,7 @@ from dataclasses import replace
 
 from ..protocol import Beat, Credentials, ErrorAnswer, HeartbeatAnswer
 from .coordinator import StaleAttempt
-from .http import AMState
+from .http import AMState, stale_answer
 
 MAX_LINE = 1 << 16  # a heartbeat is small; its progress dict is the user's, within reason
 NOTHING = b'{"command":null}\n'
@@ -80,8 +80,7 @@ class BeatProtocol(asyncio.Protocol):
                 beat = Beat.parse(json.loads(line))
                 answer = answer_heartbeat(self.am, self.task, self.attempt, beat)
             except StaleAttempt as e:
-                stop = ErrorAnswer(str(e), 410, command="stop")
-                return self._end(b"".join(out) + _line(stop))
+                return self._end(b"".join(out) + _line(stale_answer(e)))
             except ValueError as e:  # a field of the wrong type, or not JSON
                 return self._end(b"".join(out) + _line(ErrorAnswer(str(e), 400)))
             out.append(NOTHING if answer is None else _line(answer))

@@ -17,10 +17,12 @@ import os
 import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from tornado import web
 
+from .. import amcall
 from ..protocol import ErrorAnswer
 from ..records import Record
 from .coordinator import Coordinator, StaleAttempt
@@ -42,6 +44,12 @@ _TOKEN_IN_QUERY = re.compile(r"((?:^|[?&])(?:token|access_token)=)[^&]*", re.IGN
 
 
 WAKE_BATCH = 256  # waiters woken per pass of the event loop (Waiters)
+
+
+def stale_answer(exc: StaleAttempt) -> ErrorAnswer:
+    """The one answer to a call of an attempt that is over (a route's, or a heartbeat on the
+    beat stream, am/beats.py): 410, and its executor stops (amcall.Stale on its side)."""
+    return ErrorAnswer(str(exc), amcall.STALE, command="stop")
 
 
 class Waiters:
@@ -259,9 +267,10 @@ class BaseHandler(RecordHandler):
 
     def write_error(self, status_code: int, **kwargs) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
-        if isinstance(exc, StaleAttempt):  # the one place an over attempt is answered
-            self.set_status(410)
-            self.answer(ErrorAnswer(str(exc), command="stop"))
+        if isinstance(exc, StaleAttempt):
+            stop = stale_answer(exc)
+            self.set_status(stop.status or amcall.STALE)
+            self.answer(replace(stop, status=None))  # in the status line, not the body
             return
         super().write_error(status_code, **kwargs)
 

@@ -1,4 +1,9 @@
-"""LocalProvider: one executor process per task on this machine."""
+"""LocalProvider: one executor process per task on this machine.
+
+Each executor is a ``supervise.Process`` in its own group (a fresh one, or a spare's: warm.py);
+a task is stopped by TERM to its group, then KILL after ``STOP_GRACE_S`` from ``poll``, so
+that the AM's loop never blocks on one task (``supervise.Process.stop`` would wait).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from .. import hostenv, warm
+from .. import hostenv, supervise, warm
 from ..jobdir import JobDir
 from ..protocol import ExecutorEnv
 from ..spec import JobSpec, TaskSpec
@@ -34,13 +39,6 @@ def first_attempt_gpus(spec: JobSpec) -> list[str | None]:
             out.append(gpu_devices(first, t.gpus) if t.gpus else None)
             first += t.gpus
     return out
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _kill_strays(markers: list[dict[str, str]]) -> None:
@@ -69,7 +67,7 @@ class LocalProvider(Provider):
     ):
         self.job_dir, self.python = job_dir, python
         self.spares = list(spares or [])  # spare executors (warm.py): tasks start in these first
-        self.procs: dict[tuple[str, int], subprocess.Popen] = {}
+        self.procs: dict[tuple[str, int], supervise.Process] = {}
         self._gpu_next = 0
         self._kill_at: dict[tuple[str, int], float] = {}
         self._markers: dict[tuple[str, int], list[dict[str, str]]] = {}
@@ -99,16 +97,7 @@ class LocalProvider(Provider):
             proc = spare.proc
             markers.append({warm.SPARE_ID: spare.id})
         else:
-            with open(out, "ab") as f:
-                proc = subprocess.Popen(
-                    argv,
-                    env=full_env,
-                    stdout=f,
-                    stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL,
-                    cwd=self.job_dir,
-                    start_new_session=True,
-                )
+            proc = supervise.start(argv, env=full_env, log=out, cwd=self.job_dir)
         self.procs[(task_id, attempt)] = proc
         self._markers[(task_id, attempt)] = markers
 
@@ -135,9 +124,9 @@ class LocalProvider(Provider):
             kill_at = self._kill_at.get((task_id, attempt))
             if code is None and kill_at and time.monotonic() > kill_at:
                 # A stopped (SIGSTOP) or stubborn process ignores SIGTERM; SIGKILL does not wait.
-                _signal_group(proc, signal.SIGKILL)
+                proc.signal(signal.SIGKILL)
             if code is not None:
-                _signal_group(proc, signal.SIGKILL)  # reap what the executor left in its group
+                proc.signal(signal.SIGKILL)  # reap what the executor left in its group
                 _kill_strays(self._markers.pop((task_id, attempt), []))
                 del self.procs[(task_id, attempt)]
                 self._kill_at.pop((task_id, attempt), None)
@@ -147,7 +136,7 @@ class LocalProvider(Provider):
     def stop_task(self, task_id: str, attempt: int) -> None:
         proc = self.procs.get((task_id, attempt))
         if proc is not None and proc.poll() is None:
-            _signal_group(proc, signal.SIGTERM)
+            proc.signal(signal.SIGTERM)
             self._kill_at[(task_id, attempt)] = time.monotonic() + STOP_GRACE_S
 
     def drain(self) -> None:
@@ -157,19 +146,17 @@ class LocalProvider(Provider):
         deadline = time.monotonic() + STOP_GRACE_S
         for proc in self.procs.values():
             if proc.poll() is None:
-                _signal_group(proc, signal.SIGTERM)
+                proc.signal(signal.SIGTERM)
         for proc in self.procs.values():
             try:
                 proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
-            _signal_group(proc, signal.SIGKILL)
-            proc.wait()
+            proc.kill_now()  # and what the executor left in its group
         self.poll()
         for spare in self.spares:
             spare.close()
             try:
                 spare.proc.wait(STOP_GRACE_S)
             except subprocess.TimeoutExpired:
-                _signal_group(spare.proc, signal.SIGKILL)
-                spare.proc.wait()
+                spare.proc.kill_now()

@@ -1,41 +1,32 @@
 """Start daemons detached and stop them again, tracked only through their pid files.
 
-A pid file holds ``<pid> <create_time>``: a pid alone may have been reused by an unrelated
-process after a crash or reboot, and `down` must never signal anything it did not start.
+A pid file holds a ``supervise.ProcRecord`` (``<pid> <create_time>``): a pid alone may have
+been reused by an unrelated process after a crash or reboot, and `down` must never signal
+anything it did not start. The daemons are started by ``supervise.start``; they are stopped
+here, from their records (by `down`, another process than the one that started them), all
+at once and with their descendants in other sessions (a NodeManager's containers).
 """
 
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 import psutil
 
+from .. import supervise
+
 
 def read_pid(pid_file: Path) -> tuple[int, float] | None:
-    try:
-        pid_text, created = pid_file.read_text().split()
-        return int(pid_text), float(created)
-    except (FileNotFoundError, ValueError):
-        return None
+    entry = supervise.ProcRecord.read(pid_file)
+    return None if entry is None else (entry.pid, entry.created)
 
 
 def live_process(pid_file: Path) -> psutil.Process | None:
     """The process the pid file names, if it is still that same process and not a zombie."""
-    entry = read_pid(pid_file)
-    if entry is None:
-        return None
-    pid, created = entry
-    try:
-        proc = psutil.Process(pid)
-        # create_time is rounded differently across reads; a reused pid differs by far more.
-        if abs(proc.create_time() - created) > 1.0 or proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-    except psutil.Error:
-        return None
-    return proc
+    entry = supervise.ProcRecord.read(pid_file)
+    return None if entry is None else entry.attach()
 
 
 def is_stale(pid_file: Path) -> bool:
@@ -49,17 +40,8 @@ def start(cmd: list[str], env: dict[str, str], log_file: Path, pid_file: Path) -
     # Keep the previous run's log for a post-mortem, but no more: logs never grow without bound.
     if log_file.exists():
         log_file.replace(log_file.with_name(log_file.name + ".1"))
-    with open(log_file, "wb") as log:
-        proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-    created = psutil.Process(proc.pid).create_time()
-    pid_file.write_text(f"{proc.pid} {created}\n")
+    proc = supervise.start(cmd, env=env, log=log_file)
+    proc.record().write(pid_file)
     return proc.pid
 
 

@@ -1,5 +1,6 @@
 """The executor's link to its AM: every call carries this task's token and its attempt;
-the AM answers 410 when the attempt is over, which surfaces here as :class:`Stale`.
+the AM answers 410 when the attempt is over, which surfaces here as :class:`Stale`
+(amcall.py: the retry and the statuses' meaning, as the job client's).
 
 HTTP/1.1 on one kept-alive socket, by hand: the AM (tornado) answers every call with a JSON body
 and a Content-Length, and ``requests`` (with urllib3, charset detection, certifi) costs an
@@ -14,6 +15,7 @@ import threading
 from typing import Any, TypeVar
 from urllib.parse import urlencode, urlsplit
 
+from .. import amcall
 from ..protocol import Beat, HeartbeatAnswer
 from ..records import Record
 
@@ -22,8 +24,7 @@ R = TypeVar("R", bound=Record)
 MAX_ANSWER = 200 << 20  # the AM's largest answer: a session cell with its pushed names
 
 
-class Stale(Exception):
-    """The AM says this attempt is over."""
+Stale = amcall.Stale  # the AM says this attempt is over
 
 
 class LinkError(OSError):
@@ -58,24 +59,25 @@ class AMLink:
             f"{method} {target} HTTP/1.1\r\n{self._head}"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         ).encode() + body
-        # A kept-alive socket the AM closed meanwhile fails at once: one retry, new socket
-        # (a GET only: a POST may have been acted on).
-        for retry in (method == "GET", False):
-            try:
-                status, data = self._exchange(request, timeout)
-                break
-            except (OSError, ValueError, IndexError) as e:  # also a garbled status line
-                self._close()
-                if not retry:
-                    raise LinkError(f"{method} {path}: {e}") from e
+        # A kept-alive socket the AM closed meanwhile fails at once: a GET is tried again, on
+        # a new socket. A garbled status line counts as no answer too.
+        try:
+            status, data = amcall.call(
+                lambda: self._exchange(request, timeout),
+                method=method,
+                lost=(OSError, ValueError, IndexError),
+                on_lost=self._close,
+            )
+        except amcall.Unanswered as e:
+            raise LinkError(f"{method} {path}: {e.__cause__}") from e.__cause__
         try:
             answer = json.loads(data) if data else {}
         except ValueError:
             raise LinkError(f"{method} {path}: {status}, not JSON: {data[:200]!r}") from None
-        if status == 410:
-            raise Stale(answer.get("error", "attempt over"))
-        if status >= 400:
-            raise LinkError(f"{method} {path}: {status} {answer.get('error', '')}")
+        try:
+            amcall.check(status, answer.get("error", ""))
+        except amcall.Refused as e:
+            raise LinkError(f"{method} {path}: {e.status} {e.error}") from None
         return answer
 
     def post(self, path: str, **body) -> dict:
@@ -155,12 +157,12 @@ class BeatStream:
 
     def beat(self, beat: Beat) -> HeartbeatAnswer:
         answer = self._exchange(beat.to_json())
-        if answer.get("status") == 410:
+        if answer.get("status") == amcall.STALE or "error" in answer:
             self.close()
-            raise Stale(answer.get("error", "attempt over"))
-        if "error" in answer:
-            self.close()
-            raise ConnectionAbortedError(answer["error"])
+            try:
+                amcall.check(answer.get("status") or 500, answer.get("error", ""))
+            except amcall.Refused as e:  # any other refusal: back to HTTP, which says more
+                raise ConnectionAbortedError(e.error) from None
         return HeartbeatAnswer.from_json(answer)
 
     def close(self) -> None:

@@ -2,33 +2,37 @@
 executor is local rank 0 and starts ranks 1..N-1 as processes of this module, each with its own
 ``LOCAL_RANK``/``RANK`` (frameworks.pytorch_env). They run the same cell; their output goes to
 the executor's captured stdout (the fds are inherited); the chief's value comes from local
-rank 0. The task fails if any local rank fails; what outlives the executor is reaped (reaper)."""
+rank 0. The task fails if any local rank fails; what outlives the executor is reaped (reaper).
+
+The ranks are ``supervise.start(own_group=False)``: they stay in the executor's process group,
+which is the task's (the provider stops the task by its group, the reaper finds what is left
+in it), so they are never stopped one by one here: only waited for."""
 
 from __future__ import annotations
 
 import atexit
 import os
-import subprocess
 import sys
 import traceback
 from pathlib import Path
 
+from .. import supervise
 from ..protocol import ExecutorEnv
 
 
-def start(procs: int, env_for) -> list[subprocess.Popen]:
+def start(procs: int, env_for) -> list[supervise.Process]:
     """Local ranks 1..procs-1; ``env_for(local_rank)`` is each one's framework environment."""
     return [
-        subprocess.Popen(
+        supervise.start(
             [sys.executable, "-m", "tony_jupyter.executor.localranks"],
             env=dict(os.environ, **env_for(i)),
-            stdin=subprocess.DEVNULL,
+            own_group=False,  # the task's group (see above)
         )
         for i in range(1, procs)
     ]
 
 
-def wait(procs: list[subprocess.Popen]) -> str | None:
+def wait(procs: list[supervise.Process]) -> str | None:
     """Waits for every local rank; what went wrong, if anything did."""
     failed = [(i + 1, p.wait()) for i, p in enumerate(procs)]
     bad = [f"local rank {i} exited with code {code}" for i, code in failed if code != 0]

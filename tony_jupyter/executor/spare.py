@@ -7,7 +7,7 @@ has ended); its AM hands it only a task whose environment that import would have
 
 from __future__ import annotations
 
-from .. import warm
+from .. import amcall, warm
 from ..protocol import SpareSecret, SpareTask
 
 
@@ -108,7 +108,7 @@ def _wait_for_task(give_up_s: float = 120.0) -> SpareTask | None:
                 if r.status == 200:
                     return SpareTask.checked(json.loads(r.read()))
         except urllib.error.HTTPError as e:
-            if e.code in (403, 404, 410):  # 404: the route closed, no task came for it
+            if e.code in amcall.GONE:  # 404: the route closed, no task came for it
                 return None
             failing_since = failing_since or time.monotonic()
         except OSError:

@@ -10,8 +10,9 @@ files are the same), waits until it answers, and registers ``{"name": "tensorboa
 notebook reaches it through the Jupyter server's ``/tony/proxy/<job>/tensorboard/`` (see
 ``tony_jupyter.server_ext``), which sends the key; on YARN also through the RM's web proxy.
 
-TensorBoard stays in the executor's process group, so the provider's kill of the group (local
-backend) or of the container (YARN) ends it with the task. Nothing here may fail the job: every
+TensorBoard stays in the executor's process group (``supervise.start(own_group=False)``), so
+the provider's kill of the group (local backend) or of the container (YARN) ends it with the
+task. Nothing here may fail the job: every
 problem is one log line.
 """
 
@@ -27,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from .. import jobdir
+from .. import jobdir, supervise
 from ..protocol import EndpointRequest, ExecutorEnv, Ok
 from .tensorboard_guard import Guard, GuardConfig
 
@@ -82,20 +83,9 @@ def guard_config(env: dict[str, str]) -> GuardConfig:
 def wait_ready(
     proc: subprocess.Popen, url: str, key: str, timeout: float = READY_TIMEOUT_S
 ) -> bool:
-    deadline = time.monotonic() + timeout
-    import requests  # in TensorBoard's thread: the task's start does not wait for it
-
-    auth = {"Authorization": f"Bearer {key}"}
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        try:
-            if requests.get(url + "data/runs", headers=auth, timeout=2).ok:
-                return True
-        except requests.RequestException:
-            pass
-        time.sleep(0.2)
-    return False
+    # In TensorBoard's thread (requests is imported there): the task's start does not wait.
+    answers = supervise.http_ok(url + "data/runs", {"Authorization": f"Bearer {key}"})
+    return supervise.wait_ready(proc, answers, timeout)
 
 
 def run(am, env: dict[str, str], say=print, log_dir: str | None = None) -> subprocess.Popen | None:
@@ -113,23 +103,19 @@ def run(am, env: dict[str, str], say=print, log_dir: str | None = None) -> subpr
         port = free_port()
         # In the task's own directory, not the shipped one the task steps into (cell.py).
         log = Path(log_dir or os.getcwd()) / "tensorboard.log"
-        out = open(log, "ab")  # noqa: SIM115 - the child keeps it
-        proc = subprocess.Popen(
+        proc = supervise.start(
             command(logdir, bind, port),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
+            log=log,
             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **guard.to_env()},
+            own_group=False,  # the task's: its group's kill ends it with the task
         )
-        out.close()
     except OSError as e:
         say(f"[tony] TensorBoard not started: {e}")
         return None
     url = f"http://{advertise}:{port}/"
     if not wait_ready(proc, url, guard.key):
         say(f"[tony] TensorBoard did not answer at {url} (see tensorboard.log); going on without")
-        if proc.poll() is None:
-            proc.kill()
+        proc.kill_now()
         return None
     try:
         am.send("endpoints", EndpointRequest("tensorboard", url, guard.key, guard.path_key), Ok)

@@ -26,7 +26,7 @@ import cloudpickle
 import psutil
 import requests
 
-from .. import jobdir
+from .. import amcall, jobdir
 from ..errors import BackendError, JobNotFoundError
 from ..jobdir import JobDir
 from ..protocol import (
@@ -220,24 +220,27 @@ class JobClient(ABC):
         url = self.am_url()
         if url is None:
             return None
-        # A GET is tried twice: the AM closes a connection on which it refused a request
-        # without reading its body, and a kept-alive connection may be that one; and an AM
-        # has been seen to answer a GET once with a bare 500 and nothing in its log.
-        for tries_left in (1, 0) if method == "GET" else (0,):
-            try:
-                r = self.session.request(method, f"{url}/api/v1/{path}", timeout=timeout, **kw)
-            except requests.ConnectionError:
-                if not tries_left:
-                    self._am_unreachable()
-                    return None  # the AM just exited; the caller falls back to disk
-                continue
-            if r.status_code != 500 or not tries_left:
-                break
-            time.sleep(0.2)
-        if r.status_code == 404 and none_on_404:
+
+        # A GET is tried twice (amcall.call): the AM closes a connection on which it refused a
+        # request without reading its body, and a kept-alive connection may be that one; and
+        # an AM has been seen to answer a GET once with a bare 500 and nothing in its log.
+        def exchange() -> tuple[int, requests.Response]:
+            r = self.session.request(method, f"{url}/api/v1/{path}", timeout=timeout, **kw)
+            return r.status_code, r
+
+        try:
+            status, r = amcall.call(
+                exchange, method=method, lost=(requests.ConnectionError,), retry_status=(500,)
+            )
+        except amcall.Unanswered:
+            self._am_unreachable()
+            return None  # the AM just exited; the caller falls back to disk
+        if status == 404 and none_on_404:
             return None
-        if r.status_code >= 400:
-            raise BackendError(f"AM of {self.job_id} answered {r.status_code}: {r.text[:300]}")
+        try:
+            amcall.check(status, r.text[:300])
+        except (amcall.Refused, amcall.Stale):
+            raise BackendError(f"AM of {self.job_id} answered {status}: {r.text[:300]}") from None
         return r.json()
 
     def snapshot(self) -> JobSnapshot:

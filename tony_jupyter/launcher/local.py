@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
-import subprocess
 import sys
 import time
 
 import psutil
 
-from .. import hostenv, jobdir, shards, srcdir
+from .. import hostenv, jobdir, shards, srcdir, supervise
 from ..aminfo import AmInfo, AmInfoError
 from ..bundle import Bundle, BundleInfo
-from ..errors import BackendError, SpecError
+from ..errors import SpecError
 from ..protocol import JobSnapshot
 from ..spec import JobSpec
+from . import outcome
 from . import spare as spare_am
 from .client import JobClient, JobRecord, jobs_dir, new_job_id, pid_alive
 
@@ -64,44 +63,28 @@ def start_am(record: JobRecord, spares_like: JobSpec | None = None) -> None:
     if spare is not None and spare.hand(env, str(d), str(files.am_log), [str(d)]):
         proc = spare.proc
     else:
-        with open(files.am_log, "ab") as log:
-            proc = subprocess.Popen(
-                argv,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=d,
-                # Its own session: the AM survives the kernel (and Ctrl-C in it).
-                start_new_session=True,
-            )
-    deadline = time.monotonic() + AM_START_TIMEOUT_S
+        # Its own session: the AM survives the kernel (and Ctrl-C in it).
+        proc = supervise.start(argv, env=env, log=files.am_log, cwd=d)
     try:
         files.am_pid.write_text(str(proc.pid))
-        while not files.am_info.exists():
-            if proc.poll() is not None:
-                tail = files.am_log.read_text(errors="replace")[-2000:]
-                raise BackendError(
-                    f"the job's AM exited with code {proc.returncode} before "
-                    f"it started serving:\n{tail}"
-                )
-            if time.monotonic() > deadline:
-                raise BackendError(
-                    f"the job's AM did not start within {AM_START_TIMEOUT_S:g} s; "
-                    f"see {files.am_log}"
-                )
-            time.sleep(0.02)
+        outcome.started(await_am(proc, files))
         if spares_like is not None:
             n = sum(t.instances for t in spares_like.tasks)
             spare_am.replenish(n, spares_like, after=record.dir)
     except BaseException:  # includes KeyboardInterrupt: leave no AM and no job dir
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+        proc.kill_now()
         record.remove()
         raise
+
+
+def await_am(proc: supervise.Process, files: jobdir.JobDir) -> outcome.Outcome:
+    """How the AM's start came out: Started once it wrote ``am.json`` (it serves), or why not."""
+    if proc.wait_ready(supervise.file_exists(files.am_info), AM_START_TIMEOUT_S, interval=0.02):
+        return outcome.Started()
+    if proc.poll() is not None:
+        tail = files.am_log.read_text(errors="replace")[-2000:]
+        return outcome.AmExited(code=proc.returncode, log_tail=tail)
+    return outcome.TimedOut(AM_START_TIMEOUT_S, log=files.am_log)
 
 
 def check_capacity(spec: JobSpec, cores: int | None = None, memory_mb: int | None = None) -> None:

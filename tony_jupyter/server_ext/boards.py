@@ -6,6 +6,8 @@ tensorboard/`` as a running job's, and stopped once nobody has used it for ``idl
 It is the chief's TensorBoard program (``python -m tony_jupyter.executor.tensorboard``: a
 subprocess, TensorFlow's import blocked), bound to 127.0.0.1 and behind the same guard, whose
 key only this server holds and sends: another user of this host who finds its port gets 403.
+Started by ``supervise.start`` in the server's process group (as it always was: the server's
+own end, Ctrl-C included, ends it), stopped by ``supervise.Process.stop`` (TERM, 5 s, KILL).
 """
 
 from __future__ import annotations
@@ -13,15 +15,13 @@ from __future__ import annotations
 import os
 import secrets
 import socket
-import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import requests
-
+from .. import supervise
 from ..launcher.client import JobRecord
 from ..protocol import GuardConfig
 
@@ -30,7 +30,7 @@ READY_TIMEOUT_S = 90.0
 
 @dataclass
 class Board:
-    proc: subprocess.Popen
+    proc: supervise.Process
     url: str
     key: str
     used: float
@@ -81,36 +81,22 @@ class FinishedBoards:
             *("--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)),
             *("--load_fast", "false"),
         ]
-        with open(rec.dir / "tensorboard-history.log", "ab") as log:
-            proc = subprocess.Popen(
-                cmd,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **guard.to_env()},
-            )
+        proc = supervise.start(
+            cmd,
+            log=rec.dir / "tensorboard-history.log",
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **guard.to_env()},
+            own_group=False,
+        )
         url = f"http://127.0.0.1:{port}/"
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                auth = {"Authorization": f"Bearer {guard.key}"}
-                if requests.get(url + "data/runs", headers=auth, timeout=2).ok:
-                    return Board(proc, url, guard.key, self.clock())
-            except requests.RequestException:
-                pass
-            time.sleep(0.2)
+        answers = supervise.http_ok(url + "data/runs", {"Authorization": f"Bearer {guard.key}"})
+        if proc.wait_ready(answers, READY_TIMEOUT_S):
+            return Board(proc, url, guard.key, self.clock())
         self._stop(proc)
         return None
 
     @staticmethod
-    def _stop(proc: subprocess.Popen) -> None:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    def _stop(proc: supervise.Process) -> None:
+        proc.stop(grace=5)
 
     def reap(self) -> list[str]:
         """Stop the TensorBoards idle for ``idle_seconds`` (and forget dead ones); their jobs."""

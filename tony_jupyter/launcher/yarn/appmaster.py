@@ -8,11 +8,9 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import requests
 
@@ -21,6 +19,7 @@ from ...bundle import Bundle, BundleInfo
 from ...errors import BackendError
 from ...protocol import ExecutorEnv, token_verifier
 from ...spec import JobSpec
+from .. import outcome
 from . import packenv, secure, transport
 from .conf import HadoopConf
 from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
@@ -147,7 +146,13 @@ def _wanted_version(spec: JobSpec) -> str | None:
 
 
 def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
-    """Until the AM has registered (its address in the app report) and answers its API."""
+    """Until the AM has registered (its address in the app report) and answers its API: its
+    URL; else why not, worded (launcher/outcome.py), as a BackendError."""
+    return outcome.started(await_am(rm, app_id, token)).url
+
+
+def await_am(rm: RMClient, app_id: str, token: str) -> outcome.Outcome:
+    """How the AM's start came out: Started once it answers its API, or why not."""
     deadline = time.monotonic() + AM_START_TIMEOUT_S
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {token}"
@@ -158,21 +163,17 @@ def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
         app = rm.app(app_id) or {}
         state = app.get("state")
         if state in TERMINAL_APP_STATES and _queue_refused(app):
-            raise BackendError(
-                f"YARN refused the job in queue {app.get('queue')!r}: "
-                f"{' '.join(app.get('diagnostics', '').split())[:500]}. Submit to a queue "
-                f"{app.get('user')} may use (--queue NAME, tony.yarn.queue), or ask the "
-                "cluster's administrators for access to this one"
-            )
+            why = " ".join(app.get("diagnostics", "").split())[:500]
+            return outcome.QueueRefused(app.get("queue"), app.get("user"), why)
         if state in TERMINAL_APP_STATES and unreached:
             # It served its tasks, unseen from here: a job quicker than UNREACHABLE_AFTER_S.
-            ended = f"{state}/{app.get('finalStatus')}"
-            raise BackendError(unreachable(app_id, *unreached, ended=ended))
+            return unreachable(app_id, *unreached, ended=f"{state}/{app.get('finalStatus')}")
         if state in TERMINAL_APP_STATES:
-            raise BackendError(
-                f"the job's AM ended before it started serving ({app_id} {state}/"
-                f"{app.get('finalStatus')}): {app.get('diagnostics', '').strip()[:1500]}"
-                + am_log_tail(app)
+            return outcome.AmExited(
+                log_tail=am_log_tail(app),
+                app_id=app_id,
+                state=f"{state}/{app.get('finalStatus')}",
+                diagnostics=app.get("diagnostics", ""),
             )
         url = am_url_from_report(app)
         if url:
@@ -180,7 +181,7 @@ def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
                 answered = session.get(f"{url}/api/v1/job", timeout=5).status_code
                 unreached = None
                 if answered == 200:
-                    return url
+                    return outcome.Started(url)
             except requests.RequestException as e:
                 # Registered with the RM, so listening (if not answering yet): no connection at
                 # all from here, for a while, is a network's doing.
@@ -190,26 +191,12 @@ def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
                 elif not unreached_since:
                     unreached_since = time.monotonic()
                 elif time.monotonic() - unreached_since > UNREACHABLE_AFTER_S:
-                    raise BackendError(unreachable(app_id, url, e)) from None
+                    return unreachable(app_id, url, e)
         time.sleep(0.1)
-    raise BackendError(not_started(app_id, app))
-
-
-def not_started(app_id: str, app: dict) -> str:
-    """Why the AM did not serve in time, worded by how far it got: a container launched (still
-    localizing the job's files, or stuck starting: its log so far), or none yet (the queue)."""
-    diagnostics = " ".join(app.get("diagnostics", "").split())[:500]
-    state = app.get("state")
-    head = f"the job's AM did not start within {AM_START_TIMEOUT_S:g} s ({app_id} is {state}"
-    if app.get("amContainerLogs") or "AM container is launched" in diagnostics:
-        where = (app.get("amHostHttpAddress") or "").rsplit(":", 1)[0] or "its node"
-        return (
-            f"{head}: its container was launched on {where} but the AM never registered). It "
-            "was still localizing the job's files (a packed environment takes longest, the "
-            "first time on each node) or starting; see its log below, and the node's load. "
-            "The application was killed." + am_log_tail(app)
-        )
-    return f"{head}: {diagnostics}); the queue may be full. The application was killed."
+    diagnostics = " ".join(app.get("diagnostics", "").split())
+    launched = app.get("amContainerLogs") or "AM container is launched" in diagnostics
+    tail = am_log_tail(app) if launched else ""
+    return outcome.TimedOut(AM_START_TIMEOUT_S, app_id=app_id, app=app, log_tail=tail)
 
 
 def not_connected(error: requests.RequestException) -> bool:
@@ -220,21 +207,8 @@ def not_connected(error: requests.RequestException) -> bool:
     )
 
 
-def unreachable(app_id: str, url: str, error: Exception, ended: str = "") -> str:
-    """Why a job's AM, up on its node, is no use from here: which host could not reach what.
-    ``ended``: the app's final state, when it ended before this host gave up trying."""
-    why = re.findall(r"\[Errno -?\d+\] [^'\")]+", str(error))
-    state = f"{app_id} RUNNING, registered with the ResourceManager"
-    if ended:
-        state = f"{app_id}, registered with the ResourceManager; it has ended since: {ended}"
-    return (
-        f"the job's AM {'was' if ended else 'is'} up at {urlsplit(url).netloc} ({state}), "
-        f"but this host ({socket.gethostname()}) cannot reach it: "
-        f"{why[-1] if why else type(error).__name__}. The notebook's host must reach the "
-        "cluster's nodes on the ports a job's AM and TensorBoard listen on (ephemeral ports): "
-        "open them from here, or run the notebook on a host inside the cluster's network "
-        "(`tony-jupyter doctor` checks this)." + ("" if ended else " The application was killed.")
-    )
+def unreachable(app_id: str, url: str, error: Exception, ended: str = "") -> outcome.Unreachable:
+    return outcome.Unreachable(app_id, url, str(error), type(error).__name__, ended)
 
 
 def _queue_refused(app: dict) -> bool:

@@ -14,6 +14,7 @@ import requests
 
 from ...errors import BackendError, SpecError
 from ...spec import JobSpec
+from .. import outcome
 from . import transport
 from .conf import Address
 
@@ -319,11 +320,8 @@ class RMClient:
         if r.status_code in (400, 403):
             why = _message(r)
             if "permission to submit" in why:  # the queue's ACL (acl_submit_applications)
-                raise BackendError(
-                    f"YARN refused the job in queue {context.get('queue')!r}: {why}. Submit to "
-                    f"a queue {self.user} may use (--queue NAME, tony.yarn.queue), or ask the "
-                    "cluster's administrators for access to this one"
-                )
+                refused = outcome.QueueRefused(context.get("queue"), self.user, why)
+                raise BackendError(outcome.words(refused))
             raise BackendError(
                 f"the ResourceManager ({self.address.url}) refused the application: {why}"
             )

@@ -34,6 +34,7 @@ from ...bundle import Bundle, BundleInfo
 from ...errors import BackendError
 from ...protocol import SpareJob, SpareStatus, token_verifier
 from ...spec import JobSpec
+from .. import outcome
 from ..client import JobRecord, jobs_dir
 from . import packenv, secure
 from .appmaster import (
@@ -47,6 +48,7 @@ from .appmaster import (
 )
 
 WARM_TAG = "tony-jupyter-warm"
+WHO = "the warm AM"  # in what its launch's outcome says (launcher/outcome.py)
 # After a job's submission: its own tasks start first (a warm AM's JVM and Python start take
 # about as much CPU as they need: measured, 1 s slowed a 4-worker job's start by ~1 s).
 START_DELAY_S = 5.0
@@ -163,16 +165,25 @@ def take(
 
 
 def wait_for_url(rm, app_id: str) -> str:
+    """The warm AM's URL once it registered; else why not, worded, as a BackendError."""
+    return outcome.started(warm_am_registered(rm, app_id)).url
+
+
+def warm_am_registered(rm, app_id: str) -> outcome.Outcome:
+    """Started once the warm AM's address is in its report, or why not."""
     deadline = time.monotonic() + AM_START_TIMEOUT_S
+    app: dict = {}
     while time.monotonic() < deadline:
         app = rm.app(app_id) or {}
         url = am_url_from_report(app)
         if url:
-            return url
+            return outcome.Started(url)
         if app.get("state") in ("FINISHED", "FAILED", "KILLED"):
-            raise BackendError(f"the warm AM {app_id} ended: {app.get('diagnostics', '')}")
+            state = f"{app.get('state')}/{app.get('finalStatus')}"
+            diagnostics = app.get("diagnostics", "")
+            return outcome.AmExited(app_id=app_id, state=state, diagnostics=diagnostics, am=WHO)
         time.sleep(0.05)
-    raise BackendError(f"the warm AM {app_id} did not start within {AM_START_TIMEOUT_S:g} s")
+    return outcome.TimedOut(AM_START_TIMEOUT_S, app_id=app_id, app=app, am=WHO)
 
 
 def replenish(cluster: secure.Cluster, spec: JobSpec, bundle: Bundle, env_entry) -> None:
