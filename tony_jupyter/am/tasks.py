@@ -14,7 +14,7 @@ class Task:
     type: str
     index: int
     tracked: bool
-    state: str = TaskState.NEW
+    state: TaskState = TaskState.NEW
     host: str | None = None
     port: int | None = None
     pid: int | None = None

@@ -7,7 +7,10 @@ task records: the same dict that ``JobSnapshot.to_json()`` gives, without making
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from ..protocol import (
@@ -19,6 +22,7 @@ from ..protocol import (
     TaskView,
 )
 from .jobview import JobView
+from .tasks import Task
 
 TASK_FIELDS = tuple(f.name for f in fields(TaskView))
 
@@ -31,6 +35,12 @@ def gpus_json(gpus: object) -> list[dict]:
     return [GpuUse.from_json(g).to_json() for g in gpus if isinstance(g, dict) and "index" in g]
 
 
+def resources(used: dict) -> tuple[float | None, list[dict]]:
+    """A heartbeat's resource use as a task keeps it: its CPU percent and its GPUs."""
+    cpu = used.get("cpu_percent")
+    return float(cpu) if isinstance(cpu, (int, float)) else None, gpus_json(used.get("gpus"))
+
+
 def task_json(t: Any) -> dict:
     """A task record's ``TaskView`` JSON form. Its values are the record's own (a heartbeat
     replaces ``progress`` and ``gpus`` whole, never edits them), so the caller encodes it
@@ -38,6 +48,16 @@ def task_json(t: Any) -> dict:
     d = {name: getattr(t, name) for name in TASK_FIELDS}
     d["state"] = str(getattr(t.state, "value", t.state))
     return d
+
+
+def cluster_spec(tasks: Iterable[Task]) -> dict[str, list[str]]:
+    """Each type's registered tasks' ``host:port``, by index: what the executors are handed."""
+    spec: dict[str, list[str]] = {}
+    for t in sorted(tasks, key=lambda t: (t.type, t.index)):
+        if t.registered_at is None:  # elastic: a worker still to join (am/elastic.py)
+            continue
+        spec.setdefault(t.type, []).append(f"{t.host}:{t.port}")
+    return spec
 
 
 def snapshot_json(c: JobView) -> dict:
@@ -64,6 +84,13 @@ def snapshot_json(c: JobView) -> dict:
         "schema_version": SCHEMA_VERSION,
         "history_pending": c.state in TERMINAL_JOB_STATES and not c.history_kept,
     }
+
+
+def write_status(c: JobView, path: Path) -> None:
+    """``status.json``: read once the AM is gone, when the history is kept (or never will be)."""
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({**snapshot_json(c), "history_pending": False}, indent=1))
+    tmp.replace(path)
 
 
 def snapshot(c: JobView) -> JobSnapshot:
