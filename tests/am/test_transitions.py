@@ -32,7 +32,7 @@ def test_the_tables_have_a_row_for_every_state_and_ended_states_move_no_more():
 def test_a_legal_task_move_moves_and_emits_one_event(tmp_path, old, new):
     c, _, _ = make("--workers 2", tmp_path)
     task = c.tasks["worker:1"]
-    task.state = old  # set up the move's start (the test's own write)
+    task.moved(old)  # the move's start, set up
     before = len(c.events)
     assert c.move_task(task, new, exit_code=3) is True
     assert task.state is new
@@ -46,7 +46,7 @@ def test_a_legal_task_move_moves_and_emits_one_event(tmp_path, old, new):
 def test_an_illegal_task_move_is_refused_logged_and_emits_nothing(tmp_path, caplog, old, new):
     c, p, _ = make("--workers 2", tmp_path)
     task = c.tasks["worker:1"]
-    task.state = old
+    task.moved(old)
     before, recorded = len(c.events), len(p.recorded)
     with caplog.at_level(logging.WARNING, logger="tony_jupyter.am.coordinator"):
         assert c.move_task(task, new) is False

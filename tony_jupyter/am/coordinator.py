@@ -19,7 +19,6 @@ from ..protocol import (
     JobSnapshot,
     JobState,
     TaskState,
-    progress_time,
 )
 from ..spec import JobSpec
 from . import elastic, recovery, rules, views
@@ -114,7 +113,7 @@ class Coordinator:
         if state not in TASK_MOVES[task.state]:
             log.warning("%s attempt %d: refused %s -> %s", task.id, task.attempt, task.state, state)
             return False
-        task.state = state
+        task.moved(state)
         self.emit(EventKind.TASK, task=task.id, state=state, attempt=task.attempt, **extra)
         return True
 
@@ -172,8 +171,8 @@ class Coordinator:
         for t in self.spec.tasks:
             for i in range(t.instances):
                 tid = f"{t.type}:{i}"
-                self.tasks[tid] = Task(tid, t.type, i, self.spec.is_tracked(t.type))
-                self.tasks[tid].attempt = self.attempt
+                tracked = self.spec.is_tracked(t.type)
+                self.tasks[tid] = Task(tid, t.type, i, tracked, attempt=self.attempt)
         self.emit(EventKind.ATTEMPT, attempt=self.attempt, state="STARTED")
         for task in list(self.tasks.values()):
             self.launch(task)
@@ -186,7 +185,7 @@ class Coordinator:
         env[ExecutorEnv.var("task_id")] = task.id
         env[ExecutorEnv.var("attempt")] = str(task.attempt)
         env[ExecutorEnv.var("token")] = self.credentials.issue(task.id, task.attempt)
-        task.launched_at = self.clock()
+        task.launched(self.clock())
         self.move_task(task, TaskState.LAUNCHED)
         self.provider.launch(self.spec.task(task.type), task.id, task.attempt, env)
 
@@ -214,8 +213,7 @@ class Coordinator:
         self, task_id: str, attempt: int, host: str, port: int, pid: int, container=None
     ) -> None:
         task = self.live_task(task_id, attempt)
-        task.host, task.port, task.pid, task.container = host, port, pid, container
-        task.registered_at = task.last_heartbeat = self.clock()
+        task.registered(host, port, pid, container, self.clock())
         self.deadlines.watch(task, rules.silence_limit(self.spec))
         self.move_task(task, TaskState.REGISTERED, host=f"{host}:{port}")
         if self.cluster_spec is not None:  # elastic: a late or replacement worker joins
@@ -240,14 +238,9 @@ class Coordinator:
         resources: dict | None = None,
     ) -> None:
         task = self.live_task(task_id, attempt)
-        task.last_heartbeat = self.clock()
-        if progress and progress_time(progress) >= progress_time(task.progress or {}):
-            task.progress = progress
-        if rss:
-            task.rss_bytes = int(rss)
-        if resources:
-            task.cpu_percent, task.gpus = views.resources(resources)
-        self.metrics.add(attempt, task_id, task.last_heartbeat, task.progress, resources)
+        now = self.clock()
+        task.beat(now, progress, rss, resources)
+        self.metrics.add(attempt, task_id, now, task.progress, resources)
         self.changed()
 
     def log_path(self, task_id: str, attempt: int | None = None) -> Path:
@@ -270,7 +263,7 @@ class Coordinator:
         task = self.live_task(task_id, attempt)
         outcome = CellOutcome.from_json(payload)
         if outcome.traceback:
-            task.traceback = outcome.traceback
+            task.failed_with(outcome.traceback)
         # Elastic: only rank 0's outcome has a value, wherever it ran (not always worker:0).
         keep = outcome.value is not None if self.spec.elastic else task_id == self.spec.chief_id
         if keep and outcome.ok:
@@ -286,8 +279,7 @@ class Coordinator:
         task = self.tasks[task_id]
         if task.state in DONE_TASK_STATES:
             return
-        task.exit_code, task.finished_at = code, self.clock()
-        task.diagnostics = diagnostics
+        task.exited(code, self.clock(), diagnostics)
         if self.state in TERMINAL_JOB_STATES or task.state == TaskState.STOPPING:
             self.move_task(task, TaskState.STOPPED, exit_code=code)
             return

@@ -11,12 +11,10 @@ import json
 from collections.abc import Iterable
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
 
 from ..protocol import (
     SCHEMA_VERSION,
     TERMINAL_JOB_STATES,
-    GpuUse,
     JobSnapshot,
     JobState,
     TaskView,
@@ -27,26 +25,13 @@ from .tasks import Task
 TASK_FIELDS = tuple(f.name for f in fields(TaskView))
 
 
-def gpus_json(gpus: object) -> list[dict]:
-    """A heartbeat's GPUs as the snapshot shows them (``GpuUse``'s JSON form), made once per
-    heartbeat rather than per read; entries that are not a GPU with an index are left out."""
-    if not isinstance(gpus, list):
-        return []
-    return [GpuUse.from_json(g).to_json() for g in gpus if isinstance(g, dict) and "index" in g]
-
-
-def resources(used: dict) -> tuple[float | None, list[dict]]:
-    """A heartbeat's resource use as a task keeps it: its CPU percent and its GPUs."""
-    cpu = used.get("cpu_percent")
-    return float(cpu) if isinstance(cpu, (int, float)) else None, gpus_json(used.get("gpus"))
-
-
-def task_json(t: Any) -> dict:
+def task_json(t: Task) -> dict:
     """A task record's ``TaskView`` JSON form. Its values are the record's own (a heartbeat
-    replaces ``progress`` and ``gpus`` whole, never edits them), so the caller encodes it
-    before the next heartbeat or copies it."""
+    replaces ``progress`` whole, never edits it), so the caller encodes it before the next
+    heartbeat or copies it."""
     d = {name: getattr(t, name) for name in TASK_FIELDS}
     d["state"] = str(getattr(t.state, "value", t.state))
+    d["gpus"] = list(t.gpus_json)
     return d
 
 
