@@ -196,19 +196,19 @@ def run_fault(backend: str, fault: str, cluster=None) -> dict:
         raise RuntimeError(struck["error"])
     if snap.state != JobState.SUCCEEDED or ns["attempt"] != 2:
         raise RuntimeError(f"{job.job_id} {snap.state} in attempt {ns['attempt']}")
-    failed = next(e for e in events if e["kind"] == "attempt" and e["state"] == "FAILED")
+    failed = next(e for e in events if e.kind == "attempt" and e.data["state"] == "FAILED")
     with open(trace) as f:
         steps = [line.split() for line in f]
     shutil.rmtree(trace_dir)
     done = max(int(n) for a, n, t in steps if a == "1" and float(t) <= struck["at"])
     row = {
-        "detect_s": failed["time"] - struck["at"],
+        "detect_s": failed.time - struck["at"],
         "resume_s": ns["resumed_at"] - struck["at"],
         "steps_done_when_struck": done,  # by worker:0, from its trace
         "resumed_epoch": ns["first_epoch"],
         "steps_lost": float(done - ns["first_epoch"] * STEPS_PER_EPOCH),
         "epochs_lost": (done - ns["first_epoch"] * STEPS_PER_EPOCH) / STEPS_PER_EPOCH,
-        "reason": failed["reason"][:300],
+        "reason": failed.data["reason"][:300],
     }
     if "node_back" in struck:
         row["node_back_s"] = struck["node_back"] - struck["at"]

@@ -70,7 +70,7 @@ def run_once(backend: str, workers: int, marks: dict) -> dict:
         ).json()["container"]
         task_alloc = max(c["startedTime"] for c in containers[1:] if c) / 1000
         events = job.client.events(0)[0]
-        launched = min(e["time"] for e in events if e.get("state") == "LAUNCHED")
+        launched = min(e.time for e in events if e.data.get("state") == "LAUNCHED")
         row.update(
             staging_s=marks["staged"] - t0,
             am_start_s=t_am - marks["staged"],

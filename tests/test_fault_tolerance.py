@@ -58,9 +58,9 @@ def test_lost_worker_resumes_from_checkpoint(shell, tony_home, signum):
     if signum == signal.SIGSTOP:
         assert "missed 8 heartbeats" in ended.reason
         events, _ = open_client(list_jobs()[0]).events(0)
-        failed = next(e for e in events if e["kind"] == "attempt" and e["state"] == "FAILED")
+        failed = next(e for e in events if e.kind == "attempt" and e.data["state"] == "FAILED")
         # Detected within interval x max-missed + one interval (0.5 s x 8 + 0.5 s).
-        assert failed["time"] - struck["at"] <= 4.5
+        assert failed.time - struck["at"] <= 4.5
     else:
         assert "killed by signal 9" in ended.reason or "exited" in ended.reason
     assert wait_no_processes(tony_home) == []

@@ -52,7 +52,7 @@ def test_executor_calls_and_kill_need_the_token_too(running_job):
 
 def test_events_long_poll_and_logs_from_an_offset(running_job):
     events, nxt = running_job.events(0)
-    kinds = [(e["kind"], e.get("state")) for e in events]
+    kinds = [(e.kind, e.data.get("state")) for e in events]
     assert ("job", "RUNNING") in kinds and nxt == len(events)
     start = time.monotonic()
     later, _ = running_job.events(nxt, timeout=1.0)  # nothing new: waits, then returns empty

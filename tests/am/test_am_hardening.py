@@ -15,6 +15,7 @@ from helpers.tokens import PRINT_OWN_TOKEN, own_token
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.options import parse_job_args
+from tony_jupyter.protocol import EndpointAnswer, EventKind
 
 CELL = PRINT_OWN_TOKEN + (
     "import os, time\nprint('env', os.environ.get('TONY_TOKEN'), flush=True)\ntime.sleep(600)"
@@ -164,7 +165,7 @@ def test_a_task_registers_only_its_own_endpoints_and_only_the_chief_tensorboard(
         "tensorboard": url, "metrics": "http://127.0.0.1:7002/"
     }  # fmt: skip
     events, _ = job.events(0)
-    owners = {e["name"]: e["task"] for e in events if e["kind"] == "endpoint"}
+    owners = {e.data["name"]: e.data["task"] for e in events if e.kind is EventKind.ENDPOINT}
     assert owners == {"tensorboard": "worker:0", "metrics": "worker:1"}
 
 
@@ -181,7 +182,7 @@ def test_an_endpoints_key_goes_to_the_job_token_only_and_never_into_the_snapshot
         "url": url,
         "key": key,
     }
-    assert job.endpoint("tensorboard") == {"name": "tensorboard", "url": url, "key": key}
+    assert job.endpoint("tensorboard") == EndpointAnswer("tensorboard", url, key)
     # The code a task runs holds its task's token: not enough for the key.
     r = requests.get(api(job, "endpoints/tensorboard"), headers=chief, timeout=5)
     assert r.status_code == 403 and "executor calls only" in r.json()["error"]
@@ -190,7 +191,7 @@ def test_an_endpoints_key_goes_to_the_job_token_only_and_never_into_the_snapshot
     # Snapshots are rendered into notebooks; events are served and kept beside the job.
     assert job.snapshot().endpoints == {"tensorboard": url}
     events, _ = job.events(0)
-    public = json.dumps([job.snapshot().to_json(), events])
+    public = json.dumps([job.snapshot().to_json(), [e.to_json() for e in events]])
     public += (job.record.dir / "events.jsonl").read_text()
     assert url in public and key not in public and path_key not in public
 
@@ -198,7 +199,7 @@ def test_an_endpoints_key_goes_to_the_job_token_only_and_never_into_the_snapshot
         body = {"name": "tensorboard", "url": url, "key": key, "path_key": bad}
         r = requests.post(api(job, "endpoints"), json=body, headers=chief, timeout=5)
         assert r.status_code == 400 and "path_key" in r.json()["error"]
-    assert job.endpoint("tensorboard")["key"] == key  # a refused registration changed nothing
+    assert job.endpoint("tensorboard").key == key  # a refused registration changed nothing
 
     job.kill()  # an ended job's ports are free for anyone: its endpoints lead nowhere
     assert job.endpoint("tensorboard") is None

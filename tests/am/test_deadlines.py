@@ -72,7 +72,7 @@ def test_the_heap_finds_a_silent_task_exactly_when_a_scan_would(tmp_path):
             assert (found is None) == (not silent), (seed, clock.t)
             assert found is None or found in silent
             if found is not None:
-                found.last_heartbeat = clock.t  # as if it beat: go on looking
+                found.beat(clock.t)  # as if it beat: go on looking
 
 
 def test_a_replaced_attempt_is_not_looked_at_and_its_replacement_is(tmp_path):

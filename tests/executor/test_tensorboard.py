@@ -37,7 +37,7 @@ time.sleep(600)
 
 def key_header(client: JobClient) -> dict:
     """What the Jupyter server's proxy sends TensorBoard: its key, from the AM."""
-    return {"Authorization": f"Bearer {client.endpoint('tensorboard')['key']}"}
+    return {"Authorization": f"Bearer {client.endpoint('tensorboard').key}"}
 
 
 def guard_env(**kw) -> dict:

@@ -108,8 +108,9 @@ def test_an_elastic_job_replaces_a_lost_worker_and_finishes(digits, tony_home):
     # worker:1 is a new attempt of that task alone; the AM did not restart the others.
     assert attempts == {"worker:0": 1, "worker:1": 2, "worker:2": 1}
     events, _ = open_client(rec).events(0)
-    replaced = [e for e in events if e["kind"] == "task" and "replaced by attempt 2" in str(e)]
-    assert [e["task"] for e in replaced] == ["worker:1"]
+    notes = [e for e in events if e.kind == "task" and e.data.get("reason")]
+    replaced = [e for e in notes if "replaced by attempt 2" in e.data["reason"]]
+    assert [e.data["task"] for e in replaced] == ["worker:1"]
     assert wait_no_processes(tony_home) == []
 
 

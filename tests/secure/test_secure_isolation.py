@@ -88,8 +88,8 @@ def test_bob_cannot_reach_alices_tensorboard(alices_job, secure):
     assert "<html" in mine.text.lower() and "tensorboard" in mine.text.lower(), mine.text[:300]
     # What the Jupyter server's /tony/proxy does: the endpoint's key from the AM (job token).
     got = asyncio.run(ServerJobs(user="alice").endpoint(app_id, "tensorboard"))
-    assert got["url"] == url
-    page = requests.get(got["url"], headers={"Authorization": f"Bearer {got['key']}"}, timeout=10)
+    assert got is not None and got.url == url
+    page = requests.get(got.url, headers={"Authorization": f"Bearer {got.key}"}, timeout=10)
     assert page.status_code == 200 and "<html" in page.text.lower()
     theirs = secure.bob.get(proxy, cookies=warned, timeout=10)
     assert theirs.status_code == 403, (theirs.status_code, theirs.text[:300])

@@ -24,7 +24,7 @@ async def test_tensorboard_refuses_its_port_but_serves_the_jupyter_proxy(jp_fetc
         page = await jp_fetch("tony", "proxy", client.job_id, "tensorboard", "index.html")
         assert page.code == 200 and b"tb-relative-root" in page.body
 
-        key = client.endpoint("tensorboard")["key"]
+        key = client.endpoint("tensorboard").key
         snap = await jp_fetch("tony", "api", "jobs", client.job_id)
         events = await jp_fetch("tony", "api", "jobs", client.job_id, "events")
         assert key not in snap.body.decode() and key not in events.body.decode()

@@ -199,12 +199,13 @@ def test_fault_on_yarn_resumes_from_checkpoint(
     assert snap.state == "SUCCEEDED" and snap.attempt == 2
     (ended,) = snap.attempts
     events, _ = client.events(0)
-    failed = next(e for e in events if e["kind"] == "attempt" and e["state"] == "FAILED")
+    failed = next(e for e in events if e.kind == "attempt" and e.data["state"] == "FAILED")
     if strike in (kill_am, crash_worker_node):
         assert "the AM was lost" in ended.reason
         # Attempt 1's history came through the lost AM's event log, and so did its logs.
         assert any(
-            e["kind"] == "attempt" and e["attempt"] == 1 and e["state"] == "STARTED" for e in events
+            e.kind == "attempt" and e.data["attempt"] == 1 and e.data["state"] == "STARTED"
+            for e in events
         )
         for task in ("worker:0", "worker:1"):
             text, _ = client.logs(task, attempt=1)
@@ -213,7 +214,7 @@ def test_fault_on_yarn_resumes_from_checkpoint(
         assert ended.task == "worker:1"
         assert f"missed {STOP_MAX_MISSED} heartbeats" in ended.reason
         # Detected within interval x max-missed + one interval.
-        assert failed["time"] - struck["at"] <= INTERVAL_S * (STOP_MAX_MISSED + 1)
+        assert failed.time - struck["at"] <= INTERVAL_S * (STOP_MAX_MISSED + 1)
     else:
         assert ended.task == "worker:1" and "exited with code" in ended.reason
     text, _ = client.logs("worker:1", attempt=2)
@@ -232,7 +233,7 @@ def test_fault_on_yarn_resumes_from_checkpoint(
             f"\n[figures] {strike.__name__}: node back {struck['node_back'] - struck['at']:.1f} s"
         )
     print(
-        f"\n[figures] {strike.__name__}: detected {failed['time'] - struck['at']:.1f} s, "
+        f"\n[figures] {strike.__name__}: detected {failed.time - struck['at']:.1f} s, "
         f"training resumed {ns['resumed_at'] - struck['at']:.1f} s after the fault, "
         f"struck when epoch {struck['epoch']} was reported done, resumed at epoch "
         f"{ns['first_epoch']}"

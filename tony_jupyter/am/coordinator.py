@@ -4,6 +4,7 @@ event log. Runs on one event loop (the AM's); providers report exits through ``o
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -18,7 +19,6 @@ from ..protocol import (
     JobSnapshot,
     JobState,
     TaskState,
-    progress_time,
 )
 from ..spec import JobSpec
 from . import elastic, recovery, rules, views
@@ -29,9 +29,13 @@ from .provider import Provider
 from .recovery import ENDPOINT_SECRETS
 from .task_credentials import TaskCredentials
 from .tasks import Task
+from .transitions import JOB_MOVES, TASK_MOVES
 
-# A task's events that cannot end a cluster-spec long-poll (see Coordinator.subscribe).
-_STARTING_STATES = frozenset((TaskState.LAUNCHED, TaskState.REGISTERED, TaskState.RUNNING))
+log = logging.getLogger(__name__)
+
+# A task's events that cannot end a cluster-spec long-poll (see Coordinator.subscribe); a task
+# is asked to stop only just before the attempt's or the job's own event, which does.
+_NOT_TURNS = {TaskState.LAUNCHED, TaskState.REGISTERED, TaskState.RUNNING, TaskState.STOPPING}
 
 
 class StaleAttempt(Exception):
@@ -52,7 +56,7 @@ class Coordinator:
         self.base_env = base_env
         self.credentials = TaskCredentials()  # each launch's registration secret, task tokens
         self.clock = clock
-        self.state: str = JobState.NEW
+        self.state = JobState.NEW
         self.reason = ""
         self.failed_task: str | None = None
         self.attempt = 0
@@ -87,7 +91,7 @@ class Coordinator:
         record = event.to_json()
         self.provider.record_event({**record, **private} if private else record)
         self.changed()
-        if kind is not EventKind.TASK or data.get("state") not in _STARTING_STATES:
+        if kind is not EventKind.TASK or data.get("state") not in _NOT_TURNS:
             for notify in list(self._turn_listeners):
                 notify()
 
@@ -103,9 +107,27 @@ class Coordinator:
         for notify in list(self._listeners):
             notify()
 
-    def _set_task_state(self, task: Task, state: str, **extra) -> None:
-        task.state = state
+    def move_task(self, task: Task, state: TaskState, **extra) -> bool:
+        """The one place a task's state changes: a move of :data:`TASK_MOVES` and its one event
+        (``extra``: the event's other fields). Any other move is refused and logged."""
+        if state not in TASK_MOVES[task.state]:
+            log.warning("%s attempt %d: refused %s -> %s", task.id, task.attempt, task.state, state)
+            return False
+        task.moved(state)
         self.emit(EventKind.TASK, task=task.id, state=state, attempt=task.attempt, **extra)
+        return True
+
+    def move_job(self, state: JobState, reason: str = "", replayed: bool = False) -> bool:
+        """The one place the job's state changes: a move of :data:`JOB_MOVES` and its event.
+        ``replayed``: the state a lost AM's records left (``recover``), taken over by a new
+        job (NEW) without an event: the lost AM's is in the log already."""
+        if not (self.state is JobState.NEW if replayed else state in JOB_MOVES[self.state]):
+            log.warning("%s: refused %s -> %s (%s)", self.job_id, self.state, state, reason)
+            return False
+        self.state, self.reason = state, reason or self.reason
+        if not replayed:
+            self.emit(EventKind.JOB, state=state, reason=reason)
+        return True
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -116,13 +138,10 @@ class Coordinator:
             return
         if self.attempt:  # recovered: the attempt that ran under the lost AM is over
             why = "the AM was lost (YARN started a new AM attempt); its tasks went with it"
-            self.attempt_history.append({"attempt": self.attempt, "reason": why, "task": None})
-            self.emit(
-                EventKind.ATTEMPT, attempt=self.attempt, state="FAILED", reason=why, task=None
-            )
-            self._set_state(JobState.STARTING, f"attempt {self.attempt} failed: {why}")
+            self._attempt_failed(why, None)
+            self.move_job(JobState.STARTING, f"attempt {self.attempt} failed: {why}")
         else:
-            self._set_state(JobState.STARTING)
+            self.move_job(JobState.STARTING)
         self._start_attempt()
 
     def recover(self, records: list[dict]) -> None:
@@ -134,20 +153,14 @@ class Coordinator:
         self.events.flush()
         self.attempt = max(self.attempt, r.attempt)
         self.attempt_history += r.attempt_history
-        if r.attempt_history:
-            self.failed_task = r.attempt_history[-1]["task"]
+        self.failed_task = r.failed_task or self.failed_task
         self.endpoints.update(r.endpoints)
         self.endpoint_keys.update(r.endpoint_keys)
         self.endpoint_owners.update(r.endpoint_owners)
-        self.state, self.reason = r.state or self.state, r.reason or self.reason
+        if r.state is not None:
+            self.move_job(r.state, r.reason, replayed=True)
         if self.events:
             self.started_at = self.events[0].time
-
-    def _set_state(self, state: str, reason: str = "") -> None:
-        self.state = state
-        if reason:
-            self.reason = reason
-        self.emit(EventKind.JOB, state=state, reason=reason)
 
     def _start_attempt(self) -> None:
         self.attempt += 1
@@ -158,8 +171,8 @@ class Coordinator:
         for t in self.spec.tasks:
             for i in range(t.instances):
                 tid = f"{t.type}:{i}"
-                self.tasks[tid] = Task(tid, t.type, i, self.spec.is_tracked(t.type))
-                self.tasks[tid].attempt = self.attempt
+                tracked = self.spec.is_tracked(t.type)
+                self.tasks[tid] = Task(tid, t.type, i, tracked, attempt=self.attempt)
         self.emit(EventKind.ATTEMPT, attempt=self.attempt, state="STARTED")
         for task in list(self.tasks.values()):
             self.launch(task)
@@ -172,8 +185,8 @@ class Coordinator:
         env[ExecutorEnv.var("task_id")] = task.id
         env[ExecutorEnv.var("attempt")] = str(task.attempt)
         env[ExecutorEnv.var("token")] = self.credentials.issue(task.id, task.attempt)
-        task.launched_at = self.clock()
-        self._set_task_state(task, TaskState.LAUNCHED)
+        task.launched(self.clock())
+        self.move_task(task, TaskState.LAUNCHED)
         self.provider.launch(self.spec.task(task.type), task.id, task.attempt, env)
 
     def live_task(self, task_id: str, attempt: int) -> Task:
@@ -200,30 +213,21 @@ class Coordinator:
         self, task_id: str, attempt: int, host: str, port: int, pid: int, container=None
     ) -> None:
         task = self.live_task(task_id, attempt)
-        task.host, task.port, task.pid, task.container = host, port, pid, container
-        task.registered_at = task.last_heartbeat = self.clock()
+        task.registered(host, port, pid, container, self.clock())
         self.deadlines.watch(task, rules.silence_limit(self.spec))
-        self._set_task_state(task, TaskState.REGISTERED, host=f"{host}:{port}")
+        self.move_task(task, TaskState.REGISTERED, host=f"{host}:{port}")
         if self.cluster_spec is not None:  # elastic: a late or replacement worker joins
-            self._set_task_state(task, TaskState.RUNNING)
+            self.move_task(task, TaskState.RUNNING)
         elif (
             elastic.ready(self)
             if self.spec.elastic
             else all(t.registered_at for t in self.tasks.values())
         ):
-            self.cluster_spec = self._build_cluster_spec()
+            self.cluster_spec = views.cluster_spec(self.tasks.values())
             for t in self.tasks.values():
                 if t.state == TaskState.REGISTERED:
-                    self._set_task_state(t, TaskState.RUNNING)
-            self._set_state(JobState.RUNNING)
-
-    def _build_cluster_spec(self) -> dict[str, list[str]]:
-        spec: dict[str, list[str]] = {}
-        for t in sorted(self.tasks.values(), key=lambda t: (t.type, t.index)):
-            if t.registered_at is None:  # elastic: a worker still to join (am/elastic.py)
-                continue
-            spec.setdefault(t.type, []).append(f"{t.host}:{t.port}")
-        return spec
+                    self.move_task(t, TaskState.RUNNING)
+            self.move_job(JobState.RUNNING)
 
     def heartbeat(
         self,
@@ -234,16 +238,9 @@ class Coordinator:
         resources: dict | None = None,
     ) -> None:
         task = self.live_task(task_id, attempt)
-        task.last_heartbeat = self.clock()
-        if progress and progress_time(progress) >= progress_time(task.progress or {}):
-            task.progress = progress
-        if rss:
-            task.rss_bytes = int(rss)
-        if resources:
-            cpu = resources.get("cpu_percent")
-            task.cpu_percent = float(cpu) if isinstance(cpu, (int, float)) else None
-            task.gpus = views.gpus_json(resources.get("gpus"))
-        self.metrics.add(attempt, task_id, task.last_heartbeat, task.progress, resources)
+        now = self.clock()
+        task.beat(now, progress, rss, resources)
+        self.metrics.add(attempt, task_id, now, task.progress, resources)
         self.changed()
 
     def log_path(self, task_id: str, attempt: int | None = None) -> Path:
@@ -266,7 +263,7 @@ class Coordinator:
         task = self.live_task(task_id, attempt)
         outcome = CellOutcome.from_json(payload)
         if outcome.traceback:
-            task.traceback = outcome.traceback
+            task.failed_with(outcome.traceback)
         # Elastic: only rank 0's outcome has a value, wherever it ran (not always worker:0).
         keep = outcome.value is not None if self.spec.elastic else task_id == self.spec.chief_id
         if keep and outcome.ok:
@@ -282,18 +279,17 @@ class Coordinator:
         task = self.tasks[task_id]
         if task.state in DONE_TASK_STATES:
             return
-        task.exit_code, task.finished_at = code, self.clock()
-        task.diagnostics = diagnostics
+        task.exited(code, self.clock(), diagnostics)
         if self.state in TERMINAL_JOB_STATES or task.state == TaskState.STOPPING:
-            self._set_task_state(task, TaskState.STOPPED, exit_code=code)
+            self.move_task(task, TaskState.STOPPED, exit_code=code)
             return
         if code == 0:
-            self._set_task_state(task, TaskState.SUCCEEDED, exit_code=0)
+            self.move_task(task, TaskState.SUCCEEDED, exit_code=0)
             if task.id == self.spec.chief_id:
                 self.chief_done_at = self.clock()
             self._check_done()
             return
-        self._set_task_state(task, TaskState.FAILED, exit_code=code)
+        self.move_task(task, TaskState.FAILED, exit_code=code)
         self._apply(rules.exit_verdict(task, code, diagnostics))
 
     def _check_done(self) -> None:
@@ -323,7 +319,7 @@ class Coordinator:
             self._finish(JobState.FAILED, verdict.reason)
             return
         if verdict.task_failed:
-            self._set_task_state(verdict.task, TaskState.FAILED, reason="missed heartbeats")
+            self.move_task(verdict.task, TaskState.FAILED, reason="missed heartbeats")
         if elastic.finished(self):  # a straggler of a completed elastic job
             self._check_done()
             return
@@ -346,19 +342,23 @@ class Coordinator:
 
     def _fail_attempt(self, task: Task, why: str) -> None:
         self.failed_task = task.id
-        self.attempt_history.append({"attempt": self.attempt, "reason": why, "task": task.id})
-        self.emit(EventKind.ATTEMPT, attempt=self.attempt, state="FAILED", reason=why, task=task.id)
+        self._attempt_failed(why, task.id)
         if self.attempt < self.spec.max_attempts:
             self._stop_tasks()
-            self._set_state(JobState.STARTING, f"attempt {self.attempt} failed: {why}")
+            self.move_job(JobState.STARTING, f"attempt {self.attempt} failed: {why}")
             self._start_attempt()
         else:
             self._finish(JobState.FAILED, why)
 
+    def _attempt_failed(self, why: str, task: str | None) -> None:
+        self.attempt_history.append({"attempt": self.attempt, "reason": why, "task": task})
+        self.emit(EventKind.ATTEMPT, attempt=self.attempt, state="FAILED", reason=why, task=task)
+
     def _stop_tasks(self) -> None:
         for t in self.tasks.values():
             if t.state not in DONE_TASK_STATES:
-                t.state = TaskState.STOPPING
+                if t.state is not TaskState.STOPPING:
+                    self.move_task(t, TaskState.STOPPING)
                 self.provider.stop_task(t.id, t.attempt)
 
     def kill(self, reason: str = "killed on request") -> None:
@@ -370,17 +370,14 @@ class Coordinator:
         if self.state not in TERMINAL_JOB_STATES:
             self._finish(JobState.SUCCEEDED, reason)
 
-    def _finish(self, state: str, reason: str) -> None:
+    def _finish(self, state: JobState, reason: str) -> None:
         self._stop_tasks()
         self.finished_at = self.clock()
-        self._set_state(state, reason)
+        self.move_job(state, reason)
         self.write_status()
 
     def write_status(self) -> None:
-        tmp = JobDir(self.job_dir).status.with_suffix(".json.tmp")
-        # the file is read once the AM is gone, when the history is kept (or never will be)
-        tmp.write_text(json.dumps({**self.snapshot_json(), "history_pending": False}, indent=1))
-        tmp.replace(JobDir(self.job_dir).status)
+        views.write_status(self, JobDir(self.job_dir).status)
 
     # --- views ------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from ..protocol import Event, EventKind, JobState
 ENDPOINT_SECRETS = ("key", "path_key")  # an endpoint's credentials (TensorBoard's guard)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Recovered:
     """What the lost AM's records say: :meth:`Coordinator.recover` takes it over, then
     :meth:`Coordinator.start` goes on with the next attempt (an attempt lost with its AM counts
@@ -22,37 +22,46 @@ class Recovered:
     logs: list[dict] = field(default_factory=list)  # the tasks' log batches, as add_logs kept them
     attempt: int = 0  # the last attempt started
     attempt_history: list[dict] = field(default_factory=list)  # the attempts that failed
-    state: str | None = None  # the job's last state, and its last reason given
+    state: JobState | None = None  # the job's last state, and its last reason given
     reason: str = ""
     endpoints: dict[str, str] = field(default_factory=dict)
     endpoint_keys: dict[str, dict[str, str]] = field(default_factory=dict)
     endpoint_owners: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def failed_task(self) -> str | None:
+        """The task blamed for the last failed attempt (None: none, or no task was)."""
+        return self.attempt_history[-1]["task"] if self.attempt_history else None
 
 
 def replay(records: list[dict], first_seq: int) -> Recovered:
     """The lost AM's history (its events numbered on from ``first_seq``), attempt number,
     endpoints, state and its tasks' logs; damaged records are skipped."""
     records = [e for e in records if _whole(e)]
-    r = Recovered(logs=[e for e in records if e["kind"] == EventKind.LOG])
     kept = [Event.from_json(e) for e in records if e["kind"] != EventKind.LOG]
+    events: list[Event] = []
+    attempt, history, state, reason = 0, [], None, ""
+    endpoints: dict[str, str] = {}
+    keys: dict[str, dict[str, str]] = {}
+    owners: dict[str, str | None] = {}
     for old in sorted(kept, key=lambda e: e.seq):
         d = old.data
         public = {k: v for k, v in d.items() if k not in ENDPOINT_SECRETS}
-        r.events.append(replace(old, seq=first_seq + len(r.events), data=public))
+        events.append(replace(old, seq=first_seq + len(events), data=public))
         if old.kind is EventKind.ATTEMPT:
-            r.attempt = max(r.attempt, int(d["attempt"]))
+            attempt = max(attempt, int(d["attempt"]))
             if d.get("state") == "FAILED":
-                r.attempt_history.append(
+                history.append(
                     {"attempt": d["attempt"], "reason": d.get("reason"), "task": d.get("task")}
                 )
         elif old.kind is EventKind.ENDPOINT:
-            r.endpoints[str(d["name"])] = str(d["url"])
-            r.endpoint_keys[str(d["name"])] = {k: str(d[k]) for k in ENDPOINT_SECRETS if d.get(k)}
-            r.endpoint_owners[str(d["name"])] = str(d["task"]) if d.get("task") else None
+            endpoints[str(d["name"])] = str(d["url"])
+            keys[str(d["name"])] = {k: str(d[k]) for k in ENDPOINT_SECRETS if d.get(k)}
+            owners[str(d["name"])] = str(d["task"]) if d.get("task") else None
         elif old.kind is EventKind.JOB:
-            r.state = d["state"]
-            r.reason = d.get("reason") or r.reason
-    return r
+            state, reason = JobState(d["state"]), d.get("reason") or reason
+    logs = [e for e in records if e["kind"] == EventKind.LOG]
+    return Recovered(events, logs, attempt, history, state, reason, endpoints, keys, owners)
 
 
 def write_logs(batches: list[dict], path: Callable[[str, int], Path]) -> None:

@@ -1,33 +1,66 @@
-"""A task's record in the AM's task table: its state, where it runs, its last heartbeat and
-what it reported. The Coordinator owns the table; the rules and views read it."""
+"""A task's record in the AM's task table: a :class:`~tony_jupyter.protocol.TaskView`, the one
+statement of what a task is, which the Coordinator alone changes, through the methods below
+(``moved`` only from ``Coordinator.move_task``). To everyone else (the rules, the views) it is
+the frozen record it derives from: its fields are read-only to them (mypy says so)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
-from ..protocol import TaskState
+from ..protocol import GpuUse, TaskState, TaskView, progress_time
+
+_set = object.__setattr__  # TaskView is frozen: a change of the table's own record is explicit
 
 
-@dataclass
-class Task:
-    id: str
-    type: str
-    index: int
-    tracked: bool
-    state: str = TaskState.NEW
-    host: str | None = None
-    port: int | None = None
-    pid: int | None = None
-    container: str | None = None  # YARN: the task's container id
-    exit_code: int | None = None
-    launched_at: float | None = None
-    registered_at: float | None = None
-    finished_at: float | None = None
-    last_heartbeat: float | None = None
-    rss_bytes: int | None = None  # resident memory of the task's processes, from heartbeats
-    cpu_percent: float | None = None
-    gpus: list = field(default_factory=list)
-    progress: dict = field(default_factory=dict)
-    traceback: str | None = None
-    diagnostics: str = ""
-    attempt: int = 1  # the job's, or this task's own in an elastic job (am/elastic.py)
+class Task(TaskView):
+    __hash__ = None  # type: ignore[assignment]  # it changes: never a key
+    # ``gpus``' JSON form, made once per heartbeat rather than on every snapshot (am/views.py)
+    gpus_json: tuple[dict[str, Any], ...] = ()
+
+    def moved(self, state: TaskState) -> None:
+        """Its state after a move of ``TASK_MOVES`` (``Coordinator.move_task`` only)."""
+        _set(self, "state", state)
+
+    def launched(self, at: float) -> None:
+        _set(self, "launched_at", at)
+
+    def registered(self, host: str, port: int, pid: int, container: str | None, at: float) -> None:
+        for name, value in (("host", host), ("port", port), ("pid", pid), ("container", container)):
+            _set(self, name, value)
+        _set(self, "registered_at", at)
+        _set(self, "last_heartbeat", at)
+
+    def beat(
+        self,
+        at: float,
+        progress: dict[str, Any] | None = None,
+        rss: int | None = None,
+        resources: dict[str, Any] | None = None,
+    ) -> None:
+        """A heartbeat at ``at``: its progress if not older than the task's (the sidecar's last
+        beat may come after the task's own final one), its memory, CPU and GPU use."""
+        _set(self, "last_heartbeat", at)
+        if progress and progress_time(progress) >= progress_time(self.progress or {}):
+            _set(self, "progress", progress)
+        if rss:
+            _set(self, "rss_bytes", int(rss))
+        if resources:
+            cpu = resources.get("cpu_percent")
+            _set(self, "cpu_percent", float(cpu) if isinstance(cpu, (int, float)) else None)
+            _set(self, "gpus", gpu_uses(resources.get("gpus")))
+            _set(self, "gpus_json", tuple(g.to_json() for g in self.gpus))
+
+    def failed_with(self, traceback: str) -> None:
+        _set(self, "traceback", traceback)
+
+    def exited(self, code: int, at: float, diagnostics: str) -> None:
+        _set(self, "exit_code", code)
+        _set(self, "finished_at", at)
+        _set(self, "diagnostics", diagnostics)
+
+
+def gpu_uses(gpus: object) -> tuple[GpuUse, ...]:
+    """A heartbeat's GPUs; entries that are not a GPU with an index are left out."""
+    if not isinstance(gpus, list):
+        return ()
+    return tuple(GpuUse.from_json(g) for g in gpus if isinstance(g, dict) and "index" in g)

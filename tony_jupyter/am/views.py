@@ -7,37 +7,42 @@ task records: the same dict that ``JobSnapshot.to_json()`` gives, without making
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import fields
-from typing import Any
+from pathlib import Path
 
 from ..protocol import (
     SCHEMA_VERSION,
     TERMINAL_JOB_STATES,
-    GpuUse,
     JobSnapshot,
     JobState,
     TaskView,
 )
 from .jobview import JobView
+from .tasks import Task
 
 TASK_FIELDS = tuple(f.name for f in fields(TaskView))
 
 
-def gpus_json(gpus: object) -> list[dict]:
-    """A heartbeat's GPUs as the snapshot shows them (``GpuUse``'s JSON form), made once per
-    heartbeat rather than per read; entries that are not a GPU with an index are left out."""
-    if not isinstance(gpus, list):
-        return []
-    return [GpuUse.from_json(g).to_json() for g in gpus if isinstance(g, dict) and "index" in g]
-
-
-def task_json(t: Any) -> dict:
+def task_json(t: Task) -> dict:
     """A task record's ``TaskView`` JSON form. Its values are the record's own (a heartbeat
-    replaces ``progress`` and ``gpus`` whole, never edits them), so the caller encodes it
-    before the next heartbeat or copies it."""
+    replaces ``progress`` whole, never edits it), so the caller encodes it before the next
+    heartbeat or copies it."""
     d = {name: getattr(t, name) for name in TASK_FIELDS}
     d["state"] = str(getattr(t.state, "value", t.state))
+    d["gpus"] = list(t.gpus_json)
     return d
+
+
+def cluster_spec(tasks: Iterable[Task]) -> dict[str, list[str]]:
+    """Each type's registered tasks' ``host:port``, by index: what the executors are handed."""
+    spec: dict[str, list[str]] = {}
+    for t in sorted(tasks, key=lambda t: (t.type, t.index)):
+        if t.registered_at is None:  # elastic: a worker still to join (am/elastic.py)
+            continue
+        spec.setdefault(t.type, []).append(f"{t.host}:{t.port}")
+    return spec
 
 
 def snapshot_json(c: JobView) -> dict:
@@ -64,6 +69,13 @@ def snapshot_json(c: JobView) -> dict:
         "schema_version": SCHEMA_VERSION,
         "history_pending": c.state in TERMINAL_JOB_STATES and not c.history_kept,
     }
+
+
+def write_status(c: JobView, path: Path) -> None:
+    """``status.json``: read once the AM is gone, when the history is kept (or never will be)."""
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({**snapshot_json(c), "history_pending": False}, indent=1))
+    tmp.replace(path)
 
 
 def snapshot(c: JobView) -> JobSnapshot:

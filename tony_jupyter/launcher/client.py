@@ -33,6 +33,9 @@ from ..protocol import (
     CellList,
     CellSubmit,
     CellView,
+    EndpointAnswer,
+    Event,
+    EventsAnswer,
     JobSnapshot,
     LogsAnswer,
     ReasonBody,
@@ -266,24 +269,32 @@ class JobClient(ABC):
             snap = self.lost_snapshot({})
         return replace(snap, reason=rec.damage_note()) if rec.damaged else snap
 
-    def endpoint(self, name: str) -> dict | None:
-        """``{"name", "url", "key"}``: where the job's endpoint ``name`` is and the key its guard
-        takes (TensorBoard's; null for an endpoint without one). None when the job has no such
-        endpoint, has ended (its ports are free for anyone to listen on) or its AM is gone."""
-        return self.call_am("GET", f"endpoints/{name}", none_on_404=True)
+    def endpoint(self, name: str) -> EndpointAnswer | None:
+        """Where the job's endpoint ``name`` is and the key its guard takes (TensorBoard's;
+        None for an endpoint without one). None when the job has no such endpoint, has ended
+        (its ports are free for anyone to listen on) or its AM is gone."""
+        got = self.call_am("GET", f"endpoints/{name}", none_on_404=True)
+        return None if got is None else EndpointAnswer.from_json(got)
 
-    def events(self, since: int, timeout: float = 0) -> tuple[list[dict], int]:
+    def events(self, since: int, timeout: float = 0) -> tuple[list[Event], int]:
+        """The job's events from the ``since``-th on, and the index of the next: the AM's, or
+        once it is gone those it kept beside the job (up to the first that is not one)."""
         got = self.call_am(
             "GET", "events", timeout=timeout + 10, params={"since": since, "timeout": timeout}
         )
-        if got is None:
-            try:
-                events = damage.read_lines(self.record.layout.events)[since:]
-            except DamagedRecordError as e:
-                self.record.note_damage(jobdir.EVENTS, e.why)
-                events = []
-            return events, since + len(events)
-        return got["events"], got["next"]
+        if got is not None:
+            answer = EventsAnswer.from_json(got)
+            return list(answer.events), answer.next
+        events: list[Event] = []
+        try:
+            for line in damage.read_lines(self.record.layout.events)[since:]:
+                events.append(Event.from_json(line))
+        except DamagedRecordError as e:
+            self.record.note_damage(jobdir.EVENTS, e.why)
+            events = []
+        except (KeyError, TypeError, ValueError) as e:
+            self.record.note_damage(jobdir.EVENTS, f"holds a line that is not an event ({e})")
+        return events, since + len(events)
 
     def feed(
         self, since: int, version: int, attempt: int, offsets: dict[str, int], timeout: float = 0

@@ -26,7 +26,8 @@ class GpuUse(Record):
 
 @dataclass(frozen=True)
 class TaskView(Record):
-    """One task of a job as the AM reports it."""
+    """One task of a job as the AM reports it (the AM's task table holds these records,
+    which only its Coordinator changes: am/tasks.py)."""
 
     id: str  # "worker:0"
     type: str

@@ -9,6 +9,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from ..errors import TonyError
+from ..protocol import EventsAnswer
 from .config import TonyJupyter
 from .detail import job_detail
 from .jobs import JOB_ID, ServerJobs
@@ -81,7 +82,7 @@ class EventsHandler(TonyAPIHandler):
             float(self.int_argument("timeout", 0)), self.tony_config.max_events_wait_seconds
         )
         events, nxt = await self.call(c.events, since, timeout)
-        self.finish({"events": events, "next": nxt})
+        self.finish(EventsAnswer(tuple(events), nxt).to_json())
 
 
 class LogsHandler(TonyAPIHandler):

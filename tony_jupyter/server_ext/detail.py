@@ -15,7 +15,7 @@ from typing import Any
 
 from .. import jobdir
 from ..launcher.client import JobClient
-from ..protocol import JobSnapshot
+from ..protocol import Event, EventKind, JobSnapshot
 from ..records import Record
 
 
@@ -44,19 +44,18 @@ class JobDetail(Record):
     damaged: str = ""  # what of the record could not be read, and what to do (damage.py)
 
 
-def attempt_spans(snap: JobSnapshot, events: list[dict]) -> tuple[AttemptSpan, ...]:
+def attempt_spans(snap: JobSnapshot, events: list[Event]) -> tuple[AttemptSpan, ...]:
     """The attempts from the job's events; from its snapshot alone when there are none."""
     spans: dict[int, dict] = {}
     for e in events:
-        if e.get("kind") != "attempt" or not isinstance(e.get("attempt"), int):
+        d = e.data
+        if e.kind is not EventKind.ATTEMPT or not isinstance(d.get("attempt"), int):
             continue
-        span = spans.setdefault(e["attempt"], {"attempt": e["attempt"]})
-        if e.get("state") == "STARTED":
-            span["started"] = e.get("time")
-        elif e.get("state") == "FAILED":
-            span.update(
-                finished=e.get("time"), state="FAILED", reason=e.get("reason"), task=e.get("task")
-            )
+        span = spans.setdefault(d["attempt"], {"attempt": d["attempt"]})
+        if d.get("state") == "STARTED":
+            span["started"] = e.time
+        elif d.get("state") == "FAILED":
+            span.update(finished=e.time, state="FAILED", reason=d.get("reason"), task=d.get("task"))
     for failed in snap.attempts:  # recovered from an earlier AM: reasons without events
         span = spans.setdefault(failed.attempt, {"attempt": failed.attempt})
         span.setdefault("state", "FAILED")

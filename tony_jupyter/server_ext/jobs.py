@@ -15,7 +15,7 @@ from ..jobdir import YARN_INFO
 from ..launcher.client import JobClient, JobRecord, is_job_dir, jobs_dir, list_jobs
 from ..launcher.clients import open_client
 from ..launcher.history import all_jobs, cluster_configured
-from ..protocol import JOB_ID, JobSnapshot, JobSummary
+from ..protocol import JOB_ID, EndpointAnswer, JobSnapshot, JobSummary
 from .boards import FinishedBoards, has_event_files
 
 _JOB_ID_RE = re.compile(f"^{JOB_ID}$")
@@ -88,7 +88,7 @@ class ServerJobs:
         self.user = user  # a secure cluster's user: the only one whose jobs are shown
         self.pool = ThreadPoolExecutor(threads, thread_name_prefix="tony-server")
         self.endpoint_ttl = endpoint_ttl
-        self._endpoints: dict[tuple[str, str], tuple[float, dict]] = {}
+        self._endpoints: dict[tuple[str, str], tuple[float, EndpointAnswer]] = {}
         self.boards = boards or FinishedBoards()  # TensorBoard for ended jobs, on demand
 
     async def blocking(self, fn, *args):
@@ -106,7 +106,7 @@ class ServerJobs:
         }
         return [r for r in listing.rows if r["job_id"] not in theirs]
 
-    def _finished_board(self, client: JobClient) -> dict | None:
+    def _finished_board(self, client: JobClient) -> EndpointAnswer | None:
         """An ended job's TensorBoard from the event files in its history (boards.py)."""
         if not client.snapshot().terminal:
             return None  # a running job's TensorBoard is its chief's, registered with its AM
@@ -118,11 +118,13 @@ class ServerJobs:
                 fetch_tensorboard(rec)  # from the job's history entry on HDFS
             except (TonyError, OSError):
                 return None
-        return self.boards.endpoint(rec)
+        board = self.boards.endpoint(rec)
+        return None if board is None else EndpointAnswer("tensorboard", board["url"], board["key"])
 
-    async def endpoint(self, job_id: str, name: str) -> dict | None:
-        """``{"url", "key"}`` of the job's endpoint (JobClient.endpoint), or None: also once
-        the job has ended, as its ports are free for anyone to listen on."""
+    async def endpoint(self, job_id: str, name: str) -> EndpointAnswer | None:
+        """Where the job's endpoint is and its guard's key (JobClient.endpoint), or None: also
+        once the job has ended, as its ports are free for anyone to listen on (an ended job's
+        TensorBoard is started from its history, boards.py)."""
         hit = self._endpoints.get((job_id, name))
         if hit is None or time.monotonic() - hit[0] > self.endpoint_ttl:
             client = self.client(job_id)  # 404 for an unknown job

@@ -73,10 +73,10 @@ class EndpointProxyHandler(ProxyHandler):
     async def upstream(self, job_id: str, endpoint: str) -> tuple[str, int]:
         jobs: ServerJobs = self.settings[SETTINGS_KEY + ".jobs"]
         found = await jobs.endpoint(job_id, endpoint)  # 404 for an unknown job
-        if not found or not isinstance(found.get("url"), str):
+        if found is None or not isinstance(found.url, str):
             raise web.HTTPError(404, f"job {job_id} has no endpoint {endpoint!r}")
-        self.upstream_key = found.get("key")
-        parsed = urlparse(found["url"])
+        self.upstream_key = found.key
+        parsed = urlparse(found.url)
         if parsed.scheme != "http" or not parsed.hostname or not parsed.port:
             raise web.HTTPError(502, f"job {job_id} registered an unusable {endpoint} URL")
         # The allowlist is exactly the registered host: ProxyHandler checks it again.
