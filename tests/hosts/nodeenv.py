@@ -13,6 +13,11 @@ from pathlib import Path
 
 import tony_jupyter
 
+# What the AM and a TensorFlow task import; tf-keras: tasks run tf.keras as Keras 2.
+# And what tony-jupyter itself requires: the kernel runs in this venv too.
+ROOTS = ["tensorflow", "tf-keras", "requests", "cloudpickle", "tornado", "psutil", "jpype1", "hdfs"]
+ROOTS += [r for r in metadata.distribution("tony-jupyter").requires or [] if "extra ==" not in r]
+
 
 def closure(roots: list[str]) -> set[str]:
     """``roots`` and everything they require here (markers for extras left out)."""

@@ -1,4 +1,5 @@
-"""`tony-jupyter devcluster up|down|status|env|logs|exec|link` (also `python -m tony_jupyter.devcluster`)."""
+"""`tony-jupyter devcluster up|down|status|env|logs|exec|link|...` (also
+`python -m tony_jupyter.devcluster`)."""
 
 from __future__ import annotations
 
