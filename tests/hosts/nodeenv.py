@@ -54,9 +54,9 @@ def build(root: Path, python: Path, roots: list[str]) -> Path:
 
 def _same_everywhere(venv: Path) -> None:
     """The files `venv` wrote alike wherever the venv is: no ``command`` line naming its path in
-    pyvenv.cfg, no activate scripts, one mtime. --pack-env's hash covers relative paths, sizes and mtimes, so two
-    venvs built from the same packages (two test sessions, the figures script) are one upload
-    and one unpacking on each node, not one each."""
+    pyvenv.cfg, no activate scripts, one mtime. --pack-env's hash covers relative paths, sizes
+    and mtimes, so two venvs built from the same packages (two test sessions, the figures
+    script) are one upload and one unpacking on each node, not one each."""
     cfg = venv / "pyvenv.cfg"
     lines = cfg.read_text().splitlines(keepends=True)
     cfg.write_text("".join(line for line in lines if not line.startswith("command")))
