@@ -17,6 +17,7 @@ import tony_jupyter
 # What the AM and a TensorFlow task import; tf-keras: tasks run tf.keras as Keras 2.
 # And what tony-jupyter itself requires: the kernel runs in this venv too.
 ROOTS = ["tensorflow", "tf-keras", "requests", "cloudpickle", "tornado", "psutil", "jpype1", "hdfs"]
+ROOTS += ["tensorboard"]  # a job's TensorBoard runs in its chief's container
 ROOTS += [r for r in metadata.distribution("tony-jupyter").requires or [] if "extra ==" not in r]
 
 

@@ -48,6 +48,17 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _said(cluster, app_id: str, words: str) -> list[str]:
+    """Lines with ``words`` in the logs of the app's attempt-1 containers on worker2."""
+    logs = cluster.layout.nm_log_dir("nm2") / app_id
+    return [
+        line.strip()[:200]
+        for f in sorted(logs.glob("container_*_01_*/std*"))
+        for line in f.read_text(errors="replace").splitlines()
+        if words in line
+    ]
+
+
 @pytest.mark.timeout(2400)  # a first job from the edge packs the venv (minutes)
 def test_a_worker_host_cut_off_mid_training_is_detected_and_the_job_resumes_after(
     hosts_cluster, node_venv, tmp_path
@@ -121,6 +132,8 @@ def test_a_worker_host_cut_off_mid_training_is_detected_and_the_job_resumes_afte
                 "struck_at_epoch": strike["epoch"],
                 "resumed_at_epoch": result["first_epoch"],
                 "old_processes_alive_at_link_up": len(alive_at_return),
+                "old_attempt_refused_410": _said(hosts_cluster, result["job_id"], "is over"),
+                "venv_upload_bytes": result["pack_env"].get("bytes_uploaded"),
             }
         )
     )
