@@ -3,7 +3,7 @@ notebook's kernel there runs several short jobs on the cluster, one feature each
 what each showed (or the error it raised) as JSON to NAME.json:
 
 - ``ps``: ParameterServerStrategy training (a chief, a worker, a ps) and ``--pull``;
-- ``shard``: ``--shard df`` over two workers, and ``tony_jupyter.data.dataset("hdfs://...")``
+- ``shard``: ``--shard arr`` (a NumPy array) over two workers, and ``tony_jupyter.data.dataset("hdfs://...")``
   of Parquet the kernel wrote to HDFS, read by each worker (its share);
 - ``session``: the kernel's warm AM (``TONY_JUPYTER_WARM_YARN``) after the shard job, and a
   ``%tony session`` of that job's shape handed to it, keeping state between two cells;
@@ -25,7 +25,6 @@ import uuid
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import requests
@@ -72,7 +71,7 @@ from tony_jupyter import data
 ids = [int(i) for b in data.dataset(URL, columns=["id"], batch_size=50)
        for i in b["id"].numpy().tolist()]
 mine = {"task": os.environ["TONY_TASK_ID"], "host": socket.gethostname(),
-        "df": sorted(df["id"].tolist()), "hdfs": sorted(ids)}
+        "arr": sorted((arr[:, 0] // 2).tolist()), "hdfs": sorted(ids)}
 print("SHARE " + json.dumps(mine), flush=True)
 """
 
@@ -120,10 +119,10 @@ def shard(ip, out: dict, tag: str) -> None:
         table = pa.table({"id": np.arange(i * 150, (i + 1) * 150)})
         pq.write_table(table, f"{path}/part-{i}.parquet", filesystem=fs)
     n = 1001
-    ip.user_ns.update(URL=url, df=pd.DataFrame({"id": np.arange(n)}))
+    ip.user_ns.update(URL=url, arr=np.arange(n * 2).reshape(n, 2))
     os.environ[warm.warm.YARN_IDLE] = "300"  # a warm AM after this job, for the session
     job = ip.run_cell_magic(
-        "tony", "--workers 2 --no-tensorboard --shard df --async --name edge-shard", SHARD
+        "tony", "--workers 2 --no-tensorboard --shard arr --async --name edge-shard", SHARD
     )
     job.result(timeout=900)
     client = open_client(find_job(job.job_id))

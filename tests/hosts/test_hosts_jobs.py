@@ -171,7 +171,7 @@ def test_ps_shard_hdfs_data_session_warm_am_tensorboard_and_history_from_the_edg
     shares = out["shard"]["shares"]
     assert {s["task"] for s in shares} == {"worker:0", "worker:1"}
     assert all(s["host"] == "worker1" for s in shares), shares  # the default queue's node
-    for key, n in (("df", out["shard"]["n"]), ("hdfs", out["shard"]["hdfs_rows"])):
+    for key, n in (("arr", out["shard"]["n"]), ("hdfs", out["shard"]["hdfs_rows"])):
         a, b = (set(s[key]) for s in shares)
         assert a and b and not a & b and a | b == set(range(n)), (key, shares)
     session = out["session"]
