@@ -11,7 +11,8 @@ the default devcluster dir. VENV: a venv on the nodes' own interpreter for the e
 (tests/hosts/nodeenv.py builds one; default: built here, in a temporary dir). Each job is one
 worker's trivial cell, `--no-tensorboard`, in a fresh kernel process (a kernel's first job).
 The first edge job's upload is 0 bytes when an earlier job already left the same packed venv in
-HDFS (content-addressed): then `first_upload_cached` is true.
+HDFS (content-addressed): then `first_upload_cached` is true, and `archive_bytes` (the packed
+venv's size in HDFS) is what the job that packed it uploaded.
 """
 
 from __future__ import annotations
@@ -47,6 +48,16 @@ def one_cell(name: str) -> None:
     job.result(timeout=900)
     record = json.loads((jobs_dir() / job.job_id / "yarn.json").read_text())
     out = {"cell_to_user_code_s": ip.user_ns["started"] - t0, "pack_env": record["pack_env"]}
+    if record.get("pack_env"):  # the archive's size: what the job that uploaded it sent
+        import requests
+
+        fs = os.environ["TONY_DEVCLUSTER_WEBHDFS_URL"]
+        st = requests.get(
+            f"{fs}/webhdfs/v1{record['pack_env']['path']}",
+            params={"op": "GETFILESTATUS", "user.name": "root"},
+            timeout=30,
+        ).json()
+        out["pack_env"]["archive_bytes"] = st["FileStatus"]["length"]
     print(json.dumps(out), flush=True)
 
 
@@ -136,6 +147,7 @@ def figures(args: argparse.Namespace) -> dict:
             "first_job": first["pack_env"].get("bytes_uploaded"),
             "second_job": second["pack_env"].get("bytes_uploaded"),
             "first_upload_cached": first["pack_env"].get("bytes_uploaded") == 0,
+            "archive_bytes": first["pack_env"].get("archive_bytes"),
             "pack_env": first["pack_env"],
         },
         "doctor_on_edge_s": {
