@@ -5,7 +5,7 @@ what each showed (or the error it raised) as JSON to NAME.json:
 - ``ps``: ParameterServerStrategy training (a chief, a worker, a ps) and ``--pull``;
 - ``shard``: ``--shard arr`` (a NumPy array) over two workers, and ``tony_jupyter.data.dataset("hdfs://...")``
   of Parquet the kernel wrote to HDFS, read by each worker (its share);
-- ``session``: the kernel's warm AM (``TONY_JUPYTER_WARM_YARN``) after the shard job, and a
+- ``session``: the kernel's warm AM (``TONY_JUPYTER_WARM_YARN``) after a plain job, and a
   ``%tony session`` of that job's shape handed to it, keeping state between two cells;
 - ``tensorboard``: a job's TensorBoard through the ResourceManager's web proxy (its tracking
   URL), from the edge;
@@ -120,7 +120,6 @@ def shard(ip, out: dict, tag: str) -> None:
         pq.write_table(table, f"{path}/part-{i}.parquet", filesystem=fs)
     n = 1001
     ip.user_ns.update(URL=url, arr=np.arange(n * 2).reshape(n, 2))
-    os.environ[warm.warm.YARN_IDLE] = "300"  # a warm AM after this job, for the session
     job = ip.run_cell_magic(
         "tony", "--workers 2 --no-tensorboard --shard arr --async --name edge-shard", SHARD
     )
@@ -137,6 +136,10 @@ def shard(ip, out: dict, tag: str) -> None:
 def session(ip, out: dict) -> None:
     from tony_jupyter import session as sessions
 
+    # A warm AM follows a job (not one with --shard: its AM is the job's own), of its shape:
+    # a session of the same shape is handed to it.
+    os.environ[warm.warm.YARN_IDLE] = "300"
+    ip.run_cell_magic("tony", "--workers 2 --no-tensorboard", "import os\nos.getpid()")
     deadline = time.monotonic() + 180
     while (spare := warm.current()) is None or warm.ready(spare) < 2:
         if time.monotonic() > deadline:
