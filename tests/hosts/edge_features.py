@@ -196,7 +196,8 @@ def history(out: dict, job_id: str, home: Path) -> None:
         "state": row.get("state"),
         "name": row.get("name"),
         "status": commands.status_text(job_id),
-        "log": commands.logs_text(job_id, "chief:0")[:300],  # its head says where it is from
+        "log": (log := commands.logs_text(job_id, "chief:0"))[-1500:],
+        "log_from_history": "from the history" in log,
     }
 
 
