@@ -47,7 +47,10 @@ def one_cell(name: str) -> None:
     job = ip.run_cell_magic("tony", f"{FLAGS} --name {name}", CELL)
     job.result(timeout=900)
     record = json.loads((jobs_dir() / job.job_id / "yarn.json").read_text())
-    out = {"cell_to_user_code_s": ip.user_ns["started"] - t0, "pack_env": record["pack_env"]}
+    out = {
+        "cell_to_user_code_s": ip.user_ns["started"] - t0,
+        "pack_env": record.get("pack_env") or {},
+    }
     if record.get("pack_env"):  # the archive's size: what the job that uploaded it sent
         import requests
 
