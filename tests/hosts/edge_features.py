@@ -196,8 +196,7 @@ def history(out: dict, job_id: str, home: Path) -> None:
         "state": row.get("state"),
         "name": row.get("name"),
         "status": commands.status_text(job_id),
-        "log": (log := commands.logs_text(job_id, "chief:0"))[-1500:],
-        "log_from_history": "from the history" in log,
+        "log": commands.logs_text(job_id, "chief:0")[-1500:],
     }
 
 
