@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tony_jupyter.devcluster import DevCluster
+from tony_jupyter.devcluster.hosts import node_python
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -47,6 +48,18 @@ def hosts_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevClust
         yield cluster
     finally:
         cluster.down()
+
+
+@pytest.fixture(scope="session")
+def node_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv on the nodes' own interpreter (nodeenv.py), one for the session: its packed copy
+    is uploaded once, by the first job from the edge, and reused by every later one."""
+    import nodeenv  # tests/hosts/nodeenv.py
+
+    python = node_python()
+    if python is None:
+        pytest.fail("the machine has no interpreter of the kernel's version for the nodes")
+    return nodeenv.build(tmp_path_factory.mktemp("nodeenv"), python, nodeenv.ROOTS)
 
 
 def on(cluster: DevCluster, host: str, *argv: str) -> subprocess.CompletedProcess:

@@ -5,6 +5,7 @@ tony_jupyter copied in (venv-pack refuses an editable install)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -12,6 +13,15 @@ from importlib import metadata
 from pathlib import Path
 
 import tony_jupyter
+
+# What the AM and a TensorFlow task import; tf-keras: tasks run tf.keras as Keras 2.
+# And what tony-jupyter itself requires: the kernel runs in this venv too.
+ROOTS = ["tensorflow", "tf-keras", "requests", "cloudpickle", "tornado", "psutil", "jpype1", "hdfs"]
+ROOTS += ["tensorboard"]  # a job's TensorBoard runs in its chief's container
+ROOTS += [r for r in metadata.distribution("tony-jupyter").requires or [] if "extra ==" not in r]
+
+
+_EPOCH = 1_700_000_000  # any fixed time
 
 
 def closure(roots: list[str]) -> set[str]:
@@ -39,7 +49,23 @@ def build(root: Path, python: Path, roots: list[str]) -> Path:
         copy(name, site)
     pkg = Path(tony_jupyter.__file__).parent
     shutil.copytree(pkg, site / "tony_jupyter", ignore=shutil.ignore_patterns("__pycache__"))
+    _same_everywhere(venv)
     return venv
+
+
+def _same_everywhere(venv: Path) -> None:
+    """The files `venv` wrote alike wherever the venv is: no ``command`` line naming its path in
+    pyvenv.cfg, no activate scripts, one mtime. --pack-env's hash covers relative paths, sizes
+    and mtimes, so two venvs built from the same packages (two test sessions, the figures
+    script) are one upload and one unpacking on each node, not one each."""
+    cfg = venv / "pyvenv.cfg"
+    lines = cfg.read_text().splitlines(keepends=True)
+    cfg.write_text("".join(line for line in lines if not line.startswith("command")))
+    for script in (venv / "bin").glob("[aA]ctivate*"):  # each names the venv's path
+        script.unlink()  # (venv-pack writes its own into the archive)
+    for path in [cfg, *(venv / "bin").iterdir()]:
+        if path.is_file() and not path.is_symlink():
+            os.utime(path, (_EPOCH, _EPOCH))
 
 
 def copy(name: str, site: Path) -> None:

@@ -157,6 +157,37 @@ def test_exec_to_an_unknown_host_is_refused(hosts_cluster):
     assert netns.leftovers(hosts_cluster.hosts.topology) == before
 
 
+def _devcluster(cluster, *argv: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", argv[0], "--dir", str(cluster.dir)]
+    return subprocess.run([*cmd, *argv[1:]], capture_output=True, text=True, check=False)
+
+
+def test_link_down_cuts_a_host_off_and_up_plugs_it_back_in(hosts_cluster):
+    nm2 = hosts_cluster.layout.ports("nm2")["rpc"]
+
+    def connect(host: str, address: str) -> int:
+        res = on(hosts_cluster, host, "/usr/bin/python3", "-c", _CONNECT, address, str(nm2))
+        assert res.returncode == 0, res.stderr
+        return int(res.stdout.strip())
+
+    assert connect("edge", ADDRESSES["worker2"]) == 0
+    cut = _devcluster(hosts_cluster, "link", "worker2", "down")
+    try:
+        assert cut.returncode == 0, cut.stderr
+        assert cut.stdout.startswith("worker2: link down"), cut.stdout
+        # Neither bridge reaches it (a connect that times out: errno EAGAIN / EINPROGRESS);
+        # the NodeManager runs on, and answers on worker2 itself.
+        assert connect("edge", ADDRESSES["worker2"]) in (errno.EAGAIN, errno.EHOSTUNREACH)
+        assert connect("worker1", "198.19.0.22") in (errno.EAGAIN, errno.EHOSTUNREACH)
+        assert connect("worker2", ADDRESSES["worker2"]) == 0
+    finally:
+        back = _devcluster(hosts_cluster, "link", "worker2", "up")
+    assert back.returncode == 0, back.stderr
+    assert connect("edge", ADDRESSES["worker2"]) == 0
+    wrong = _devcluster(hosts_cluster, "link", "worker3", "down")
+    assert wrong.returncode == 1 and "No host named 'worker3'" in wrong.stderr
+
+
 def test_down_removes_every_namespace_link_mount_and_process(hosts_cluster):
     """Last in the module: it stops the cluster (only one this module started)."""
     if not hosts_cluster.owned:

@@ -1,6 +1,6 @@
 """Error paths of the several-host devcluster that need no daemon: not root, a crashed `up`'s
-leftovers, `exec` to a host that does not exist or on a one-host cluster. Each checks the
-message and that nothing is left."""
+leftovers, `exec` (and `link`) to a host that does not exist or on a one-host cluster. Each
+checks the message and that nothing is left."""
 
 from __future__ import annotations
 
@@ -77,4 +77,22 @@ def test_exec_without_root_says_why(tmp_path, monkeypatch, capsys):
     assert main(["exec", "--dir", str(tmp_path), "edge", "--", "true"]) == 1
     err = capsys.readouterr().err
     assert "`devcluster exec` needs root" in err and "uid 1000" in err
+    assert netns.leftovers(plan.topology) == []
+
+
+def test_link_without_root_or_to_a_host_that_is_not_up_says_why(tmp_path, monkeypatch, capsys):
+    assert main(["link", "--dir", str(tmp_path), "worker2", "down"]) == 1
+    assert "runs on this machine's own host, not on several" in capsys.readouterr().err
+    plan = Hosts.plan(tmp_path, [tmp_path])
+    (tmp_path / "cluster.json").write_text(json.dumps({"hosts": plan.to_json()}))
+    assert main(["link", "--dir", str(tmp_path), "worker2", "down"]) == 1  # never started
+    assert f"Host worker2 is not up (no namespace {plan.topology.prefix}-worker2)" in (
+        capsys.readouterr().err
+    )
+    assert main(["link", "--dir", str(tmp_path), "worker9", "up"]) == 1
+    assert "No host named 'worker9'" in capsys.readouterr().err
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    assert main(["link", "--dir", str(tmp_path), "worker2", "down"]) == 1
+    err = capsys.readouterr().err
+    assert "`devcluster link` needs root" in err and "uid 1000" in err
     assert netns.leftovers(plan.topology) == []

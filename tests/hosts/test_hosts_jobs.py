@@ -12,19 +12,13 @@ import shutil
 import subprocess
 import sys
 import uuid
-from importlib import metadata
 from pathlib import Path
 
-import nodeenv  # tests/hosts/nodeenv.py
 import pytest
 from conftest import on  # tests/hosts/conftest.py
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 HERE = Path(__file__).parent
-# What the AM and a TensorFlow task import; tf-keras: tasks run tf.keras as Keras 2.
-# And what tony-jupyter itself requires: the kernel runs in this venv too.
-ROOTS = ["tensorflow", "tf-keras", "requests", "cloudpickle", "tornado", "psutil", "jpype1", "hdfs"]
-ROOTS += [r for r in metadata.distribution("tony-jupyter").requires or [] if "extra ==" not in r]
 # The cell's result comes back before the AM has unregistered: wait for the app's end.
 _APP = """
 import json, os, sys, time, requests
@@ -38,11 +32,6 @@ while True:
     time.sleep(1)
 print(json.dumps([app["state"], app["finalStatus"]]))
 """
-
-
-@pytest.fixture(scope="module")
-def node_venv(tmp_path_factory, hosts_cluster):
-    return nodeenv.build(tmp_path_factory.mktemp("nodeenv"), hosts_cluster.hosts.python, ROOTS)
 
 
 def _edge_job(cluster, venv: Path, notebook: Path, name: str) -> dict:
@@ -151,3 +140,47 @@ def test_a_blocked_way_from_the_edge_to_the_nodes_is_named_not_waited_out(
     left = json.loads(on(hosts_cluster, "edge", sys.executable, "-c", _LEFT, name).stdout)
     assert left["live"] == [] and app_id not in left["staged"], left
     print(json.dumps({"blocked_job_failed_after_s": out["seconds"], "doctor": doc.stdout}))
+
+
+@pytest.mark.timeout(2400)  # run alone, it packs the venv first
+def test_ps_shard_hdfs_data_session_warm_am_tensorboard_and_history_from_the_edge(
+    hosts_cluster, node_venv, tmp_path
+):
+    notebook = tmp_path / "notebook"
+    notebook.mkdir()
+    shutil.copy(HERE / "edge_features.py", notebook)
+    name = f"hosts-features-{uuid.uuid4().hex[:6]}"
+    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(hosts_cluster.dir)]
+    res = subprocess.run(
+        [*cmd, "edge", "--", str(node_venv / "bin" / "python"), "edge_features.py", name],
+        cwd=notebook,
+        env={**os.environ, "TONY_JUPYTER_HOME": str(tmp_path / "tony-home")},
+        capture_output=True,
+        text=True,
+        timeout=2000,
+        check=False,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    out = json.loads((notebook / f"{name}.json").read_text())
+    print(json.dumps({k: v.get("seconds") for k, v in out.items()}))
+    errors = {k: v["error"] for k, v in out.items() if "error" in v}
+    assert not errors, "\n".join(f"{k}: {v}" for k, v in errors.items())
+    ps = out["ps"]
+    assert ps["ps_devices"] == 1 and ps["losses_finite"] and ps["epochs"] == 2, ps
+    assert ps["final"] == ["FINISHED", "SUCCEEDED"], ps
+    shares = out["shard"]["shares"]
+    assert {s["task"] for s in shares} == {"worker:0", "worker:1"}
+    assert all(s["host"] == "worker1" for s in shares), shares  # the default queue's node
+    for key, n in (("arr", out["shard"]["n"]), ("hdfs", out["shard"]["hdfs_rows"])):
+        a, b = (set(s[key]) for s in shares)
+        assert a and b and not a & b and a | b == set(range(n)), (key, shares)
+    session = out["session"]
+    assert session["handed_to_warm_am"] and session["cells"] == [None, 42], session
+    assert session["warm_app_end"] == "FINISHED", session
+    tb = out["tensorboard"]
+    assert "/proxy/application_" in tb["tracking"] and isinstance(tb["runs"], list), tb
+    assert tb["page_ok"] and tb["final"] == "SUCCEEDED", tb
+    hist = out["history"]
+    assert hist["where"] == "history" and hist["state"] == "SUCCEEDED", hist
+    assert hist["name"] == "edge-ps" and "SUCCEEDED" in hist["status"], hist
+    assert "Epoch 2/2" in hist["log"], hist  # the chief's log, from HDFS: this home is empty

@@ -1,4 +1,5 @@
-"""`tony-jupyter devcluster up|down|status|env|logs` (also `python -m tony_jupyter.devcluster`)."""
+"""`tony-jupyter devcluster up|down|status|env|logs|exec|link|...` (also
+`python -m tony_jupyter.devcluster`)."""
 
 from __future__ import annotations
 
@@ -110,6 +111,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("host", help=f"one of {', '.join(HOST_NAMES)}")
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD...")
+    link = sub.add_parser(
+        "link",
+        parents=[common],
+        help="on an `up --hosts` cluster: cut a host off the network (down), or plug it back "
+        "in (up); its processes run on, as with a pulled cable",
+    )
+    link.add_argument("host", help=f"one of {', '.join(HOST_NAMES)}")
+    link.add_argument("state", choices=("down", "up"))
     status = sub.add_parser("status", parents=[common], help="daemons, pids and ports")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     env = sub.add_parser("env", parents=[common], help="print `export` lines for this cluster")
@@ -149,6 +158,15 @@ def _exec(cluster: DevCluster, host: str, argv: list[str]) -> int:
             f"{netns_name}); start it with `tony-jupyter devcluster up --hosts`."
         )
     os.execvpe(command[0], command, env)
+
+
+def _link(cluster: DevCluster, host: str, state: str) -> int:
+    hosts = hostrun.hosts_of(cluster)
+    hosts.host(host)  # an unknown name: the hosts there are
+    netns.require_root("`devcluster link`")
+    names = netns.set_link(hosts.topology, host, state == "up")
+    print(f"{host}: link {state} ({', '.join(names)})")
+    return 0
 
 
 def _security(args: argparse.Namespace) -> Security | bool | None:
@@ -283,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "exec":
             return _exec(cluster, args.host, args.argv)
+        if args.command == "link":
+            return _link(cluster, args.host, args.state)
         return _logs(cluster, args.service, args.lines)
     except DevClusterError as err:
         print(f"error: {err}", file=sys.stderr)

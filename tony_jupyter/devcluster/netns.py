@@ -84,6 +84,21 @@ def create(topology: Topology, keep: int) -> None:
     log.info("made hosts %s", ", ".join(f"{h.name} {h.address}" for h in topology.hosts))
 
 
+def set_link(topology: Topology, name: str, up: bool) -> list[str]:
+    """Take host ``name``'s links (its veths on both bridges, the machine's ends) down or bring
+    them up again: the host is cut off from every other, as by a pulled cable, while its
+    processes run on. The names of the links set."""
+    host = topology.host(name)
+    if host.netns not in namespaces(topology):
+        raise DevClusterError(f"Host {name} is not up (no namespace {host.netns}).")
+    outside = [topology.veth(host)]
+    if host.private_address:
+        outside.append(topology.veth(host, private=True))
+    for link in outside:
+        _ip("link", "set", link, "up" if up else "down")
+    return outside
+
+
 def namespaces(topology: Topology) -> list[str]:
     listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
     names = [line.split()[0] for line in listing.stdout.splitlines() if line.strip()]
