@@ -60,7 +60,11 @@ class YarnProvider(Provider):
         self.job_dir = job_dir
         self.python = python or os.environ.get(V("python")) or sys.executable
         self.staging = os.environ.get(V("staging_dir"), "")
-        self.keep_staging = JobSpec.from_json(jobdir.JobDir(job_dir).spec.read_text()).keep_staging
+        spec = JobSpec.from_json(jobdir.JobDir(job_dir).spec.read_text())
+        self.keep_staging = spec.keep_staging
+        # Elastic jobs: each replaced worker's attempt is its own, and a round has one writer.
+        self.fence_checkpoints = bool(self.staging) and not spec.min_workers
+        self.fenced = 1  # the newest attempt this AM claimed the checkpoints for
         self.outcome = ("FAILED", "the AM ended without an outcome")
         self.resources = json.loads(jobdir.JobDir(job_dir).resources.read_text())
         self.shards = BundleInfo.read(jobdir.JobDir(job_dir).bundle).shards
@@ -145,9 +149,34 @@ class YarnProvider(Provider):
     # --- Provider contract ----------------------------------------------------------------
 
     def launch(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> None:
+        self.claim_checkpoints(attempt)
         if self.spares is not None and self.spares.take(task, task_id, attempt, env):
             return  # handed to a spare container's waiting executor
         self.request(Launch(task, task_id, attempt, env))
+
+    def claim_checkpoints(self, attempt: int) -> None:
+        """Attempt ``attempt`` (2 on) owns the job's HDFS checkpoints from its launch, not only
+        from its chief's claim: a chief of an older attempt on a host cut off from the AM, back
+        before the new chief claims them, stops writing at its next round (its fence check,
+        executor/checkpoints.py), instead of writing checkpoints the new attempt would restore.
+        In the background; a failed write is logged, and the new chief claims them anyway."""
+        with self.lock:
+            if not self.fence_checkpoints or attempt <= self.fenced:
+                return
+            self.fenced = attempt
+        self.pool.submit(self._write_fence, attempt)
+
+    def _write_fence(self, attempt: int) -> None:
+        try:
+            path = self.J.Path(f"{self.staging}/{jobdir.CHECKPOINTS}/{jobdir.CHECKPOINT_FENCE}")
+            out = path.getFileSystem(self.conf).create(path, True)
+            try:
+                out.writeBytes("#" * attempt)
+            finally:
+                out.close()
+            log.info("attempt %d claimed the job's checkpoints (%s)", attempt, path)
+        except Exception as e:  # noqa: BLE001 - a JVM exception: logged, never fatal
+            log.warning("could not claim the checkpoints for attempt %d: %s", attempt, e)
 
     def placement(self, task_id: str, attempt: int) -> Placement | None:
         """The node YARN put the task's container on (its NodeId's host), never the task's say."""
