@@ -4,6 +4,7 @@ dataset()/record_batches() over real Parquet files in a temp dir."""
 import itertools
 import json
 import random
+import socket
 
 import numpy as np
 import pyarrow as pa
@@ -155,6 +156,65 @@ def test_webhdfs_address(monkeypatch, tmp_path):
     )
     monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
     assert "127.0.0.1:9871" in data._webhdfs("hdfs://whatever/data").url
+
+
+def test_an_ha_nameservice_is_read_from_its_configuration_and_its_active_namenode_used(
+    monkeypatch, tmp_path
+):
+    """On the notebook host (no TONY_WEBHDFS_URL): hdfs://<nameservice>/ is served by the
+    nameservice's NameNodes as hdfs-site.xml lists them, and the active one's JMX says so."""
+    pytest.importorskip("fsspec")
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Active(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"beans": [{"State": "active"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Active)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    active = server.server_address[1]
+    with socket.socket() as s:  # a port nothing listens on: nn1, down
+        s.bind(("127.0.0.1", 0))
+        down = s.getsockname()[1]
+    site = {
+        "dfs.nameservices": "prod",
+        "dfs.ha.namenodes.prod": "nn1,nn2",
+        "dfs.namenode.http-address.prod.nn1": f"127.0.0.1:{down}",
+        "dfs.namenode.http-address.prod.nn2": f"127.0.0.1:{active}",
+    }
+    props = "".join(
+        f"<property><name>{k}</name><value>{v}</value></property>" for k, v in site.items()
+    )
+    (tmp_path / "hdfs-site.xml").write_text(f"<configuration>{props}</configuration>")
+    (tmp_path / "core-site.xml").write_text(
+        "<configuration><property><name>fs.defaultFS</name><value>hdfs://prod</value>"
+        "</property></configuration>"
+    )
+    monkeypatch.delenv("TONY_WEBHDFS_URL", raising=False)
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(tmp_path))
+    try:
+        both = f"http://127.0.0.1:{down};http://127.0.0.1:{active}"
+        assert data._namenode_urls("hdfs://prod/data") == both
+        assert data._namenode_urls("hdfs:///data") == both  # fs.defaultFS's nameservice
+        assert f"127.0.0.1:{active}" in data._webhdfs("hdfs://prod/data").url
+    finally:
+        server.shutdown()
+    # A nameservice without its NameNodes: the configuration's fix, named, not a guessed host.
+    (tmp_path / "hdfs-site.xml").write_text(
+        "<configuration><property><name>dfs.nameservices</name><value>prod</value></property>"
+        "</configuration>"
+    )
+    with pytest.raises(DataError, match="lists no dfs.ha.namenodes.prod"):
+        data._webhdfs("hdfs://prod/data")
 
 
 # --- dataset() (TensorFlow, in this process) -------------------------------------------------

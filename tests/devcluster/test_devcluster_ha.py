@@ -11,7 +11,7 @@ import pytest
 from tony_jupyter.devcluster import DevCluster, DevClusterError, failover, process
 from tony_jupyter.devcluster.cli import main
 from tony_jupyter.devcluster.config import Layout, write_config
-from tony_jupyter.launcher.yarn.conf import HadoopConf, read_site
+from tony_jupyter.hadoopconf import HadoopConf, read_site
 
 
 @pytest.fixture

@@ -24,10 +24,10 @@ from tony_jupyter.devcluster.cli import main
 from tony_jupyter.devcluster.config import NODEMANAGERS
 from tony_jupyter.devcluster.ha import NAMENODES, RESOURCEMANAGERS
 from tony_jupyter.errors import BackendError
+from tony_jupyter.hadoopconf import HadoopConf
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.launcher.yarn import rm as rm_client
-from tony_jupyter.launcher.yarn.conf import HadoopConf
 from tony_jupyter.launcher.yarn.rm import RMClient
 from tony_jupyter.launcher.yarn.staging import Staging
 

@@ -20,8 +20,8 @@ import pytest
 import trustme
 
 from tony_jupyter.errors import BackendError
+from tony_jupyter.hadoopconf import Address, HadoopConf
 from tony_jupyter.launcher.yarn import rm as rm_mod
-from tony_jupyter.launcher.yarn.conf import Address, HadoopConf
 from tony_jupyter.launcher.yarn.rm import RMClient
 from tony_jupyter.launcher.yarn.staging import Staging
 

@@ -12,7 +12,7 @@ import pytest
 from helpers.fakehttp import reply, serving
 
 from tony_jupyter.errors import BackendError
-from tony_jupyter.launcher.yarn.conf import Address
+from tony_jupyter.hadoopconf import Address
 from tony_jupyter.launcher.yarn.rm import RMClient
 
 

@@ -13,9 +13,9 @@ import requests
 from helpers.secure import as_user
 
 from tony_jupyter.errors import BackendError
+from tony_jupyter.hadoopconf import HadoopConf
 from tony_jupyter.kerberos import Login
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.yarn.conf import HadoopConf
 from tony_jupyter.launcher.yarn.rm import RMClient
 from tony_jupyter.server_ext.jobs import ServerJobs, kerberos_user
 

@@ -83,7 +83,7 @@ def test_unreachable_resourcemanager_names_the_address_and_its_source(
 def test_hdfs_permission_denied_leaves_nothing(shell, tony_home, cluster, monkeypatch):
     import os
 
-    from tony_jupyter.launcher.yarn.conf import read_site
+    from tony_jupyter.hadoopconf import read_site
 
     hdfs = read_site(__import__("pathlib").Path(os.environ["HADOOP_CONF_DIR"]) / "hdfs-site.xml")
     if hdfs.get("dfs.permissions.enabled", "true") == "false":

@@ -39,7 +39,7 @@ from .plan import (
     reader_index,
     shard_plan,
 )
-from .sources import DataError, _namenode_http, _webhdfs, filesystem, open_parquet, resolve
+from .sources import DataError, _namenode_urls, _webhdfs, filesystem, open_parquet, resolve
 from .tfdata import dataset
 
 __all__ = [
@@ -49,7 +49,7 @@ __all__ = [
     "DataError",
     "Piece",
     "ShardPlan",
-    "_namenode_http",
+    "_namenode_urls",
     "_webhdfs",
     "batches",
     "dataset",

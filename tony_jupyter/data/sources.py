@@ -10,7 +10,7 @@ import os
 import xml.etree.ElementTree as ET
 from urllib.parse import urlparse
 
-from .. import tokens
+from .. import hadoopconf, tokens
 from ..errors import TonyError
 from ..kerberos import Login
 from ..protocol import ExecutorEnv
@@ -21,9 +21,8 @@ class DataError(TonyError, ValueError):
 
 
 def _webhdfs(url: str):
-    """An fsspec WebHDFS filesystem for ``url``: ``TONY_WEBHDFS_URL``, else
-    ``dfs.namenode.http-address`` in ``$HADOOP_CONF_DIR/hdfs-site.xml``, else the URL's host
-    on port 9870."""
+    """An fsspec WebHDFS filesystem for ``url``: ``TONY_WEBHDFS_URL``, else the NameNode(s) of
+    ``$HADOOP_CONF_DIR`` (the active one of an HA pair), else the URL's host on port 9870."""
     try:
         from fsspec.implementations.webhdfs import WebHDFS
     except ImportError:
@@ -32,7 +31,7 @@ def _webhdfs(url: str):
             "goes through"
         ) from None
     base = _active_namenode(
-        os.environ.get(ExecutorEnv.var("webhdfs_url")) or _namenode_http() or ""
+        os.environ.get(ExecutorEnv.var("webhdfs_url")) or _namenode_urls(url) or ""
     )
     if not base:
         base = f"http://{urlparse(url).hostname or '127.0.0.1'}:9870"
@@ -82,8 +81,17 @@ def _kerberos_cluster() -> bool:
     return _site_value("core-site.xml", "hadoop.security.authentication") == "kerberos"
 
 
-def _namenode_http() -> str | None:
-    return _site_value("hdfs-site.xml", "dfs.namenode.http-address")
+def _namenode_urls(url: str) -> str | None:
+    """The NameNodes' web addresses (``;``-separated for an HA pair) as ``$HADOOP_CONF_DIR``
+    gives them, read as the launcher reads them (hadoopconf.py: nameservices, HTTPS_ONLY,
+    default ports); None without a configuration, or where it names no NameNode for ``url``."""
+    conf_dir = os.environ.get("HADOOP_CONF_DIR")
+    if not conf_dir:
+        return None
+    try:
+        return hadoopconf.namenodes(url, conf_dir).url
+    except TonyError as e:
+        raise DataError(f"{url}: {e}") from None
 
 
 def _site_value(site: str, key: str) -> str | None:

@@ -86,8 +86,8 @@ class Doctor:
     # --- a YARN cluster --------------------------------------------------------------------
 
     def yarn(self) -> None:
+        from ..hadoopconf import HadoopConf
         from .yarn import secure
-        from .yarn.conf import HadoopConf
 
         holder: dict = {}
 
@@ -183,7 +183,7 @@ class Doctor:
                 )
 
     def run(self) -> list[Check]:
-        from .yarn.conf import RM_URL_ENV
+        from ..hadoopconf import RM_URL_ENV
 
         if os.environ.get("HADOOP_CONF_DIR") or os.environ.get(RM_URL_ENV):
             self.yarn()

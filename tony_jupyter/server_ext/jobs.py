@@ -48,8 +48,8 @@ def _owned(rec: JobRecord, user: str | None) -> bool:
 def kerberos_user() -> str | None:
     """The Hadoop user of this server's Kerberos credentials when HADOOP_CONF_DIR names a
     secure cluster; None on a plain one or with no cluster configured."""
+    from ..hadoopconf import HadoopConf
     from ..kerberos import Login
-    from ..launcher.yarn.conf import HadoopConf
 
     try:
         if not HadoopConf.load().secure:

@@ -17,11 +17,11 @@ import requests
 from ... import jobdir, nodepython, retention, shards
 from ...bundle import Bundle, BundleInfo
 from ...errors import BackendError
+from ...hadoopconf import HadoopConf
 from ...protocol import ExecutorEnv, token_verifier
 from ...spec import JobSpec
 from .. import outcome
 from . import packenv, secure, transport
-from .conf import HadoopConf
 from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
 from .staging import local_resource_json
 

@@ -13,10 +13,10 @@ import time
 import requests
 
 from ...errors import BackendError, SpecError
+from ...hadoopconf import Address
 from ...spec import JobSpec
 from .. import outcome
 from . import transport
-from .conf import Address
 
 APP_TYPE = "TONY-JUPYTER"
 TERMINAL_APP_STATES = ("FINISHED", "FAILED", "KILLED")

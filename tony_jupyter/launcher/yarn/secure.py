@@ -27,11 +27,11 @@ import requests
 
 from ... import jobdir
 from ...errors import BackendError
+from ...hadoopconf import NN_HTTP_PORT, Address, HadoopConf
 from ...jobdir import JobDir
 from ...kerberos import Login
 from ...spec import JobSpec
 from ...tokens import Token, alias
-from .conf import NN_HTTP_PORT, Address, HadoopConf
 from .rm import TERMINAL_APP_STATES, RMClient
 from .staging import Staging
 

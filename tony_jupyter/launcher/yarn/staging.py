@@ -24,10 +24,10 @@ from hdfs.client import _Request
 
 from ... import srcdir
 from ...errors import BackendError
+from ...hadoopconf import Address
 from ...srcdir import SrcDir
 from ...tokens import HDFS_KIND, Token
 from . import transport
-from .conf import Address
 
 STAGING = ".tony-jupyter"
 ENVS = "envs"  # --pack-env archives, one per content hash, kept across jobs

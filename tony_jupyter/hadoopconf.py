@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from ...errors import BackendError
-from ...protocol import ExecutorEnv
+from .errors import BackendError
+from .protocol import ExecutorEnv
 
 # Where the cluster is, without a HADOOP_CONF_DIR (or over it): the notebook host's settings.
 # The NameNode's is the variable a task reads it from too (tony_jupyter.data, checkpoints).
@@ -267,6 +267,15 @@ def _webhdfs_address(
         _http(f"{host}:{port}", https),
         f"fs.defaultFS in {Path(d or '.') / 'core-site.xml'} (default port)",
     )
+
+
+def namenodes(url: str, conf_dir: str | Path) -> Address:
+    """The web address(es) of the NameNode(s) serving ``url``, an ``hdfs://`` URL (one without a
+    host is on ``fs.defaultFS``), as ``conf_dir`` gives them: what tony_jupyter.data reads."""
+    d = Path(conf_dir).expanduser()
+    core, hdfs = read_site(d / "core-site.xml"), read_site(d / "hdfs-site.xml")
+    fs = url if urlparse(url).netloc else core.get("fs.defaultFS", "")
+    return _webhdfs_address(hdfs, fs, d, None)
 
 
 def viewfs_target(core: dict[str, str], default_fs: str, path: str, d: Path | None) -> str:
