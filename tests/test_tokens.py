@@ -107,3 +107,20 @@ def test_other_namenodes_map_to_their_webhdfs_address():
 def test_principal_names():
     assert short_name("alice@EXAMPLE.COM") == short_name("alice/host@EXAMPLE.COM") == "alice"
     assert service_principal("rm/_HOST@R", "NN1.Example.com") == "rm/nn1.example.com@R"
+
+
+def test_a_session_made_elsewhere_verifies_against_our_bundle_on_each_call(monkeypatch):
+    """requests' REQUESTS_CA_BUNDLE beats a session's own verify unless each call passes it."""
+    import requests
+
+    from tony_jupyter import tokens
+
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/the/shell/bundle.pem")
+    seen = []
+    session = requests.Session()
+    session.request = lambda method, url, *a, **kw: seen.append(kw.get("verify"))
+    tokens.verify_each_call(session, "/cluster/ca.pem")
+    tokens.verify_each_call(session, "/cluster/ca.pem")  # again: not wrapped twice
+    session.request("GET", "https://nn:9871/webhdfs/v1/")
+    session.request("GET", "https://nn:9871/webhdfs/v1/", verify=False)  # a caller's own wins
+    assert seen == ["/cluster/ca.pem", False]

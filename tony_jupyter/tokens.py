@@ -176,6 +176,21 @@ def write_credentials(path: str, credentials: dict) -> None:
     os.replace(tmp, path)
 
 
+def verify_each_call(session, verify: str | bool) -> None:
+    """Make ``session`` (a requests.Session another library made, e.g. fsspec's WebHDFS) pass
+    ``verify`` on each call: requests lets ``REQUESTS_CA_BUNDLE``/``CURL_CA_BUNDLE`` override a
+    session's own ``verify`` otherwise, and a cluster's CA would lose to the shell's bundle."""
+    if getattr(session, "_tony_verify", None) == verify:
+        return
+    request = getattr(session, "_tony_request", session.request)
+
+    def call(method, url, *args, **kwargs):
+        kwargs.setdefault("verify", verify)
+        return request(method, url, *args, **kwargs)
+
+    session._tony_request, session._tony_verify, session.request = request, verify, call
+
+
 def webhdfs_client(url: str, user: str | None, timeout: float = 30):
     """An HdfsCLI client for a task: on a secure cluster every request carries the task's
     current delegation token (renewed ones included), else the user's name (simple

@@ -224,6 +224,35 @@ def test_a_job_and_the_client_survive_a_resourcemanager_failover(
     )
 
 
+def test_parquet_on_the_nameservice_is_written_here_and_read_by_a_job_after_a_failover(
+    shell, cluster, ha_cluster
+):
+    """tony_jupyter.data through the nameservice, not a NameNode's address: the notebook host
+    writes Parquet to hdfs://devcluster/..., the active NameNode is killed, and a job's task
+    reads all of it through the new active one."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tony_jupyter import data
+
+    base = f"/user/{cluster.user}/ha-data-{time.time_ns()}"
+    fs, path = data.filesystem(f"hdfs://devcluster{base}")
+    for i in range(2):
+        pq.write_table(
+            pa.table({"x": list(range(i * 50, i * 50 + 50))}), f"{path}/p{i}.parquet", filesystem=fs
+        )
+    done = failover.failover(ha_cluster, "nn")
+    assert done.active in NAMENODES.values()
+    shell.user_ns["URL"] = f"hdfs://devcluster{base}"
+    cell = (
+        "from tony_jupyter import data\n"
+        "batches = data.batches(URL, batch_size=16, shard=False)\n"
+        "rows = sorted(int(v) for b in batches for v in b['x'])\n"
+    )
+    shell.run_cell_magic("tony", "--workers 1 --no-tensorboard --pull rows", cell)
+    assert shell.user_ns["rows"] == list(range(100))
+
+
 def _conf_dir_without(ha_cluster, tmp_path, edit) -> str:
     """A copy of the cluster's client configuration with ``edit(yarn_site_root)`` applied."""
     conf = tmp_path / "conf"

@@ -37,19 +37,21 @@ def _webhdfs(url: str):
         base = f"http://{urlparse(url).hostname or '127.0.0.1'}:9870"
     b = urlparse(base if "://" in base else f"http://{base}")
     https = b.scheme == "https"
-    web = {"port": b.port or 9870, "use_https": https, "session_verify": tokens.ca_bundle()}
+    verify = tokens.ca_bundle()
+    web = {"port": b.port or 9870, "use_https": https, "session_verify": verify}
     token = tokens.hdfs_token()
-    if token:  # in a task on a secure cluster: the job's delegation token
-        return WebHDFS(b.hostname, token=token, **web)
     user = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
-    if not _kerberos_cluster():
-        return WebHDFS(b.hostname, user=user, **web)
-    # On the notebook host of a secure cluster: SPNEGO with the user's ticket or keytab.
-    fs = WebHDFS(b.hostname, **web)
-    try:
-        fs.session.auth = Login.from_env().auth()
-    except TonyError as e:
-        raise DataError(f"{url}: {e}") from None
+    if token:  # in a task on a secure cluster: the job's delegation token
+        fs = WebHDFS(b.hostname, token=token, **web)
+    elif not _kerberos_cluster():
+        fs = WebHDFS(b.hostname, user=user, **web)
+    else:  # on the notebook host of a secure cluster: SPNEGO with the user's ticket or keytab
+        fs = WebHDFS(b.hostname, **web)
+        try:
+            fs.session.auth = Login.from_env().auth()
+        except TonyError as e:
+            raise DataError(f"{url}: {e}") from None
+    tokens.verify_each_call(fs.session, verify)
     return fs
 
 
