@@ -12,27 +12,19 @@
 
 from __future__ import annotations
 
-from .batches import DEFAULT_BATCH_SIZE, PieceReader, stream
+import inspect
+
+from . import tfdata
+from .batches import PieceReader, column_type, stream
 from .plan import INDEX_PREFIX, plan_columns, shard_plan
 from .sources import DataError
 
 
 def _kind(field) -> tuple[str, tuple[int, ...]]:
     """('float' | 'num' | 'str', trailing shape) of a column, or DataError naming it."""
-    import pyarrow as pa
-
-    t = field.type
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    width: tuple[int, ...] = ()
-    if pa.types.is_fixed_size_list(t):
-        width, t = (t.list_size,), t.value_type
-    if pa.types.is_floating(t):
-        return "float", width
-    if pa.types.is_integer(t) or pa.types.is_boolean(t):
-        return "num", width
-    if not width and (pa.types.is_string(t) or pa.types.is_large_string(t)):
-        return "str", ()
+    kind, width, _ = column_type(field)
+    if kind in ("float", "num", "str"):
+        return kind, width
     raise DataError(
         f"column {field.name!r} has type {field.type}, which cannot become an array of numbers "
         "or strings. Cast it before writing (e.g. df[col] = df[col].astype('int64')), or leave "
@@ -107,23 +99,25 @@ class Batches:
             yield self.columns(b)
 
 
-def batches(
-    paths,
-    columns: list[str] | None = None,
-    label: str | None = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    shuffle: bool = False,
-    seed: int | None = None,
-    stack: bool = False,
-    drop_remainder: bool = False,
-    shard: tuple[int, int] | bool = True,
-) -> Batches:
+def batches(paths, *args, **kwargs) -> Batches:
     """This task's rows of Parquet ``paths`` as NumPy batches: ``{column: array}``, or one
     float32 matrix with ``stack=True``; ``(features, label)`` with ``label=``. Which rows, and
-    the arguments, as :func:`~tony_jupyter.data.dataset` (shuffling is within windows of
-    max(8 × batch_size, 65536) rows). Shards may differ by a row group: in a synchronous loop
-    (DDP, ``psum``) run the same number of steps on every task."""
-    return Batches(paths, columns, label, batch_size, shuffle, seed, stack, drop_remainder, shard)
+    the arguments, as :func:`~tony_jupyter.data.dataset` (all but ``shuffle_window``: shuffling
+    is within windows of max(8 × batch_size, 65536) rows). Shards may differ by a row group: in
+    a synchronous loop (DDP, ``psum``) run the same number of steps on every task."""
+    bound = _OPTIONS.bind(paths, *args, **kwargs)
+    bound.apply_defaults()
+    return Batches(*bound.arguments.values())
+
+
+# dataset()'s parameters are the one statement of the read options; batches() takes them all
+# but its shuffle window, positionally or by name, and shows them (help(), completion).
+_OPTIONS = inspect.signature(tfdata.dataset)
+_OPTIONS = _OPTIONS.replace(
+    parameters=[p for p in _OPTIONS.parameters.values() if p.name != "shuffle_window"],
+    return_annotation="Batches",
+)
+batches.__signature__ = _OPTIONS  # type: ignore[attr-defined]
 
 
 def _tensors(value):

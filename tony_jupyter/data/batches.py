@@ -169,3 +169,26 @@ def record_batches(
     plan = shard_plan(paths, shard)
     _, read_cols, _ = plan_columns(plan, columns, None)
     return stream(PieceReader(plan, read_cols), int(batch_size))
+
+
+def column_type(field) -> tuple[str | None, tuple[int, ...], object]:
+    """What a Parquet column holds, for both readers (arrays.py, tfdata.py): ``(kind, trailing
+    shape, value type)``, kind ``"float"``, ``"num"`` (integers, booleans), ``"str"``,
+    ``"bytes"``, or None for anything else; dictionaries read as their values."""
+    import pyarrow as pa
+
+    t = field.type
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    width: tuple[int, ...] = ()
+    if pa.types.is_fixed_size_list(t):
+        width, t = (t.list_size,), t.value_type
+    if pa.types.is_floating(t):
+        return "float", width, t
+    if pa.types.is_integer(t) or pa.types.is_boolean(t):
+        return "num", width, t
+    if not width and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return "str", (), t
+    if not width and (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+        return "bytes", (), t
+    return None, width, t
