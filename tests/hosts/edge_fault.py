@@ -126,7 +126,7 @@ def main(name: str) -> None:
             "state": str(snap.state),
             "snapshot_attempt": snap.attempt,
             "attempts": [[a.attempt, a.task, a.reason] for a in snap.attempts],
-            "events": [e for e in events if e.get("kind") == "attempt"],
+            "events": [e.to_json() for e in events if str(e.kind) == "attempt"],
             "tasks": {t.id: [t.host, t.pid, t.attempt] for t in snap.tasks},
             "epochs_run": epochs,
             "pack_env": record["pack_env"],
