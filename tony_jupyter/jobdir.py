@@ -35,9 +35,6 @@ RESOURCES = "resources.json"  # YARN: the executors' local resources, for the AM
 SRC_ARCHIVE = "src.tar.gz"  # YARN: the shipped directory, unpacked by each container
 SRC = "src"  # local: the job's copy of the shipped directory, the tasks' working directory
 CHECKPOINTS = "checkpoints"
-# In a YARN job's HDFS checkpoints: the newest attempt that owns them, as that many bytes
-# (executor/checkpoints.py reads it; the AM writes it as it launches an attempt).
-CHECKPOINT_FENCE = ".tony-attempt"
 TENSORBOARD = "tensorboard"  # the chief's TensorBoard event files
 LOGS = "logs"  # logs/attempt-N/<task>.log
 # YARN: the notebook's TONY_CA_BUNDLE, shipped so that the tasks verify the cluster's HTTPS

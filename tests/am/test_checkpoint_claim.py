@@ -9,6 +9,7 @@ import threading
 
 from tony_jupyter import jobdir
 from tony_jupyter.am.yarn.provider import YarnProvider
+from tony_jupyter.protocol import CHECKPOINT_FENCE
 
 STAGING = "hdfs://nn:8020/user/u/.tony-jupyter/application_1_0001"
 
@@ -65,7 +66,7 @@ def _provider(files: dict, elastic: bool = False, fail: bool = False) -> YarnPro
     return yarn
 
 
-FENCE = f"{STAGING}/{jobdir.CHECKPOINTS}/{jobdir.CHECKPOINT_FENCE}"
+FENCE = f"{STAGING}/{jobdir.CHECKPOINTS}/{CHECKPOINT_FENCE}"
 
 
 def test_a_later_attempt_claims_the_checkpoints_once_as_it_launches():

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 from .. import jobdir, quota, tokens
-from ..protocol import ExecutorEnv
+from ..protocol import CHECKPOINT_FENCE, ExecutorEnv
 
 V = ExecutorEnv.var
 
@@ -30,7 +30,7 @@ TMP = ".tony-tmp"  # a file being written (_write), never restored
 # on, then back) reads it before its next write and stops writing. Attempt N's fence is N bytes
 # long, so one GETFILESTATUS (the NameNode alone, no DataNode read) tells the newest attempt.
 # Never restored.
-FENCE = jobdir.CHECKPOINT_FENCE
+FENCE = CHECKPOINT_FENCE
 
 
 class Fenced(Exception):

@@ -26,6 +26,7 @@ from .client import (
 from .common import ErrorAnswer, NoBody, Ok
 from .env import ExecutorEnv, GuardConfig, token_verifier
 from .executor import (
+    CHECKPOINT_FENCE,
     Beat,
     CellOutcome,
     ClusterSpecAnswer,
@@ -71,6 +72,7 @@ from .views import (
 )
 
 __all__ = [
+    "CHECKPOINT_FENCE",
     "DONE_CELL_STATES", "DONE_TASK_STATES", "JOB_ID", "SCHEMA_VERSION", "TERMINAL_JOB_STATES",
     "Beat", "CellList", "CellLog", "CellOutcome", "CellResultRequest", "CellState",
     "CellSubmit", "CellToRun", "CellView", "ClusterSpecAnswer", "Credentials",

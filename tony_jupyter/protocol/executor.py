@@ -9,6 +9,11 @@ from typing import Any
 
 from ..records import Record, Sparse
 
+# In a YARN job's HDFS checkpoints (its staging dir's ``checkpoints/``): the newest attempt that
+# owns them, as that many bytes. The AM writes it as it launches an attempt; each attempt's chief
+# claims it and reads it before each round that writes (executor/checkpoints.py).
+CHECKPOINT_FENCE = ".tony-attempt"
+
 
 @dataclass(frozen=True, kw_only=True)
 class TaskCall(Record):

@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 
 from ... import jobdir, nodepython, shards
 from ...bundle import BundleInfo
-from ...protocol import ExecutorEnv
+from ...protocol import CHECKPOINT_FENCE, ExecutorEnv
 from ...spec import JobSpec, TaskSpec
 from ...tokens import tokens_env
 from ..provider import Placement, Provider
@@ -168,7 +168,7 @@ class YarnProvider(Provider):
 
     def _write_fence(self, attempt: int) -> None:
         try:
-            path = self.J.Path(f"{self.staging}/{jobdir.CHECKPOINTS}/{jobdir.CHECKPOINT_FENCE}")
+            path = self.J.Path(f"{self.staging}/{jobdir.CHECKPOINTS}/{CHECKPOINT_FENCE}")
             out = path.getFileSystem(self.conf).create(path, True)
             try:
                 out.writeBytes("#" * attempt)
