@@ -307,15 +307,46 @@ def test_both_namenodes_standby_is_named(masters):
 
 
 def test_a_tasks_dataset_reads_from_the_active_namenode(masters):
-    from tony_jupyter.data.sources import _active_namenode
+    from tony_jupyter.data.sources import _by_state
 
     a, b = Master("nn"), Master("nn")
     masters += [a, b]
     a.role = "standby"
-    assert _active_namenode(f"{a.url};{b.url}") == b.url
+    assert _by_state(f"{a.url};{b.url}") == [b.url, a.url]
     a.role, b.role = "active", "standby"
-    assert _active_namenode(f"{a.url};{b.url}") == a.url
-    assert _active_namenode(a.url) == a.url
+    assert _by_state(f"{a.url};{b.url}") == [a.url, b.url]
+    assert _by_state(a.url) == [a.url]
+
+
+def test_a_dataset_filesystem_follows_a_namenode_failover(masters, monkeypatch):
+    """tony_jupyter.data's filesystem, kept across calls (a session's cell keeps it for the
+    next ones), goes on through the other NameNode once the one it used is standby, then down;
+    with neither active, a bounded error naming both."""
+    pytest.importorskip("fsspec")
+    from tony_jupyter.data import sources, webhdfs
+
+    a, b = Master("nn"), Master("nn")
+    masters += [a, b]
+    b.role = "standby"
+    monkeypatch.setenv("TONY_WEBHDFS_URL", f"{a.url};{b.url}")
+    monkeypatch.setattr(webhdfs, "FAILOVER_WAIT_S", 1.0)
+    fs = sources._webhdfs("hdfs://nameservice1/data")
+    fs.mkdir("/data/1")
+    assert fs.url.startswith(a.url) and b.hits == 0
+    a.role, b.role = "standby", "active"
+    fs.mkdir("/data/2")
+    assert fs.url.startswith(b.url) and b.hits == 1
+    b.stop()  # the new active one killed, the other made active
+    a.role = "active"
+    fs.mkdir("/data/3")
+    assert fs.url.startswith(a.url)
+    a.role = "standby"
+    t0 = time.monotonic()
+    with pytest.raises(webhdfs.NoActiveNameNode) as e:
+        fs.mkdir("/data/4")
+    assert time.monotonic() - t0 < 5
+    assert f"{a.url}/webhdfs/v1: standby" in str(e.value)
+    assert f"{b.url}/webhdfs/v1: ConnectionError" in str(e.value)
 
 
 # --- TLS -------------------------------------------------------------------------------------

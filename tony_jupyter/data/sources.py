@@ -4,6 +4,7 @@ no libhdfs or JVM is needed on the reading side."""
 
 from __future__ import annotations
 
+import functools
 import getpass
 import glob as globlib
 import os
@@ -30,23 +31,27 @@ def _webhdfs(url: str):
             f"{url}: reading hdfs:// needs fsspec (pip install fsspec), which WebHDFS access "
             "goes through"
         ) from None
-    base = _active_namenode(
-        os.environ.get(ExecutorEnv.var("webhdfs_url")) or _namenode_urls(url) or ""
-    )
-    if not base:
-        base = f"http://{urlparse(url).hostname or '127.0.0.1'}:9870"
-    b = urlparse(base if "://" in base else f"http://{base}")
-    https = b.scheme == "https"
+    urls = os.environ.get(ExecutorEnv.var("webhdfs_url")) or _namenode_urls(url) or ""
+    namenodes = [u if "://" in u else f"http://{u}" for u in _by_state(urls)]
+    base = namenodes[0] if namenodes else f"http://{urlparse(url).hostname or '127.0.0.1'}:9870"
+    b = urlparse(base)
     verify = tokens.ca_bundle()
-    web = {"port": b.port or 9870, "use_https": https, "session_verify": verify}
+    web: dict = {"session_verify": verify}
+    if len(namenodes) > 1:  # an HA pair: followed across a failover, the active one first
+        from .webhdfs import FailoverWebHDFS
+
+        make = functools.partial(FailoverWebHDFS, tuple(namenodes), **web)
+    else:
+        web.update(port=b.port or 9870, use_https=b.scheme == "https")
+        make = functools.partial(WebHDFS, b.hostname, **web)
     token = tokens.hdfs_token()
     user = os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
     if token:  # in a task on a secure cluster: the job's delegation token
-        fs = WebHDFS(b.hostname, token=token, **web)
+        fs = make(token=token)
     elif not _kerberos_cluster():
-        fs = WebHDFS(b.hostname, user=user, **web)
+        fs = make(user=user)
     else:  # on the notebook host of a secure cluster: SPNEGO with the user's ticket or keytab
-        fs = WebHDFS(b.hostname, **web)
+        fs = make()
         try:
             fs.session.auth = Login.from_env().auth()
         except TonyError as e:
@@ -55,12 +60,12 @@ def _webhdfs(url: str):
     return fs
 
 
-def _active_namenode(urls: str) -> str:
-    """One WebHDFS address of ``urls`` (an HA pair is ``;``-separated): the one whose JMX says
-    it is active, else the first (fsspec's WebHDFS speaks to one NameNode)."""
+def _by_state(urls: str) -> list[str]:
+    """The WebHDFS addresses of ``urls`` (an HA pair is ``;``-separated), the one whose JMX
+    says it is active first, else in their order."""
     candidates = [u.strip() for u in urls.split(";") if u.strip()]
     if len(candidates) < 2:
-        return candidates[0] if candidates else ""
+        return candidates
     import requests
 
     for url in candidates:
@@ -75,8 +80,8 @@ def _active_namenode(urls: str) -> str:
         except (requests.RequestException, ValueError):
             continue
         if any(b.get("State") == "active" for b in beans):
-            return url
-    return candidates[0]
+            return [url, *(u for u in candidates if u != url)]
+    return candidates
 
 
 def _kerberos_cluster() -> bool:

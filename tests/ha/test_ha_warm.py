@@ -1,0 +1,131 @@
+"""A warm session and the kernel's warm AM on an HA devcluster (`devcluster up --ha`; and
+`--tls`: conftest.py), through the kill of the active ResourceManager and then of the active
+NameNode: the session's next cell runs in the same application and the same executor, reading
+what earlier cells left there (a variable, and an HDFS filesystem opened on the nameservice before
+the kills); the warm AM started beside it outlives both kills, and the next job of its shape is
+handed to it and runs in the container it held.
+
+The figures (printed, never asserted): seconds from each kill to the new active master, and to
+the session's next cell answering."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tony_jupyter import session as sessions
+from tony_jupyter.devcluster import failover
+from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.yarn import warm
+
+pytestmark = [pytest.mark.ha, pytest.mark.slow]
+
+SESSION = "session start --workers 1 --no-tensorboard"
+JOB = "--workers 1 --no-tensorboard"  # the session's shape: its warm AM takes this job
+
+# Cell 1 leaves state in the session's executor: a variable and a filesystem on the nameservice
+# (pyarrow's HDFS client, opened now, used again after the NameNode it talked to was killed).
+OPEN = """
+import os
+from tony_jupyter import data
+n = 41
+fs, base = data.filesystem(URL)
+with fs.open_output_stream(base + "/cell1") as f:
+    f.write(b"written before the failovers")
+os.environ["CONTAINER_ID"]
+"""
+AFTER_RM = "(n + 1, os.environ['CONTAINER_ID'])"
+AFTER_NN = """
+with fs.open_output_stream(base + "/cell3") as f:
+    f.write(b"written after the NameNode's failover")
+with fs.open_input_stream(base + "/cell1") as f:
+    first = f.read().decode()
+(n + 2, first, sorted(i.base_name for i in fs.get_file_info(data.FileSelector(base))))
+"""
+WHERE = "import os\nos.environ['CONTAINER_ID']"
+
+
+@pytest.fixture
+def warm_on(monkeypatch, tony_home):
+    monkeypatch.setenv(warm.warm.YARN_IDLE, "600")
+    yield
+    warm.discard()  # as the kernel's exit does; tony_home then checks nothing is left
+
+
+def _warm_app(cluster, timeout: float = 120) -> dict:
+    """The warm AM started after the last submission, once it runs with its spare executor
+    waiting."""
+    deadline = time.monotonic() + timeout
+    while True:
+        w = warm.current()
+        if w is not None and warm.ready(w) >= 1:
+            return cluster.app(w.app_id)
+        assert time.monotonic() < deadline, "no warm AM came up with its spare executor"
+        time.sleep(0.5)
+
+
+def _attempts(cluster, app_id: str) -> int:
+    got = cluster.http.get(f"{cluster.rm}/ws/v1/cluster/apps/{app_id}/appattempts", timeout=10)
+    return len(got.json()["appAttempts"]["appAttempt"])
+
+
+def test_a_warm_session_and_the_warm_am_survive_an_rm_and_an_nn_failover(
+    shell, cluster, ha_cluster, warm_on
+):
+    base = f"/user/{cluster.user}/ha-session-{time.time_ns()}"
+    shell.user_ns["URL"] = f"hdfs://devcluster{base}"
+    shell.run_line_magic("tony", SESSION)
+    app_id = sessions.current().job.job_id
+    figures = []
+    try:
+        container = shell.run_cell_magic("tony", "", OPEN)
+        # Submitting the session started a warm AM of its shape beside it.
+        spare = _warm_app(cluster)
+        assert spare["id"] != app_id
+        held = {c["containerId"] for c in cluster.containers(spare["id"])}
+        assert len(held) == 2  # its AM's and one spare executor's
+
+        done = failover.failover(ha_cluster, "rm", restart=False)
+        try:
+            assert shell.run_cell_magic("tony", "", AFTER_RM) == (42, container)
+            figures.append((done, time.time() - done.killed_at))
+        finally:
+            failover.start_standby(ha_cluster, done.killed)
+
+        done = failover.failover(ha_cluster, "nn", restart=False)
+        try:
+            value, first, names = shell.run_cell_magic("tony", "", AFTER_NN)
+            figures.append((done, time.time() - done.killed_at))
+        finally:
+            failover.start_standby(ha_cluster, done.killed)
+        assert (value, first, names) == (43, "written before the failovers", ["cell1", "cell3"])
+        assert sessions.current().job.job_id == app_id
+        # Work-preserving recovery: the session's AM re-registered with the new active RM.
+        assert _attempts(cluster, app_id) == 1
+    finally:
+        shell.run_line_magic("tony", "session stop")
+    assert cluster.wait_app_end(app_id, 60)["finalStatus"] == "SUCCEEDED"
+
+    # The warm AM outlived both kills (its one attempt, its containers held): the next job of its
+    # shape is handed to it and runs in the container it held before the failovers.
+    assert warm.current() is not None and warm.current().app_id == spare["id"]
+    assert shell.run_cell_magic("tony", JOB, WHERE) in held
+    rec = next(r for r in list_jobs() if r.id == spare["id"])
+    assert json.loads(rec.layout.yarn_info.read_text())["warm"] is True
+    assert open_client(rec).snapshot().state == "SUCCEEDED"
+    assert cluster.wait_app_end(spare["id"], 60)["finalStatus"] == "SUCCEEDED"
+    assert _attempts(cluster, spare["id"]) == 1
+    cluster.http.delete(  # what cells 1 and 3 wrote
+        f"{cluster.webhdfs}/webhdfs/v1{base}",
+        params={"op": "DELETE", "recursive": "true", "user.name": cluster.user},
+        timeout=30,
+    )
+    for done, cell_s in figures:
+        print(
+            f"\n[figures] warm session, {done.kind.upper()} failover ({done.killed} killed, "
+            f"{done.active} active): {done.seconds:.1f} s to the new active, the session's next "
+            f"cell answered {cell_s:.1f} s after the kill"
+        )
