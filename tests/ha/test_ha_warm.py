@@ -30,6 +30,7 @@ JOB = "--workers 1 --no-tensorboard"  # the session's shape: its warm AM takes t
 # (pyarrow's HDFS client, opened now, used again after the NameNode it talked to was killed).
 OPEN = """
 import os
+from pyarrow import fs as pafs
 from tony_jupyter import data
 n = 41
 fs, base = data.filesystem(URL)
@@ -43,7 +44,7 @@ with fs.open_output_stream(base + "/cell3") as f:
     f.write(b"written after the NameNode's failover")
 with fs.open_input_stream(base + "/cell1") as f:
     first = f.read().decode()
-(n + 2, first, sorted(i.base_name for i in fs.get_file_info(data.FileSelector(base))))
+(n + 2, first, sorted(i.base_name for i in fs.get_file_info(pafs.FileSelector(base))))
 """
 WHERE = "import os\nos.environ['CONTAINER_ID']"
 
