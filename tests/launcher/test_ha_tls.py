@@ -349,6 +349,40 @@ def test_a_dataset_filesystem_follows_a_namenode_failover(masters, monkeypatch):
     assert f"{b.url}/webhdfs/v1: ConnectionError" in str(e.value)
 
 
+@pytest.mark.parametrize(
+    "report, expected",
+    [
+        ({"state": "RUNNING", "amRPCAddress": "node2:4242"}, "http://node2:4242"),
+        # The new active RM has recovered the application, its AM not yet re-registered.
+        ({"state": "ACCEPTED", "amRPCAddress": "N/A"}, "http://node1:4141"),
+        (None, "http://node1:4141"),  # no RM answers: a failover under way
+        ({"state": "FINISHED", "finalStatus": "SUCCEEDED"}, None),
+        ({"state": "KILLED"}, None),
+    ],
+)
+def test_a_jobs_client_keeps_to_its_am_while_the_rms_fail_over(
+    tmp_path, monkeypatch, report, expected
+):
+    """A fresh client of a running job (each of the panel's requests makes one) finds its AM at
+    the address the job's start found while the RM gives none: the job is not shown STARTING,
+    nor its AM unreachable, for the moments of an RM failover."""
+    from tony_jupyter import jobdir
+    from tony_jupyter.launcher.client import JobRecord
+    from tony_jupyter.launcher.yarn import client as yarn_client
+
+    d = tmp_path / "application_1_0001"
+    d.mkdir()
+    (d / jobdir.TOKEN).write_text("t" * 32)
+    info = {"app_id": d.name, "rm_url": "http://rm1:8088;http://rm2:8088"}
+    (d / jobdir.YARN_INFO).write_text(json.dumps({**info, "am_url": "http://node1:4141"}))
+    monkeypatch.setattr(yarn_client, "app_report", lambda info: report)
+    assert yarn_client.YarnJobClient(JobRecord(d.name, d)).am_url() == expected
+    # A record of a job whose AM was never seen up (adopted from elsewhere): the RM's word.
+    (d / jobdir.YARN_INFO).write_text(json.dumps(info))
+    running = expected if report and report["state"] == "RUNNING" else None
+    assert yarn_client.YarnJobClient(JobRecord(d.name, d)).am_url() == running
+
+
 # --- TLS -------------------------------------------------------------------------------------
 
 

@@ -23,6 +23,8 @@ from .secure import from_record
 # An AM registers, then serves until it exits; after it unregisters the app is FINISHING
 # while the AM lingers for the notebook to fetch results.
 LIVE_STATES = ("RUNNING", "FINISHING")
+# A running application as an RM that has just taken over reports it until its AM re-registers.
+RECOVERED_STATES = ("ACCEPTED",)
 FINAL_TO_STATE = {
     "SUCCEEDED": JobState.SUCCEEDED,
     "FAILED": JobState.FAILED,
@@ -115,8 +117,18 @@ class YarnJobClient(JobClient):
         if self._url is None and not self.record.layout.status.exists():
             if not ended(self._app):
                 self._app = app_report(self.info)
-                self._url = am_url(self._app)
+                self._url = am_url(self._app) or self._recovering_url()
         return self._url
+
+    def _recovering_url(self) -> str | None:
+        """The AM's address as the job's start found it, while the RM gives none and has not
+        seen the application end: no RM answers (an HA pair's failover under way), or the new
+        active RM has recovered it as ACCEPTED until its AM re-registers (work-preserving
+        recovery), though the AM serves on. Where that AM is gone (a new attempt's), the call
+        to it fails and the job is read as the RM reports it."""
+        if self._app is not None and self._app.get("state") not in RECOVERED_STATES:
+            return None
+        return self.info.get("am_url")
 
     def _am_unreachable(self) -> None:
         self._url = None
