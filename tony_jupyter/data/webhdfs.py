@@ -31,10 +31,13 @@ class FailoverWebHDFS(WebHDFS):
 
     def __init__(self, namenodes: tuple[str, ...], **kwargs):
         first = urlparse(namenodes[0])
-        super().__init__(
-            first.hostname, port=first.port, use_https=first.scheme == "https", **kwargs
+        https = first.scheme == "https"
+        port = first.port or (9871 if https else 9870)
+        super().__init__(first.hostname, port=port, use_https=https, **kwargs)
+        self.namenodes = tuple(
+            f"{p.scheme}://{p.hostname}:{p.port or port}/webhdfs/v1"
+            for p in map(urlparse, namenodes)
         )
-        self.namenodes = tuple(f"{u.rstrip('/')}/webhdfs/v1" for u in namenodes)
         self.url = self.namenodes[0]
 
     def _call(self, op, method="get", path=None, data=None, redirect=True, **kwargs):
