@@ -381,6 +381,16 @@ def test_a_jobs_client_keeps_to_its_am_while_the_rms_fail_over(
     (d / jobdir.YARN_INFO).write_text(json.dumps(info))
     running = expected if report and report["state"] == "RUNNING" else None
     assert yarn_client.YarnJobClient(JobRecord(d.name, d)).am_url() == running
+    if running or not expected:
+        return
+    # The AM at the known address is gone (a new attempt's AM starting elsewhere): asked once,
+    # then the client keeps to the RM's word.
+    gone = _closed_port()
+    (d / jobdir.YARN_INFO).write_text(json.dumps({**info, "am_url": gone}))
+    c = yarn_client.YarnJobClient(JobRecord(d.name, d))
+    assert c.am_url() == gone
+    assert c.call_am("GET", "job") is None
+    assert c.am_url() is None
 
 
 # --- TLS -------------------------------------------------------------------------------------

@@ -110,6 +110,7 @@ class YarnJobClient(JobClient):
         self.info = record.read_json(jobdir.YARN_INFO) or {}
         self._url: str | None = None
         self._app: dict | None = None
+        self._unanswered: set[str] = set()  # AM addresses that did not answer this client
 
     def am_url(self) -> str | None:
         """A YARN AM registers its HTTP address with the RM; once the app has ended, or the
@@ -125,12 +126,15 @@ class YarnJobClient(JobClient):
         seen the application end: no RM answers (an HA pair's failover under way), or the new
         active RM has recovered it as ACCEPTED until its AM re-registers (work-preserving
         recovery), though the AM serves on. Where that AM is gone (a new attempt's), the call
-        to it fails and the job is read as the RM reports it."""
+        to it fails, and this client reads the job as the RM reports it from then on."""
         if self._app is not None and self._app.get("state") not in RECOVERED_STATES:
             return None
-        return self.info.get("am_url")
+        known = self.info.get("am_url")
+        return None if known in self._unanswered else known
 
     def _am_unreachable(self) -> None:
+        if self._url is not None:
+            self._unanswered.add(self._url)
         self._url = None
 
     def lost_snapshot(self, spec: dict) -> JobSnapshot:
