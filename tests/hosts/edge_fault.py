@@ -33,11 +33,10 @@ FLAGS = (
     "--workers 2 --queue gpu --node-label gpu --memory 1g --max-attempts 3 "
     "--pull first_epoch,attempt,resumed_at,where "
     f"--conf tony.task.heartbeat-interval-ms={INTERVAL_S * 1000:.0f} "
-    f"--conf tony.task.max-missed-heartbeats={MAX_MISSED} "
+    f"--conf tony.task.max-missed-heartbeats={MAX_MISSED}"
     # A node's first container of a job from the edge unpacks the venv (about 2 GB, TensorFlow)
-    # before the task can register: over the default 120 s on 2 busy cores, and then again in
-    # each next attempt, as the unfinished unpacking goes with the killed container.
-    "--conf tony.task.registration-timeout-sec=900"
+    # for minutes on 2 busy cores: the default registration timeout holds, as it counts from
+    # the container's leaving localization (am/yarn/localizing.py).
 )
 CELL = """
 import os, socket, time

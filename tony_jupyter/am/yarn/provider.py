@@ -31,6 +31,7 @@ from ..provider import Placement, Provider
 from . import eventlog, history, jvm
 from .credentials import Credentials
 from .exits import EXIT_WORDS, FINAL
+from .localizing import LocalizationWatch
 
 log = logging.getLogger("tony_jupyter.am.yarn")
 V = ExecutorEnv.var
@@ -86,6 +87,7 @@ class YarnProvider(Provider):
         self.nm = self.J.NMClient.createNMClient()
         self.nm.init(self.conf)
         self.nm.start()
+        self.localization = LocalizationWatch(self.nm)
         self.lock = threading.RLock()
         self.pending: dict[int, Launch] = {}  # allocationRequestId -> launch
         self.running: dict[str, Launch] = {}  # container id -> launch
@@ -133,6 +135,32 @@ class YarnProvider(Provider):
     def unallocated(self, attempt: int) -> list[str]:
         with self.lock:
             return sorted(x.task_id for x in self.pending.values() if x.attempt == attempt)
+
+    def localizing(self, attempt: int) -> dict[str, float]:
+        out = {}
+        for task_id, cid in self._containers(attempt):
+            since = self.localization.localizing_since(cid)
+            if since is not None:
+                out[task_id] = since
+        return out
+
+    def running_since(self, task_id: str, attempt: int) -> float | None:
+        return next(
+            (
+                self.localization.running_at(cid)
+                for t, cid in self._containers(attempt)
+                if t == task_id
+            ),
+            None,
+        )
+
+    def _containers(self, attempt: int) -> list[tuple[str, str]]:
+        with self.lock:
+            return [
+                (task_id, str(x.container.getId().toString()))
+                for (task_id, a), x in self.by_task.items()
+                if a == attempt and x.container is not None
+            ]
 
     def set_outcome(self, state: str, reason: str) -> None:
         self.outcome = (state, reason)
@@ -250,6 +278,7 @@ class YarnProvider(Provider):
         except Exception as e:  # noqa: BLE001 - e.g. the app was killed through the RM already
             log.warning("could not unregister: %s", e)
         self.stop_loop.set()
+        self.localization.stop()
         if self.loop.is_alive():
             self.loop.join(5)
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -309,11 +338,13 @@ class YarnProvider(Provider):
 
     def _start_container(self, launch: Launch) -> None:
         c = launch.container
+        cid = str(c.getId().toString())
         try:
+            self.localization.started(cid, c, launch.task_id)
             self.nm.startContainer(c, self._context(launch, c))
             log.info("started %s in %s on %s", launch.task_id, c.getId(), c.getNodeId())
         except Exception as e:  # noqa: BLE001 - reported as the task's failure
-            cid = str(c.getId().toString())
+            self.localization.forget(cid)
             with self.lock:
                 self.running.pop(cid, None)
                 self._free_gpus(launch)
@@ -376,6 +407,7 @@ class YarnProvider(Provider):
 
     def _completed(self, s) -> None:
         cid = str(s.getContainerId().toString())
+        self.localization.forget(cid)
         with self.lock:
             launch = self.running.pop(cid, None)
             if launch is None:
