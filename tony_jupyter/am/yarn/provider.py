@@ -41,6 +41,11 @@ ERR = "<LOG_DIR>/stderr"  # an executor container's stderr: the Python check's w
 LOGS = f"1><LOG_DIR>/stdout 2>>{ERR}"
 FAST_S, SLOW_S = 0.1, 1.0
 SHUTDOWN_WAIT_S = 15.0
+# How long one call to a NodeManager may keep retrying one that does not answer (Hadoop's
+# default: 3 minutes). A node cut off from the AM holds a stop that long; the node's loss is
+# the RM's to declare, and its containers' completions come from the RM.
+NM_WAIT_MS = 30_000
+NM_WAIT_KEY = "yarn.client.nodemanager-connect.max-wait-ms"
 
 
 @dataclass
@@ -85,7 +90,9 @@ class YarnProvider(Provider):
         self.amrm.init(self.conf)
         self.amrm.start()
         self.nm = self.J.NMClient.createNMClient()
-        self.nm.init(self.conf)
+        nm_conf = self.J.YarnConfiguration(self.conf)
+        nm_conf.setLong(NM_WAIT_KEY, min(int(nm_conf.getLong(NM_WAIT_KEY, NM_WAIT_MS)), NM_WAIT_MS))
+        self.nm.init(nm_conf)
         self.nm.start()
         self.localization = LocalizationWatch(self.nm)
         self.lock = threading.RLock()
@@ -96,6 +103,9 @@ class YarnProvider(Provider):
         self.gpus_used: dict[str, set[int]] = {}
         self.ids = itertools.count(1)
         self.pool = ThreadPoolExecutor(8, thread_name_prefix="nm")
+        # Stops on threads of their own: stops to a node cut off wait (NM_WAIT_MS) without
+        # holding back the starts of the next attempt's containers.
+        self.stoppers = ThreadPoolExecutor(4, thread_name_prefix="nm-stop")
         self.stop_loop = threading.Event()
         self.loop = threading.Thread(target=self._run, name="amrm", daemon=True)
         self.allocated_at: dict[str, float] = {}
@@ -248,7 +258,7 @@ class YarnProvider(Provider):
                 self.on_exit(task_id, attempt, 143, "stopped before YARN gave it a container")
                 return
             container = launch.container
-        self.pool.submit(self._stop_container, container)
+        self.stoppers.submit(self._stop_container, container)
 
     def poll(self) -> None:  # completions arrive on the allocate thread
         pass
@@ -282,6 +292,7 @@ class YarnProvider(Provider):
         if self.loop.is_alive():
             self.loop.join(5)
         self.pool.shutdown(wait=True, cancel_futures=True)
+        self.stoppers.shutdown(wait=False, cancel_futures=True)
         for client in (self.nm, self.amrm):
             try:
                 client.stop()
