@@ -8,7 +8,7 @@ import getpass
 
 import pytest
 
-from tony_jupyter.devcluster import DevCluster, DevClusterError, failover, process
+from tony_jupyter.devcluster import DevCluster, DevClusterError, failover, kerberos, process
 from tony_jupyter.devcluster.cli import main
 from tony_jupyter.devcluster.config import Layout, write_config
 from tony_jupyter.devcluster.security import Security
@@ -110,6 +110,22 @@ def test_ha_with_kerberos_has_the_pair_at_localhost_and_the_kdc_at_the_offset(tm
     hdfs = read_site(layout.conf / "hdfs-site.xml")
     assert hdfs["dfs.namenode.kerberos.principal"] == "nn/_HOST@DEVCLUSTER.TEST"
     assert hdfs["dfs.namenode.rpc-address.devcluster.nn2"] == "localhost:38120"
+
+
+def test_probes_for_the_active_masters_before_the_kdc_runs_count_as_no_answer(tmp_path):
+    """`up --ha --secure` asks which master is active (for the daemons' environment) before
+    the KDC has started: no ticket can be had yet, which is no answer, not a crash."""
+    try:
+        kerberos.check_tools()
+    except DevClusterError as err:
+        pytest.skip(str(err))
+    dc = DevCluster(tmp_path, port_offset=30000, security=True, ha=True)
+    kerberos.prepare(dc.layout, list(dc.users))  # keytabs and krb5.conf; no KDC runs
+    with pytest.raises(kerberos.NoCredentials, match="no ticket for"):
+        dc.http.get("http://localhost:38088/ws/v1/cluster/info", timeout=2)
+    assert failover.ha_state(dc.layout, dc.http, "resourcemanager") is None
+    # Neither answers: the first of each pair, whose errors then name it.
+    assert dc.env()["TONY_DEVCLUSTER_RM_URL"] == "http://localhost:38088"
 
 
 def test_ha_with_hosts_is_refused_before_anything(tmp_path, capsys):
