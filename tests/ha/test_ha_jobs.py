@@ -9,6 +9,8 @@ own client that the new active master answered, and the training steps lost."""
 
 from __future__ import annotations
 
+import functools
+import getpass
 import json
 import shutil
 import threading
@@ -17,9 +19,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from helpers.cells import CHECKPOINTED
+from helpers.ha import FollowingCluster
+from helpers.yarn import TEST_MEMORY_MB
 from sklearn.datasets import load_digits
 
-from tony_jupyter.devcluster import failover
+from tony_jupyter.devcluster import DevCluster, failover
 from tony_jupyter.devcluster.cli import main
 from tony_jupyter.devcluster.config import NODEMANAGERS
 from tony_jupyter.devcluster.ha import NAMENODES, RESOURCEMANAGERS
@@ -44,6 +48,32 @@ CELL = CHECKPOINTED.replace("time.sleep(0.5)", "time.sleep(1.5)")
 assert CELL != CHECKPOINTED
 FLAGS = "--workers 1 --max-attempts 2 --no-tensorboard --pull first_epoch,attempt"
 STRIKE_AT_EPOCH = 3
+
+
+@pytest.fixture
+def cluster(ha_cluster: DevCluster, tony_home) -> FollowingCluster:
+    return FollowingCluster(ha_cluster, getpass.getuser())
+
+
+@pytest.fixture
+def tony_home(tony_home, monkeypatch, ha_cluster):
+    """conftest's tony_home, with the test's jobs on the HA devcluster through its HA client
+    configuration (HADOOP_CONF_DIR: both masters of each pair, no single address); afterwards
+    no application or staging directory of the test may be left."""
+    for k, v in ha_cluster.env().items():
+        monkeypatch.setenv(k, v)
+    for name in ("TONY_YARN_RM_URL", "TONY_WEBHDFS_URL", "HADOOP_USER_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    from tony_jupyter import options
+    from tony_jupyter.spec import SpecBuilder
+
+    monkeypatch.setattr(
+        options, "SpecBuilder", functools.partial(SpecBuilder, default_memory=TEST_MEMORY_MB)
+    )
+    view = FollowingCluster(ha_cluster, getpass.getuser())
+    before = {a["id"] for a in view.apps()}
+    yield tony_home
+    view.wait_nothing_left({a["id"] for a in view.apps()} - before)
 
 
 @pytest.fixture

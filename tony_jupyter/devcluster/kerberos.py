@@ -294,6 +294,11 @@ def _krb5_config(path: Path) -> Iterator[None]:
             os.environ["KRB5_CONFIG"] = old
 
 
+class NoCredentials(requests.RequestException):
+    """No ticket could be had for a SPNEGO call (the KDC is not up yet, or no longer): to the
+    caller, a call that got no answer, as a refused connection is."""
+
+
 class SpnegoSession(requests.Session):
     """A requests session that authenticates as ``user`` with SPNEGO, getting its tickets from
     the user's keytab into the user's ccache by itself (and again once they expire)."""
@@ -315,14 +320,19 @@ class SpnegoSession(requests.Session):
 
         ccache = self._layout.ccache(self.user)
         ccache.parent.mkdir(mode=0o700, exist_ok=True)
-        creds = gssapi.Credentials(
-            name=gssapi.Name(principal(self.user), gssapi.NameType.kerberos_principal),
-            usage="initiate",
-            store={
-                b"ccache": f"FILE:{ccache}".encode(),
-                b"client_keytab": str(self._layout.keytab(self.user)).encode(),
-            },
-        )
+        try:
+            creds = gssapi.Credentials(
+                name=gssapi.Name(principal(self.user), gssapi.NameType.kerberos_principal),
+                usage="initiate",
+                store={
+                    b"ccache": f"FILE:{ccache}".encode(),
+                    b"client_keytab": str(self._layout.keytab(self.user)).encode(),
+                },
+            )
+        except gssapi.exceptions.GSSError as err:
+            # e.g. an HA cluster's probes for the active master while `up` has not yet
+            # started the KDC: no answer yet, tried again at the next call.
+            raise NoCredentials(f"no ticket for {principal(self.user)}: {err}") from None
         # OPTIONAL: WebHDFS's DataNode answers without a Negotiate header (it takes the token
         # in the redirect's URL), which REQUIRED would reject.
         return HTTPSPNEGOAuth(creds=creds, mutual_authentication=OPTIONAL)

@@ -179,12 +179,10 @@ def check_shape(*, hosts: bool, secure: bool, tls: bool, ha: bool) -> None:
             "--hosts together with --tls is not supported yet: start the several-host "
             "cluster without TLS, or the TLS one on this machine's own host."
         )
-    others = [flag for flag, on in (("--secure", secure), ("--hosts", hosts)) if on]
-    if ha and others:
+    if ha and hosts:
         raise DevClusterError(
-            f"--ha together with {' and '.join(others)} is not supported yet: start the HA "
-            f"cluster (two NameNodes, two ResourceManagers) without {' and '.join(others)}, or "
-            "that one without --ha."
+            "--ha together with --hosts is not supported yet: start the HA cluster (two "
+            "NameNodes, two ResourceManagers) without --hosts, or that one without --ha."
         )
 
 

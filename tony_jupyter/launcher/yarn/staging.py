@@ -57,10 +57,11 @@ class Staging:
             self.client = _TokenOps(url, session=self.http, timeout=30)
         self.root = f"/user/{user}/{STAGING}"
 
-    def delegation_token(self, renewer: str) -> str:
+    def delegation_token(self, renewer: str, service: str = "") -> str:
         """An HDFS delegation token (urlString) for the job's containers, renewable by the RM
         (``renewer``), labelled for Hadoop's RPC client (tokens.py); from an HA pair, the
-        active NameNode's (its service is not yet the nameservice's ``ha-hdfs:<ns>``)."""
+        active NameNode's, under ``service`` (the nameservice's ``ha-hdfs:<ns>``) where given
+        instead of that NameNode's address."""
         ops = _TokenOps(";".join(self.address.urls), session=self.http, timeout=30)
         try:
             r = ops._getdelegationtoken("/", renewer=renewer)
@@ -78,7 +79,7 @@ class Staging:
                 f"could not get an HDFS delegation token from {self.address}: {r.text[:300]}"
             )
         token = Token.decode(r.json()["Token"]["urlString"])
-        return token.relabel(HDFS_KIND).encode()
+        return token.relabel(HDFS_KIND, service or None).encode()
 
     def renew_token(self, url_string: str) -> float:
         """Renew a token whose renewer is this client's user; its new expiry (epoch s)."""
