@@ -451,3 +451,18 @@ def test_another_hadoop_release_resolves_with_the_same_poms(tmp_path, monkeypatc
     assert (tmp_path / "lib").resolve().name.startswith("lib-3.3.6-")
     maven.resolve_jars("pom.xml", tmp_path / "lib2", tmp_path)
     assert (tmp_path / "lib2").resolve().name.startswith(f"lib2-{maven.HADOOP_VERSION}-")
+
+
+def test_a_fourth_cluster_gets_ports_below_the_ephemeral_range(monkeypatch, tmp_path):
+    """With the round offsets 0, 10000 and 20000 taken, the next cluster goes to 5000, not to
+    30000, whose ports (38020-39871) lie where the kernel picks outgoing connections' ports."""
+    from tony_jupyter.devcluster import preflight, testing
+    from tony_jupyter.devcluster.config import Layout
+
+    monkeypatch.delenv("TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET", raising=False)
+    taken = {p for o in (0, 10000, 20000) for p in Layout(tmp_path, o, False).all_ports()}
+    monkeypatch.setattr(preflight, "port_in_use", lambda port: port in taken)
+    offset = testing._free_port_offset(tmp_path)
+    assert offset == 5000
+    ports = Layout(tmp_path, offset, False).all_ports()
+    assert max(ports) < testing._ephemeral_low() and not taken & set(ports)
