@@ -444,3 +444,24 @@ def test_verification_is_on_by_default(monkeypatch):
     for name in ("TONY_CA_BUNDLE", "REQUESTS_CA_BUNDLE"):
         monkeypatch.delenv(name, raising=False)
     assert transport.session().verify not in (False, None, "")
+
+
+def test_hdfs_with_no_datanode_room_is_named_with_the_fix():
+    """HDFS's own words for a DataNode that excluded itself (its disk full) say nothing of the
+    disk; the error adds it, and how to see each DataNode's room."""
+    from hdfs.util import HdfsError
+
+    words = (
+        "File /user/u/.tony-jupyter/app_1/cell.py could only be written to 0 of the 1 "
+        "minReplication nodes. There are 1 datanode(s) running and 1 node(s) are excluded in "
+        "this operation."
+    )
+
+    def write():
+        raise HdfsError(words, exception="RemoteException")
+
+    staging = Staging.__new__(Staging)  # _call reads no state on this path
+    with pytest.raises(BackendError) as err:
+        staging._call("writing cell.py", write)
+    assert "HDFS refused writing cell.py" in str(err.value) and words in str(err.value)
+    assert "disks are full" in str(err.value) and "hdfs dfsadmin -report" in str(err.value)

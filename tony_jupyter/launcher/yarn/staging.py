@@ -117,6 +117,15 @@ class Staging:
                     f"-chown {self.user} /user/{self.user}), or set HADOOP_USER_NAME to a user "
                     "that owns a home directory"
                 ) from None
+            if "minReplication nodes" in msg:
+                # HDFS's word for "no DataNode could take a block": most often every DataNode
+                # is out of room (below dfs.datanode.du.reserved, or its disk full).
+                raise BackendError(
+                    f"HDFS refused {what}: {msg} No DataNode could take the block: most often "
+                    "their disks are full (the NameNode's web UI lists each one's remaining "
+                    "space, `hdfs dfsadmin -report` too). Free space on the DataNodes, or ask "
+                    "the cluster's administrators to"
+                ) from None
             raise BackendError(f"HDFS refused {what}: {msg}") from None
 
     def check(self) -> None:
