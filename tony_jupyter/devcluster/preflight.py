@@ -169,11 +169,6 @@ def check_same_cluster(root: Path, state: dict, wanted: dict) -> None:
 
 def check_shape(*, hosts: bool, secure: bool, tls: bool, ha: bool) -> None:
     """Refuse the combinations of `up`'s shapes that are not supported yet, before anything."""
-    if hosts and secure:
-        raise DevClusterError(
-            "--hosts together with --secure is not supported yet: start the several-host "
-            "cluster without Kerberos, or the secure one on this machine's own host."
-        )
     if hosts and tls:
         raise DevClusterError(
             "--hosts together with --tls is not supported yet: start the several-host "
