@@ -28,9 +28,9 @@ def test_up_hosts_without_root_says_why_and_makes_nothing(tmp_path, monkeypatch,
     assert netns.leftovers(Topology.for_dir(tmp_path)) == []
 
 
-def test_secure_with_hosts_is_refused_before_anything(tmp_path):
-    with pytest.raises(DevClusterError, match="--hosts together with --secure is not supported"):
-        DevCluster(tmp_path, security=True, hosts=True)
+def test_tls_with_hosts_is_refused_before_anything(tmp_path):
+    with pytest.raises(DevClusterError, match="--hosts together with --tls is not supported"):
+        DevCluster(tmp_path, tls_on=True, hosts=True)
     assert list(tmp_path.iterdir()) == []
 
 
