@@ -95,7 +95,7 @@ class DevCluster:
                 "1000, e.g. 10000."
             )
         secure = self.security is not None
-        preflight.check_shape(hosts=hosts, secure=secure, tls=tls_on, ha=ha)
+        preflight.check_shape(hosts=hosts, secure=secure, ha=ha)
         self.layout = Layout(root, port_offset, secure=secure, hosts=hosts, tls=tls_on, ha=ha)
         self.hosts = Hosts.from_json(recorded_hosts) if hosts and recorded_hosts else None
         self.user = getpass.getuser()
