@@ -2,9 +2,9 @@
 
 Every web endpoint (ResourceManager with its web proxy, NameNode, DataNodes, NodeManagers) is
 ``HTTPS_ONLY``, its certificate signed by a CA that `up` makes once per cluster dir with the
-JDK's ``keytool``: a CA key pair (``ca.p12``), one server keystore for this host's daemons
-(``server.p12``: every daemon here is on the same host, and Hadoop's ``ssl-server.xml`` is per
-host, as a certificate is), and a truststore (``truststore.jks``) for the daemons' own HTTPS
+JDK's ``keytool``: a CA key pair (``ca.p12``), one server keystore for every daemon
+(``server.p12``: Hadoop's ``ssl-server.xml`` is per host, as a certificate is; here one
+certificate names every host the daemons run on), and a truststore (``truststore.jks``) for the daemons' own HTTPS
 clients (``ssl-client.xml``: the RM's web proxy, WebHDFS redirects). Clients outside the JVMs
 take the CA as a PEM bundle, ``ca.pem`` (``TONY_CA_BUNDLE`` in `devcluster env`).
 
