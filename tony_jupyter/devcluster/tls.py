@@ -4,9 +4,10 @@ Every web endpoint (ResourceManager with its web proxy, NameNode, DataNodes, Nod
 ``HTTPS_ONLY``, its certificate signed by a CA that `up` makes once per cluster dir with the
 JDK's ``keytool``: a CA key pair (``ca.p12``), one server keystore for every daemon
 (``server.p12``: Hadoop's ``ssl-server.xml`` is per host, as a certificate is; here one
-certificate names every host the daemons run on), and a truststore (``truststore.jks``) for the daemons' own HTTPS
-clients (``ssl-client.xml``: the RM's web proxy, WebHDFS redirects). Clients outside the JVMs
-take the CA as a PEM bundle, ``ca.pem`` (``TONY_CA_BUNDLE`` in `devcluster env`).
+certificate names every host the daemons run on), and a truststore (``truststore.jks``) for
+the daemons' own HTTPS clients (``ssl-client.xml``: the RM's web proxy, WebHDFS redirects).
+Clients outside the JVMs take the CA as a PEM bundle, ``ca.pem`` (``TONY_CA_BUNDLE`` in
+`devcluster env`).
 
 The certificate names ``localhost`` and ``127.0.0.1`` (subjectAltName DNS and IP), so that
 clients may use either, and a secure cluster (whose addresses say ``localhost``) the same; and
