@@ -6,6 +6,7 @@ the notebook has. Its own cluster for the module (the plain hosts modules keep t
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import shutil
@@ -158,7 +159,7 @@ def test_mwms_as_alice_from_the_edge_with_tokens_naming_master(secure_hosts, nod
     assert out["kernel_host"] == "edge"
     assert out["app"]["user"] == "alice", out
     assert [out["app"]["state"], out["app"]["finalStatus"]] == ["FINISHED", "SUCCEEDED"], out
-    assert out["replicas"] == 2 and out["loss"] == out["loss"], out  # finite, not NaN
+    assert out["replicas"] == 2 and math.isfinite(out["loss"]), out
     # The HDFS token the kernel got for the job names the NameNode's RPC address on master
     # (Hadoop's service: the address, not the name), not 127.0.0.1 or the edge.
     nn_rpc = secure_hosts.layout.ports("namenode")["rpc"]
