@@ -17,9 +17,10 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
-from tony_jupyter.devcluster import DevCluster
+from tony_jupyter.devcluster import DevCluster, netns
 from tony_jupyter.devcluster.hosts import host_address
 
 pytestmark = [pytest.mark.hosts, pytest.mark.secure, pytest.mark.slow]
@@ -42,10 +43,15 @@ def secure_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluste
     started = time.monotonic()
     cluster.up()
     print(json.dumps({"up_hosts_secure_s": round(time.monotonic() - started, 1)}))
+    kdc = cluster.layout.pid_file("kdc")
+    kdc_pid = int(kdc.read_text().split()[0])
     try:
         yield cluster
     finally:
         cluster.down()
+    # `down` took it all: the KDC on master with the daemons, and every namespace and link.
+    assert not psutil.pid_exists(kdc_pid) and not kdc.exists()
+    assert netns.leftovers(cluster.hosts.topology) == []
 
 
 def _alice_env(cluster: DevCluster) -> dict[str, str]:
