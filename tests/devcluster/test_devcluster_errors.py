@@ -401,6 +401,39 @@ def test_secure_config(tmp_path) -> None:
     assert not (layout.conf / "hadoop-policy.xml").exists()
 
 
+def test_hosts_secure_config_names_each_daemons_host(tmp_path) -> None:
+    """`up --hosts --secure`'s keys and krb5.conf: the KDC on master at its address, every
+    principal with its host's name (the RM checks an NM's against the name of the address it
+    connects from: _HOST in the shared file, the host itself in each NM's)."""
+    from tony_jupyter.devcluster import kerberos
+    from tony_jupyter.devcluster.security import service_principals
+
+    layout = Layout(tmp_path, 0, secure=True, hosts=True)
+    write_config(layout, "root", "/usr/bin", Security())
+    core, hdfs = _props(layout.conf / "core-site.xml"), _props(layout.conf / "hdfs-site.xml")
+    yarn = _props(layout.conf / "yarn-site.xml")
+    assert core["fs.defaultFS"] == "hdfs://master:8020"
+    assert hdfs["dfs.namenode.kerberos.principal"] == "nn/_HOST@DEVCLUSTER.TEST"
+    assert hdfs["dfs.datanode.kerberos.principal"] == "dn/_HOST@DEVCLUSTER.TEST"
+    assert yarn["yarn.nodemanager.principal"] == "nm/_HOST@DEVCLUSTER.TEST"
+    for nm, host in (("nm1", "worker1"), ("nm2", "worker2")):
+        props = _props(layout.nm_conf(nm) / "yarn-site.xml")
+        assert props["yarn.nodemanager.principal"] == f"nm/{host}@DEVCLUSTER.TEST"
+        assert props["yarn.nodemanager.address"] == f"{host}:{8041 + 100 * (nm == 'nm2')}"
+    assert service_principals(True) == {
+        "nn": ["nn/master@DEVCLUSTER.TEST"],
+        "dn": ["dn/worker1@DEVCLUSTER.TEST", "dn/worker2@DEVCLUSTER.TEST"],
+        "rm": ["rm/master@DEVCLUSTER.TEST"],
+        "nm": ["nm/worker1@DEVCLUSTER.TEST", "nm/worker2@DEVCLUSTER.TEST"],
+        "HTTP": [f"HTTP/{h}@DEVCLUSTER.TEST" for h in ("master", "worker1", "worker2")],
+    }
+    assert kerberos.kdc_address(layout) == ("198.18.0.11", 9088)
+    assert kerberos.kdc_address(Layout(tmp_path, 0, secure=True)) == ("127.0.0.1", 9088)
+    write_config(Layout(tmp_path, 0, secure=True), "root", "/usr/bin", Security())
+    one_host = _props(layout.nm_conf("nm1") / "yarn-site.xml")
+    assert one_host["yarn.nodemanager.principal"] == "nm/localhost@DEVCLUSTER.TEST"
+
+
 @pytest.mark.parametrize("running_secure", [False, True], ids=["plain-running", "secure-running"])
 def test_up_the_other_way_while_running_is_refused(tmp_path, running_secure) -> None:
     """Stand-in daemons (sleep) under the pid files; `up` with the other security must not

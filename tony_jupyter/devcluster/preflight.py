@@ -167,18 +167,8 @@ def check_same_cluster(root: Path, state: dict, wanted: dict) -> None:
         raise _running_otherwise(root, f"{running}, not {_describe(wanted['security'])}")
 
 
-def check_shape(*, hosts: bool, secure: bool, tls: bool, ha: bool) -> None:
+def check_shape(*, hosts: bool, secure: bool, ha: bool) -> None:
     """Refuse the combinations of `up`'s shapes that are not supported yet, before anything."""
-    if hosts and secure:
-        raise DevClusterError(
-            "--hosts together with --secure is not supported yet: start the several-host "
-            "cluster without Kerberos, or the secure one on this machine's own host."
-        )
-    if hosts and tls:
-        raise DevClusterError(
-            "--hosts together with --tls is not supported yet: start the several-host "
-            "cluster without TLS, or the TLS one on this machine's own host."
-        )
     if ha and hosts:
         raise DevClusterError(
             "--ha together with --hosts is not supported yet: start the HA cluster (two "
