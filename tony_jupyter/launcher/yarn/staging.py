@@ -183,11 +183,17 @@ class Staging:
         """The venv at ``prefix`` as a YARN ARCHIVE entry, packed and uploaded only if its
         content hash is not cached yet; and what it took: {hash, path, bytes_uploaded, seconds}.
         """
-        from . import packenv
+        from . import envcache, packenv
 
         digest = packenv.content_hash(prefix)
+
+        def pack(local: Path) -> None:
+            if not envcache.fetch(digest, local):  # packed before, for another cluster
+                packenv.pack(prefix, local)
+                envcache.keep(digest, local)
+
         # PRIVATE: a NodeManager keeps the unpacked env for this user's later jobs too.
-        return self._archive(ENVS, digest, lambda local: packenv.pack(prefix, local), "PRIVATE")
+        return self._archive(ENVS, digest, pack, "PRIVATE")
 
     def src_archive(self, src: SrcDir) -> tuple[dict, dict]:
         """The shipped directory (srcdir.py) as a YARN ARCHIVE entry, uploaded once per content
