@@ -21,21 +21,18 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
+import edge_kernel  # beside this script
 import requests
-from IPython.core.interactiveshell import InteractiveShell
 from requests_gssapi import OPTIONAL, HTTPSPNEGOAuth
 
 from tony_jupyter.launcher.client import find_job, jobs_dir
 from tony_jupyter.launcher.clients import open_client
-from tony_jupyter.launcher.yarn import appmaster
 
-# The first job's AM localizes the packed env (TensorFlow) before it registers.
-appmaster.AM_START_TIMEOUT_S = 900.0
 RM = os.environ["TONY_DEVCLUSTER_RM_URL"]
 WEBHDFS = os.environ["TONY_DEVCLUSTER_WEBHDFS_URL"]
 
-CELL = """
+CELL = (
+    """
 import time
 started = time.time()
 import os, socket
@@ -45,13 +42,9 @@ from tony_jupyter import tokens
 from tony_jupyter.protocol.env import ExecutorEnv
 from tony_jupyter.tokens import Token
 print("HOST", socket.gethostname(), flush=True)
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
-dataset = tf.data.Dataset.from_tensor_slices((X, y)).shuffle(512, seed=0).repeat().batch(64)
-with strategy.scope():
-    model = tf.keras.Sequential([tf.keras.layers.Input((16,)), tf.keras.layers.Dense(4)])
-    model.compile(optimizer="adam",
-                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-save = tf.keras.callbacks.ModelCheckpoint(
+"""
+    + edge_kernel.MWMS
+    + """save = tf.keras.callbacks.ModelCheckpoint(
     os.path.join(tony_jupyter.checkpoint_dir(), "ckpt-{epoch}.weights.h5"), save_weights_only=True)
 loss = model.fit(dataset, epochs=2, steps_per_epoch=5, verbose=0, callbacks=[save])
 loss = loss.history["loss"][-1]
@@ -68,6 +61,7 @@ while True:
         break
     time.sleep(0.5)
 """
+)
 PULL = "started,loss,replicas,token_kind,token_service,in_hdfs"
 
 
@@ -88,11 +82,7 @@ def wait_app_end(http: requests.Session, app_id: str, timeout: float = 120) -> d
 
 
 def job(name: str) -> dict:
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "tony_jupyter")
-    rng = np.random.default_rng(0)
-    ip.user_ns["X"] = rng.normal(size=(512, 16)).astype("float32")
-    ip.user_ns["y"] = rng.integers(0, 4, size=512)
+    ip = edge_kernel.kernel()
     flags = f"--workers 2 --memory 1g --pull {PULL} --async --no-tensorboard --name {name}"
     t0 = time.time()
     try:
@@ -120,8 +110,7 @@ def job(name: str) -> dict:
 
 
 def noticket(name: str) -> dict:
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "tony_jupyter")
+    ip = edge_kernel.kernel(data=False)
     try:
         ip.run_cell_magic("tony", f"--workers 1 --no-tensorboard --name {name}", "1 + 1\n")
     except Exception as e:  # noqa: BLE001 - the message the user reads

@@ -139,7 +139,8 @@ def _pids(cluster: DevCluster, host: str) -> list[int]:
 def test_no_ticket_on_the_edge_is_refused_before_submit(secure_hosts, node_venv, tmp_path):
     notebook = tmp_path / "notebook"
     notebook.mkdir()
-    shutil.copy(HERE / "edge_secure.py", notebook)
+    for script in ("edge_secure.py", "edge_kernel.py"):  # the script and what it imports
+        shutil.copy(HERE / script, notebook)
     alice = _alice_env(secure_hosts)
     name = f"hosts-noticket-{uuid.uuid4().hex[:6]}"
     before = _on_edge(secure_hosts, node_venv, notebook, alice, "left", f"{name}-before")
@@ -157,7 +158,8 @@ def test_no_ticket_on_the_edge_is_refused_before_submit(secure_hosts, node_venv,
 def test_mwms_as_alice_from_the_edge_with_tokens_naming_master(secure_hosts, node_venv, tmp_path):
     notebook = tmp_path / "notebook"
     notebook.mkdir()
-    shutil.copy(HERE / "edge_secure.py", notebook)
+    for script in ("edge_secure.py", "edge_kernel.py"):  # the script and what it imports
+        shutil.copy(HERE / script, notebook)
     name = f"hosts-secure-mwms-{uuid.uuid4().hex[:6]}"
     out = _on_edge(secure_hosts, node_venv, notebook, _alice_env(secure_hosts), "job", name)
     print(json.dumps(out))
