@@ -92,6 +92,9 @@ class HadoopConf:
     secure: bool = False
     rm_principal: str = ""  # yarn.resourcemanager.principal, _HOST resolved: the renewer
     rm_token_service: str = ""  # the RM's RPC address as "ip:port", as Hadoop names tokens
+    # The service of the default FS's HDFS token when it is a logical HA nameservice:
+    # "ha-hdfs:<ns>", as Hadoop's DFSClient names it; "" keeps the NameNode's own "ip:port".
+    hdfs_token_service: str = ""
 
     @classmethod
     def load(cls, conf_dir: str | Path | None = None) -> HadoopConf:
@@ -137,8 +140,37 @@ class HadoopConf:
             host = urlparse(rm.urls[0]).hostname or "localhost"
             rm_principal = rm_principal.replace("_HOST", host.lower())
         return cls(
-            d, rm, webhdfs, default_fs, user, app_cp, secure, rm_principal, _rm_service(yarn)
+            d,
+            rm,
+            webhdfs,
+            default_fs,
+            user,
+            app_cp,
+            secure,
+            rm_principal,
+            _rm_service(yarn),
+            hdfs_token_service(hdfs, default_fs),
         )
+
+
+# HAUtilClient.HA_DT_SERVICE_PREFIX + the scheme: "ha-hdfs:<nameservice>".
+HA_HDFS_TOKEN_PREFIX = "ha-hdfs:"
+
+
+def hdfs_token_service(hdfs: dict[str, str], default_fs: str) -> str:
+    """The service Hadoop's own client gives an HDFS delegation token of ``default_fs``: on a
+    logical nameservice with client failover (``dfs.client.failover.proxy.provider.<ns>``,
+    other than IPFailoverProxyProvider, which keeps one physical address), DFSClient names it
+    ``ha-hdfs:<ns>`` (HAUtilClient.buildTokenServiceForLogicalUri), so that any NameNode of
+    the pair is reached with it (the client clones it for each NameNode's address) and the RM
+    renews it through the nameservice; "" for one NameNode, whose "ip:port" WebHDFS gives."""
+    u = urlparse(default_fs) if default_fs.startswith("hdfs://") else None
+    if u is None or not u.hostname or u.port is not None:
+        return ""
+    provider = hdfs.get(f"dfs.client.failover.proxy.provider.{u.hostname}", "")
+    if not provider or provider.endswith("IPFailoverProxyProvider"):
+        return ""
+    return f"{HA_HDFS_TOKEN_PREFIX}{u.hostname}"
 
 
 def _rm_service(yarn: dict[str, str]) -> str:

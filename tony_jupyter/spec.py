@@ -80,7 +80,8 @@ class JobSpec:
     untracked: tuple[str, ...] = ("ps",)
     heartbeat_interval_ms: int = 1000
     max_missed_heartbeats: int = 8
-    registration_timeout_s: float = 120.0
+    registration_timeout_s: float = 120.0  # from the task's container running (past localizing)
+    localization_timeout_s: float = 1800.0  # YARN: a NodeManager fetching and unpacking its files
     completion_grace_s: float = 30.0
     am_linger_s: float = 30.0
     am_memory_mb: int = 1024
@@ -194,6 +195,7 @@ _JOB_KEYS = {
     "tony.task.heartbeat-interval-ms": "heartbeat_interval_ms",
     "tony.task.max-missed-heartbeats": "max_missed_heartbeats",
     "tony.task.registration-timeout-sec": "registration_timeout_s",
+    "tony.task.localization-timeout-sec": "localization_timeout_s",
     "tony.task.completion-grace-sec": "completion_grace_s",
     "tony.am.memory": "am_memory",
     "tony.am.vcores": "am_vcores",
@@ -297,7 +299,12 @@ class SpecBuilder:
             self.job[what] = whole(value, key, minimum=1, maximum=MAX_MISSED_HEARTBEATS)
         elif what == "am_vcores":
             self.job[what] = whole(value, key, minimum=1)
-        elif what in ("registration_timeout_s", "completion_grace_s", "am_linger_s"):
+        elif what in (
+            "registration_timeout_s",
+            "localization_timeout_s",
+            "completion_grace_s",
+            "am_linger_s",
+        ):
             self.job[what] = float(whole(value, key, maximum=int(MAX_SECONDS)))
         elif what == "env":
             for pair in filter(None, (p.strip() for p in value.split(","))):

@@ -2,10 +2,11 @@
 
 A token is Hadoop's ``Token`` Writable (identifier, password, kind, service) in its URL-safe
 base64 "urlString" form, the form WebHDFS hands out and the RM's REST API takes in an
-application's credentials. Only the kind is ever rewritten here: WebHDFS labels what it hands
+application's credentials. Only the label is ever rewritten here: WebHDFS labels what it hands
 out ``WEBHDFS delegation``, which Hadoop's RPC client (the AM's JVM) and the RM's renewer
-only use for HDFS under the kind ``HDFS_DELEGATION_TOKEN``; the identifier and password, what
-the NameNode checks, stay as they are.
+only use for HDFS under the kind ``HDFS_DELEGATION_TOKEN``; and its service is the NameNode's
+own "ip:port", where on an HA nameservice Hadoop's clients name the token ``ha-hdfs:<ns>``.
+The identifier and password, what the NameNode checks, stay as they are.
 
 Inside a task, :func:`hdfs_token` is the current HDFS token: from ``TONY_HDFS_TOKEN`` at
 start, then from the credentials file that the heartbeat sidecar rewrites whenever the AM has
@@ -115,8 +116,11 @@ class Token:
             _write_bytes(out, part)
         return base64.urlsafe_b64encode(out.getvalue()).decode().rstrip("=")
 
-    def relabel(self, kind: str) -> Token:
-        return Token(self.identifier, self.password, kind, self.service)
+    def relabel(self, kind: str, service: str | None = None) -> Token:
+        """The same token under ``kind`` (and ``service``, else its own)."""
+        return Token(
+            self.identifier, self.password, kind, self.service if service is None else service
+        )
 
     def max_date_ms(self) -> int | None:
         """The latest an HDFS delegation token can be renewed to (its identifier is Hadoop's
@@ -135,7 +139,8 @@ class Token:
 
 def alias(token: Token) -> str:
     """The name a token goes under in an application's credentials: its service (the
-    NameNode's address), else its kind; the same on submission and on renewal."""
+    NameNode's address, or ``ha-hdfs:<ns>``), else its kind; the same on submission and on
+    renewal, so that a new token replaces the old one (and, in a JVM, its per-NameNode clones)."""
     return token.service or token.kind
 
 

@@ -14,6 +14,14 @@ class FakeProvider(Provider):
         self.launched, self.stopped = [], []
         self.recorded, self.tracking = [], []  # the recovery log; endpoint_registered calls
 
+        self.localizing_since, self.ran_at = {}, {}  # task id -> clock time (localizing)
+
+    def localizing(self, attempt):
+        return dict(self.localizing_since)
+
+    def running_since(self, task_id, attempt):
+        return self.ran_at.get(task_id)
+
     def record_event(self, event):
         self.recorded.append(event)
 
@@ -130,6 +138,43 @@ def test_registration_timeout_ends_the_job(tmp_path):
     clock.t += 11
     c.tick()
     assert c.state == "FAILED" and "worker:1 did not register within 10 s" in c.reason
+
+
+def test_the_registration_clock_waits_for_a_container_being_localized(tmp_path):
+    """A node unpacking a large packed environment for minutes is no fault of the task's: its
+    registration clock starts when its container runs."""
+    c, p, clock = make("--workers 2 --conf tony.task.registration-timeout-sec=10", tmp_path)
+    c.register("worker:0", 1, "h", 1, 1)
+    p.localizing_since["worker:1"] = clock.t
+    clock.t += 300
+    c.heartbeat("worker:0", 1, None)
+    c.tick()
+    assert c.state == "STARTING"
+    # Out of localizing at +300 s: from then on, the 10 s of the registration timeout.
+    del p.localizing_since["worker:1"]
+    p.ran_at["worker:1"] = clock.t
+    clock.t += 9
+    c.heartbeat("worker:0", 1, None)
+    c.tick()
+    assert c.state == "STARTING"
+    clock.t += 2
+    c.heartbeat("worker:0", 1, None)
+    c.tick()
+    assert c.state == "FAILED" and "worker:1 did not register within 10 s" in c.reason
+
+
+def test_a_container_localized_past_its_limit_fails_the_attempt_by_name(tmp_path):
+    line = "--workers 1 --conf tony.task.localization-timeout-sec=60"
+    c, p, clock = make(line, tmp_path)
+    p.localizing_since["worker:0"] = clock.t
+    clock.t += 59
+    c.tick()
+    assert c.state == "STARTING"
+    clock.t += 2
+    c.tick()
+    assert c.state == "FAILED"
+    assert "worker:0 still localizing after 60 s" in c.reason
+    assert "tony.task.localization-timeout-sec" in c.reason
 
 
 def test_worker_left_after_chief_is_stopped_after_grace(tmp_path):

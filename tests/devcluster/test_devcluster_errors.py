@@ -401,6 +401,39 @@ def test_secure_config(tmp_path) -> None:
     assert not (layout.conf / "hadoop-policy.xml").exists()
 
 
+def test_hosts_secure_config_names_each_daemons_host(tmp_path) -> None:
+    """`up --hosts --secure`'s keys and krb5.conf: the KDC on master at its address, every
+    principal with its host's name (the RM checks an NM's against the name of the address it
+    connects from: _HOST in the shared file, the host itself in each NM's)."""
+    from tony_jupyter.devcluster import kerberos
+    from tony_jupyter.devcluster.security import service_principals
+
+    layout = Layout(tmp_path, 0, secure=True, hosts=True)
+    write_config(layout, "root", "/usr/bin", Security())
+    core, hdfs = _props(layout.conf / "core-site.xml"), _props(layout.conf / "hdfs-site.xml")
+    yarn = _props(layout.conf / "yarn-site.xml")
+    assert core["fs.defaultFS"] == "hdfs://master:8020"
+    assert hdfs["dfs.namenode.kerberos.principal"] == "nn/_HOST@DEVCLUSTER.TEST"
+    assert hdfs["dfs.datanode.kerberos.principal"] == "dn/_HOST@DEVCLUSTER.TEST"
+    assert yarn["yarn.nodemanager.principal"] == "nm/_HOST@DEVCLUSTER.TEST"
+    for nm, host in (("nm1", "worker1"), ("nm2", "worker2")):
+        props = _props(layout.nm_conf(nm) / "yarn-site.xml")
+        assert props["yarn.nodemanager.principal"] == f"nm/{host}@DEVCLUSTER.TEST"
+        assert props["yarn.nodemanager.address"] == f"{host}:{8041 + 100 * (nm == 'nm2')}"
+    assert service_principals(True) == {
+        "nn": ["nn/master@DEVCLUSTER.TEST"],
+        "dn": ["dn/worker1@DEVCLUSTER.TEST", "dn/worker2@DEVCLUSTER.TEST"],
+        "rm": ["rm/master@DEVCLUSTER.TEST"],
+        "nm": ["nm/worker1@DEVCLUSTER.TEST", "nm/worker2@DEVCLUSTER.TEST"],
+        "HTTP": [f"HTTP/{h}@DEVCLUSTER.TEST" for h in ("master", "worker1", "worker2")],
+    }
+    assert kerberos.kdc_address(layout) == ("198.18.0.11", 9088)
+    assert kerberos.kdc_address(Layout(tmp_path, 0, secure=True)) == ("127.0.0.1", 9088)
+    write_config(Layout(tmp_path, 0, secure=True), "root", "/usr/bin", Security())
+    one_host = _props(layout.nm_conf("nm1") / "yarn-site.xml")
+    assert one_host["yarn.nodemanager.principal"] == "nm/localhost@DEVCLUSTER.TEST"
+
+
 @pytest.mark.parametrize("running_secure", [False, True], ids=["plain-running", "secure-running"])
 def test_up_the_other_way_while_running_is_refused(tmp_path, running_secure) -> None:
     """Stand-in daemons (sleep) under the pid files; `up` with the other security must not
@@ -451,3 +484,18 @@ def test_another_hadoop_release_resolves_with_the_same_poms(tmp_path, monkeypatc
     assert (tmp_path / "lib").resolve().name.startswith("lib-3.3.6-")
     maven.resolve_jars("pom.xml", tmp_path / "lib2", tmp_path)
     assert (tmp_path / "lib2").resolve().name.startswith(f"lib2-{maven.HADOOP_VERSION}-")
+
+
+def test_a_fourth_cluster_gets_ports_below_the_ephemeral_range(monkeypatch, tmp_path):
+    """With the round offsets 0, 10000 and 20000 taken, the next cluster goes to 5000, not to
+    30000, whose ports (38020-39871) lie where the kernel picks outgoing connections' ports."""
+    from tony_jupyter.devcluster import preflight, testing
+    from tony_jupyter.devcluster.config import Layout
+
+    monkeypatch.delenv("TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET", raising=False)
+    taken = {p for o in (0, 10000, 20000) for p in Layout(tmp_path, o, False).all_ports()}
+    monkeypatch.setattr(preflight, "port_in_use", lambda port: port in taken)
+    offset = testing._free_port_offset(tmp_path)
+    assert offset == 5000
+    ports = Layout(tmp_path, offset, False).all_ports()
+    assert max(ports) < testing._ephemeral_low() and not taken & set(ports)

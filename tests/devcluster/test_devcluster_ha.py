@@ -8,9 +8,10 @@ import getpass
 
 import pytest
 
-from tony_jupyter.devcluster import DevCluster, DevClusterError, failover, process
+from tony_jupyter.devcluster import DevCluster, DevClusterError, failover, kerberos, process
 from tony_jupyter.devcluster.cli import main
 from tony_jupyter.devcluster.config import Layout, write_config
+from tony_jupyter.devcluster.security import Security
 from tony_jupyter.hadoopconf import HadoopConf, read_site
 
 
@@ -91,11 +92,46 @@ def test_ha_with_tls_gives_each_master_its_https_address_and_the_notebook_side_u
     assert failover.web_url(layout, "resourcemanager") == "https://127.0.0.1:38090"
 
 
-@pytest.mark.parametrize("other", ["--secure", "--hosts"])
-def test_ha_with_another_shape_is_refused_before_anything(tmp_path, capsys, other):
-    assert main(["up", "--dir", str(tmp_path), "--ha", other]) == 1
+def test_ha_with_kerberos_has_the_pair_at_localhost_and_the_kdc_at_the_offset(tmp_path):
+    """`up --ha --secure`: the pairs' addresses name localhost (their principals' host), the
+    notebook side's RM principal resolves to it, and the KDC's port follows the offset, as
+    every other port does, so that two secure clusters run side by side."""
+    dc = DevCluster(tmp_path, port_offset=30000, security=True, ha=True)
+    assert dc.layout.service_names[:2] == ("kdc", "zookeeper")
+    assert dc.layout.ports("kdc") == {"kdc": 39088}
+    assert 39088 in dc.layout.all_ports() and 32181 in dc.layout.all_ports()
+    layout = Layout(tmp_path / "other", port_offset=30000, secure=True, ha=True)
+    write_config(layout, getpass.getuser(), "/usr/bin", Security())
+    conf = HadoopConf.load(layout.conf)
+    assert conf.secure and conf.default_fs == "hdfs://devcluster"
+    assert conf.webhdfs.urls == ("http://localhost:39870", "http://localhost:39860")
+    assert conf.rm.urls == ("http://localhost:38088", "http://localhost:38188")
+    assert conf.rm_principal == "rm/localhost@DEVCLUSTER.TEST"
+    hdfs = read_site(layout.conf / "hdfs-site.xml")
+    assert hdfs["dfs.namenode.kerberos.principal"] == "nn/_HOST@DEVCLUSTER.TEST"
+    assert hdfs["dfs.namenode.rpc-address.devcluster.nn2"] == "localhost:38120"
+
+
+def test_probes_for_the_active_masters_before_the_kdc_runs_count_as_no_answer(tmp_path):
+    """`up --ha --secure` asks which master is active (for the daemons' environment) before
+    the KDC has started: no ticket can be had yet, which is no answer, not a crash."""
+    try:
+        kerberos.check_tools()
+    except DevClusterError as err:
+        pytest.skip(str(err))
+    dc = DevCluster(tmp_path, port_offset=30000, security=True, ha=True)
+    kerberos.prepare(dc.layout, list(dc.users))  # keytabs and krb5.conf; no KDC runs
+    with pytest.raises(kerberos.NoCredentials, match="no ticket for"):
+        dc.http.get("http://localhost:38088/ws/v1/cluster/info", timeout=2)
+    assert failover.ha_state(dc.layout, dc.http, "resourcemanager") is None
+    # Neither answers: the first of each pair, whose errors then name it.
+    assert dc.env()["TONY_DEVCLUSTER_RM_URL"] == "http://localhost:38088"
+
+
+def test_ha_with_hosts_is_refused_before_anything(tmp_path, capsys):
+    assert main(["up", "--dir", str(tmp_path), "--ha", "--hosts"]) == 1
     err = capsys.readouterr().err
-    assert f"--ha together with {other} is not supported yet" in err
+    assert "--ha together with --hosts is not supported yet" in err
     assert not any(tmp_path.iterdir())
 
 

@@ -12,7 +12,6 @@ from cryptography import x509
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from tony_jupyter.devcluster import DevCluster, preflight, tls
-from tony_jupyter.devcluster.cli import main
 from tony_jupyter.devcluster.config import Layout, write_config
 from tony_jupyter.devcluster.errors import DevClusterError
 
@@ -35,7 +34,7 @@ def made(tmp_path_factory):
     return files, java_home
 
 
-def test_the_server_certificate_is_signed_by_the_ca_for_localhost_and_127_0_0_1(made):
+def test_the_server_certificate_is_signed_by_the_ca_for_localhost_and_the_hosts(made):
     files, _ = made
     ca = x509.load_pem_x509_certificate(files.ca_pem.read_bytes())
     key, cert, chain = pkcs12.load_key_and_certificates(
@@ -44,8 +43,11 @@ def test_the_server_certificate_is_signed_by_the_ca_for_localhost_and_127_0_0_1(
     assert key is not None and cert is not None
     cert.verify_directly_issued_by(ca)  # raises if the CA did not sign it
     san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert san.get_values_for_type(x509.DNSName) == ["localhost"]
-    assert san.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1")]
+    # localhost for the one-host cluster, and each host of `up --hosts` by name and address
+    names = ["localhost", "edge", "master", "worker1", "worker2"]
+    assert san.get_values_for_type(x509.DNSName) == names
+    addresses = ["127.0.0.1", "198.18.0.10", "198.18.0.11", "198.18.0.21", "198.18.0.22"]
+    assert san.get_values_for_type(x509.IPAddress) == list(map(ipaddress.ip_address, addresses))
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     assert ca.subject in [c.subject for c in chain]  # the chain it presents ends at the CA
     assert files.password_file.stat().st_mode & 0o077 == 0
@@ -56,6 +58,17 @@ def test_the_files_are_kept_across_ups(made):
     pem, keystore = files.ca_pem.read_bytes(), files.keystore.read_bytes()
     tls.prepare(files, java_home)  # all there: untouched, so handed-out bundles stay valid
     assert files.ca_pem.read_bytes() == pem and files.keystore.read_bytes() == keystore
+
+
+def test_a_certificate_made_for_other_names_is_made_again(tmp_path, made):
+    _, java_home = made
+    files = tls.TlsFiles(tmp_path)
+    tls.prepare(files, java_home)
+    pem = files.ca_pem.read_bytes()
+    files.san_file.write_text("dns:localhost,ip:127.0.0.1\n")  # as an older `up --tls` left it
+    tls.prepare(files, java_home)
+    assert files.ca_pem.read_bytes() != pem
+    assert files.san_file.read_text().strip() == tls.SAN
 
 
 def test_the_config_says_https_only_on_https_ports(tmp_path, made):
@@ -90,10 +103,3 @@ def test_a_tls_cluster_says_https_and_exports_its_bundle(tmp_path, capsys):
     assert dc.session().verify == str(dc.ca_bundle)
     plain = DevCluster(tmp_path / "plain", port_offset=20000)
     assert plain.rm_url.startswith("http://") and "TONY_CA_BUNDLE" not in plain.env()
-
-
-def test_tls_with_hosts_is_refused(tmp_path, capsys):
-    assert main(["up", "--dir", str(tmp_path), "--tls", "--hosts"]) == 1
-    err = capsys.readouterr().err
-    assert "--hosts together with --tls is not supported yet" in err
-    assert not (tmp_path / "tls").exists() and not (tmp_path / "cluster.json").exists()

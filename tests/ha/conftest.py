@@ -5,19 +5,17 @@ One HA cluster for every module here (``ha_cluster``, package-scoped: pytest run
 shape's tests together, so each shape's cluster starts once), first over HTTP, then HTTPS only
 (`up --ha --tls`), in pytest's tmp dir on the first free port offset, beside the plain
 devcluster of the tests marked ``yarn``; ``TONY_TEST_HA_DIR`` points the tests at an HA
-devcluster already up (developers' runs: the shape it is), which is left running."""
+devcluster already up (developers' runs: the shape it is), which is left running. The Kerberized
+shape (`up --ha --secure`) has a module of its own, test_ha_secure.py, with its own cluster."""
 
 from __future__ import annotations
 
-import functools
-import getpass
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
-from helpers.yarn import TEST_MEMORY_MB, Cluster
 
 from tony_jupyter.devcluster import DevCluster
 from tony_jupyter.devcluster.testing import start_devcluster
@@ -46,7 +44,7 @@ def ha_cluster(
     if root:
         dc = DevCluster(Path(root))
         assert dc.layout.ha and dc.is_running(), f"no HA devcluster runs in {root}"
-        if dc.layout.tls != tls_on:
+        if dc.layout.tls != tls_on or dc.security is not None:
             pytest.skip(f"the HA devcluster in {root} is not the {request.param} one")
         yield dc
         return
@@ -62,54 +60,3 @@ def ha_cluster(
         if str(dc.dir) in " ".join(p.info["cmdline"] or [])
     ]
     assert not left, f"left running after down: {left}"
-
-
-class FollowingCluster(Cluster):
-    """:class:`Cluster`'s REST views through whichever RM and NameNode is active at each call,
-    so that they keep working across a failover."""
-
-    def __init__(self, dc: DevCluster, user: str):
-        self.dc = dc
-        super().__init__(dc, user)
-
-    @property  # type: ignore[override]
-    def rm(self) -> str:
-        return self.dc.rm_url
-
-    @rm.setter
-    def rm(self, _url: str) -> None:
-        pass
-
-    @property  # type: ignore[override]
-    def webhdfs(self) -> str:
-        return self.dc.webhdfs_url
-
-    @webhdfs.setter
-    def webhdfs(self, _url: str) -> None:
-        pass
-
-
-@pytest.fixture
-def cluster(ha_cluster: DevCluster, tony_home) -> FollowingCluster:
-    return FollowingCluster(ha_cluster, getpass.getuser())
-
-
-@pytest.fixture
-def tony_home(tony_home, monkeypatch, ha_cluster):
-    """conftest's tony_home, with the test's jobs on the HA devcluster through its HA client
-    configuration (HADOOP_CONF_DIR: both masters of each pair, no single address); afterwards
-    no application or staging directory of the test may be left."""
-    for k, v in ha_cluster.env().items():
-        monkeypatch.setenv(k, v)
-    for name in ("TONY_YARN_RM_URL", "TONY_WEBHDFS_URL", "HADOOP_USER_NAME"):
-        monkeypatch.delenv(name, raising=False)
-    from tony_jupyter import options
-    from tony_jupyter.spec import SpecBuilder
-
-    monkeypatch.setattr(
-        options, "SpecBuilder", functools.partial(SpecBuilder, default_memory=TEST_MEMORY_MB)
-    )
-    view = FollowingCluster(ha_cluster, getpass.getuser())
-    before = {a["id"] for a in view.apps()}
-    yield tony_home
-    view.wait_nothing_left({a["id"] for a in view.apps()} - before)

@@ -20,26 +20,23 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
-import numpy as np
-from IPython.core.interactiveshell import InteractiveShell
+import edge_kernel  # beside this script
 
 from tony_jupyter.launcher.client import find_job, jobs_dir
 from tony_jupyter.launcher.clients import open_client
-from tony_jupyter.launcher.yarn import appmaster
 
-appmaster.AM_START_TIMEOUT_S = 900.0  # the first job's AM localizes the packed venv first
 INTERVAL_S, MAX_MISSED = 1.0, 8
 FLAGS = (
     "--workers 2 --queue gpu --node-label gpu --memory 1g --max-attempts 3 "
     "--pull first_epoch,attempt,resumed_at,where "
     f"--conf tony.task.heartbeat-interval-ms={INTERVAL_S * 1000:.0f} "
-    f"--conf tony.task.max-missed-heartbeats={MAX_MISSED} "
+    f"--conf tony.task.max-missed-heartbeats={MAX_MISSED}"
     # A node's first container of a job from the edge unpacks the venv (about 2 GB, TensorFlow)
-    # before the task can register: over the default 120 s on 2 busy cores, and then again in
-    # each next attempt, as the unfinished unpacking goes with the killed container.
-    "--conf tony.task.registration-timeout-sec=900"
+    # for minutes on 2 busy cores: the default registration timeout holds, as it counts from
+    # the container's leaving localization (am/yarn/localizing.py).
 )
-CELL = """
+CELL = (
+    """
 import os, socket, time
 import tensorflow as tf
 import tony_jupyter
@@ -57,17 +54,14 @@ first_epoch = resumed_at = None
 attempt = int(os.environ["TONY_ATTEMPT"])
 where = socket.gethostname()
 print(f"attempt {attempt} of {os.environ['TONY_TASK_ID']} started on {where}", flush=True)
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
-dataset = tf.data.Dataset.from_tensor_slices((X, y)).shuffle(512, seed=0).repeat().batch(64)
-with strategy.scope():
-    model = tf.keras.Sequential([tf.keras.layers.Input((16,)), tf.keras.layers.Dense(4)])
-    model.compile(optimizer="adam",
-                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-backup = tf.keras.callbacks.BackupAndRestore(backup_dir=tony_jupyter.checkpoint_dir())
+"""
+    + edge_kernel.MWMS
+    + """backup = tf.keras.callbacks.BackupAndRestore(backup_dir=tony_jupyter.checkpoint_dir())
 history = model.fit(dataset, epochs=40, steps_per_epoch=5, verbose=2,
                     callbacks=[backup, FirstEpoch(), tony_jupyter.progress()]).history
 len(history["loss"])
 """
+)
 
 
 def watch(job_id: str, name: str, seen: dict) -> None:
@@ -99,11 +93,7 @@ def watch(job_id: str, name: str, seen: dict) -> None:
 
 
 def main(name: str) -> None:
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "tony_jupyter")
-    rng = np.random.default_rng(0)
-    ip.user_ns["X"] = rng.normal(size=(512, 16)).astype("float32")
-    ip.user_ns["y"] = rng.integers(0, 4, size=512)
+    ip = edge_kernel.kernel()
     seen: dict = {}
     try:
         job = ip.run_cell_magic("tony", f"{FLAGS} --async --no-tensorboard --name {name}", CELL)

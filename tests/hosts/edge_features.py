@@ -24,20 +24,19 @@ import traceback
 import uuid
 from pathlib import Path
 
+import edge_kernel  # beside this script
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import requests
-from IPython.core.interactiveshell import InteractiveShell
 
 from tony_jupyter import commands
 from tony_jupyter.data import filesystem
 from tony_jupyter.launcher.client import find_job
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.launcher.history import all_jobs
-from tony_jupyter.launcher.yarn import appmaster, warm
+from tony_jupyter.launcher.yarn import warm
 
-appmaster.AM_START_TIMEOUT_S = 900.0  # a first job from the edge localizes the packed venv
 RM = os.environ["TONY_DEVCLUSTER_RM_URL"]
 USER = {"user.name": "root"}
 
@@ -201,11 +200,7 @@ def history(out: dict, job_id: str, home: Path) -> None:
 
 
 def main(name: str) -> None:
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "tony_jupyter")
-    rng = np.random.default_rng(0)
-    ip.user_ns["X"] = rng.normal(size=(512, 16)).astype("float32")
-    ip.user_ns["y"] = rng.integers(0, 4, size=512)
+    ip = edge_kernel.kernel()
     out: dict = {}
     tag = uuid.uuid4().hex[:6]
     steps = [

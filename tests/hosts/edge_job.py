@@ -12,38 +12,26 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-from IPython.core.interactiveshell import InteractiveShell
+import edge_kernel  # beside this script
 
 from tony_jupyter.launcher.client import jobs_dir
-from tony_jupyter.launcher.yarn import appmaster
 
-# The first job's AM localizes the packed env (about 640 MB, TensorFlow) before it registers:
-# on 2 busy cores that took longer than the launcher's 180 s (its message then blames the queue).
-appmaster.AM_START_TIMEOUT_S = 900.0
-
-CELL = """
+CELL = (
+    """
 import os, socket, sys
 import tensorflow as tf
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
-dataset = tf.data.Dataset.from_tensor_slices((X, y)).shuffle(512, seed=0).repeat().batch(64)
-with strategy.scope():
-    model = tf.keras.Sequential([tf.keras.layers.Input((16,)), tf.keras.layers.Dense(4)])
-    model.compile(optimizer="adam",
-                  loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-loss = model.fit(dataset, epochs=2, steps_per_epoch=5, verbose=0).history["loss"][-1]
+"""
+    + edge_kernel.MWMS
+    + """loss = model.fit(dataset, epochs=2, steps_per_epoch=5, verbose=0).history["loss"][-1]
 replicas = strategy.num_replicas_in_sync
 where = socket.gethostname()
 python = os.path.realpath(sys.executable)
 """
+)
 
 
 def main(name: str) -> None:
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "tony_jupyter")
-    rng = np.random.default_rng(0)
-    ip.user_ns["X"] = rng.normal(size=(512, 16)).astype("float32")
-    ip.user_ns["y"] = rng.integers(0, 4, size=512)
+    ip = edge_kernel.kernel()
     t0 = time.monotonic()
     flags = "--workers 2 --memory 1g --pull loss,replicas,where,python"
     try:

@@ -18,6 +18,7 @@ import tony_jupyter
 # And what tony-jupyter itself requires: the kernel runs in this venv too.
 ROOTS = ["tensorflow", "tf-keras", "requests", "cloudpickle", "tornado", "psutil", "jpype1", "hdfs"]
 ROOTS += ["tensorboard"]  # a job's TensorBoard runs in its chief's container
+ROOTS += ["requests-gssapi"]  # the kernel's SPNEGO on a Kerberized cluster (the kerberos extra)
 ROOTS += [r for r in metadata.distribution("tony-jupyter").requires or [] if "extra ==" not in r]
 
 

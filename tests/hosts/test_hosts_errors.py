@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from tony_jupyter.devcluster import DevCluster, DevClusterError, netns
+from tony_jupyter.devcluster import DevCluster, netns
 from tony_jupyter.devcluster.cli import main
 from tony_jupyter.devcluster.hosts import Hosts, Topology
 
@@ -26,12 +26,6 @@ def test_up_hosts_without_root_says_why_and_makes_nothing(tmp_path, monkeypatch,
     assert "uid 1000" in err and "sudo -E" in err
     assert list(tmp_path.iterdir()) == []
     assert netns.leftovers(Topology.for_dir(tmp_path)) == []
-
-
-def test_secure_with_hosts_is_refused_before_anything(tmp_path):
-    with pytest.raises(DevClusterError, match="--hosts together with --secure is not supported"):
-        DevCluster(tmp_path, security=True, hosts=True)
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_exec_on_a_one_host_cluster_is_refused(tmp_path, capsys):

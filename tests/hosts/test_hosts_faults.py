@@ -65,7 +65,8 @@ def test_a_worker_host_cut_off_mid_training_is_detected_and_the_job_resumes_afte
 ):
     notebook = tmp_path / "notebook"
     notebook.mkdir()
-    shutil.copy(HERE / "edge_fault.py", notebook)
+    for script in ("edge_fault.py", "edge_kernel.py"):  # the script and what it imports
+        shutil.copy(HERE / script, notebook)
     name = f"hosts-cut-{uuid.uuid4().hex[:6]}"
     cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(hosts_cluster.dir)]
     env = {**os.environ, "TONY_JUPYTER_HOME": str(tmp_path / "tony-home")}

@@ -66,7 +66,8 @@ def test_mwms_from_a_kernel_on_the_edge_runs_on_workers_without_its_venv(
 ):
     notebook = tmp_path / "notebook"
     notebook.mkdir()
-    shutil.copy(HERE / "edge_job.py", notebook)
+    for script in ("edge_job.py", "edge_kernel.py"):  # the script and what it imports
+        shutil.copy(HERE / script, notebook)
     run = uuid.uuid4().hex[:6]
     first = _edge_job(hosts_cluster, node_venv, notebook, f"hosts-mwms-{run}-1")
     assert "error" not in first, first
@@ -126,7 +127,8 @@ def test_a_blocked_way_from_the_edge_to_the_nodes_is_named_not_waited_out(
         assert "pass  hdfs" in doc.stdout and "pass  resourcemanager" in doc.stdout, doc.stdout
         notebook = tmp_path / "notebook"
         notebook.mkdir()
-        shutil.copy(HERE / "edge_job.py", notebook)
+        for script in ("edge_job.py", "edge_kernel.py"):  # the script and what it imports
+            shutil.copy(HERE / script, notebook)
         name = f"hosts-blocked-{uuid.uuid4().hex[:6]}"
         out = _edge_job(hosts_cluster, node_venv, notebook, name)
     finally:
@@ -148,7 +150,8 @@ def test_ps_shard_hdfs_data_session_warm_am_tensorboard_and_history_from_the_edg
 ):
     notebook = tmp_path / "notebook"
     notebook.mkdir()
-    shutil.copy(HERE / "edge_features.py", notebook)
+    for script in ("edge_features.py", "edge_kernel.py"):  # the script and what it imports
+        shutil.copy(HERE / script, notebook)
     name = f"hosts-features-{uuid.uuid4().hex[:6]}"
     cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(hosts_cluster.dir)]
     res = subprocess.run(

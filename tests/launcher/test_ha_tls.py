@@ -20,10 +20,13 @@ import pytest
 import trustme
 
 from tony_jupyter.errors import BackendError
-from tony_jupyter.hadoopconf import Address, HadoopConf
+from tony_jupyter.hadoopconf import Address, HadoopConf, hdfs_token_service
 from tony_jupyter.launcher.yarn import rm as rm_mod
 from tony_jupyter.launcher.yarn.rm import RMClient
+from tony_jupyter.launcher.yarn.secure import Cluster, job_tokens
 from tony_jupyter.launcher.yarn.staging import Staging
+from tony_jupyter.spec import JobSpec
+from tony_jupyter.tokens import HDFS_KIND, RM_KIND, WEBHDFS_KIND, Token
 
 # --- configuration ---------------------------------------------------------------------------
 
@@ -113,6 +116,44 @@ def test_the_rm_token_service_names_every_rm_of_the_pair(conf_dir):
     assert conf.rm_token_service == "127.0.0.1:8032,127.0.0.2:8032"
 
 
+FAILOVER = {
+    "dfs.client.failover.proxy.provider.nameservice1": (
+        "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider"
+    )
+}
+
+
+@pytest.mark.parametrize(
+    "default_fs, hdfs, service",
+    [
+        ("hdfs://nameservice1", {**HA_HDFS, **FAILOVER}, "ha-hdfs:nameservice1"),
+        ("hdfs://nameservice1/", {**HA_HDFS, **FAILOVER}, "ha-hdfs:nameservice1"),
+        # no client failover configured: Hadoop's client would not take it as logical either
+        ("hdfs://nameservice1", HA_HDFS, ""),
+        (
+            "hdfs://nameservice1",
+            {
+                **HA_HDFS,
+                "dfs.client.failover.proxy.provider.nameservice1": (
+                    "org.apache.hadoop.hdfs.server.namenode.ha.IPFailoverProxyProvider"
+                ),
+            },
+            "",
+        ),
+        ("hdfs://nn.example:8020", {**HA_HDFS, **FAILOVER}, ""),
+        ("file:///", {**HA_HDFS, **FAILOVER}, ""),
+    ],
+)
+def test_the_hdfs_token_service_is_the_nameservice_as_hadoops_client_names_it(
+    conf_dir, default_fs, hdfs, service
+):
+    """DFSClient (HAUtilClient.buildTokenServiceForLogicalUri) names a logical nameservice's
+    token ha-hdfs:<ns>; one NameNode's keeps its address (left as WebHDFS gives it)."""
+    assert hdfs_token_service(hdfs, default_fs) == service
+    conf = HadoopConf.load(conf_dir({"fs.defaultFS": "hdfs://nameservice1"}, hdfs, HA_YARN))
+    assert conf.hdfs_token_service == hdfs_token_service(hdfs, "hdfs://nameservice1")
+
+
 @pytest.mark.parametrize(
     "hdfs, yarn, words",
     [
@@ -170,6 +211,9 @@ def test_a_viewfs_home_without_a_usable_mount_is_a_clear_error(conf_dir, links, 
 # --- masters that answer as standby or active ----------------------------------------------
 
 
+NN_TOKEN = Token(b"identifier", b"password", WEBHDFS_KIND, "127.0.0.1:8020")
+
+
 class Master:
     """An RM or NameNode stand-in; ``role`` is 'active', 'standby' or 'down' (closed port)."""
 
@@ -216,6 +260,9 @@ class Master:
     def nn_answer(self, path: str):
         if path.startswith("/jmx"):
             return 200, {"beans": [{"State": self.role}]}
+        if self.role == "active" and "op=GETDELEGATIONTOKEN" in path:
+            # as a NameNode's WebHDFS labels it: its own kind, its own RPC address
+            return 200, {"Token": {"urlString": NN_TOKEN.encode()}}
         if self.role == "standby":
             return 403, {
                 "RemoteException": {
@@ -293,6 +340,38 @@ def test_staging_goes_through_the_active_namenode(masters, monkeypatch):
     staging = Staging(Address(f"{a.url};{b.url}", "test"), "alice", "hdfs://nameservice1")
     staging.check()  # MKDIRS: refused by the standby, done by the active
     assert a.hits >= 1 and b.hits >= 1
+
+
+class _RM:
+    """An RM REST client stand-in: the delegation token job_tokens asks it for."""
+
+    def delegation_token(self, renewer: str) -> dict:
+        return {"token": Token(b"rm-id", b"rm-pw", RM_KIND, "").encode()}
+
+    def renew_token(self, token: str) -> float:
+        raise AssertionError("not renewed here")
+
+
+def test_an_ha_clusters_hdfs_token_is_the_nameservices_from_the_active_namenode(masters, conf_dir):
+    """The token the notebook gets over WebHDFS from whichever NameNode is active goes into
+    the job's credentials as Hadoop's client names it: ha-hdfs:<ns>, under that alias, so the
+    RM renews it through the nameservice and the containers use it with either NameNode."""
+    a, b = Master("nn"), Master("nn")
+    masters += [a, b]
+    a.role = "standby"
+    conf = HadoopConf.load(
+        conf_dir({"fs.defaultFS": "hdfs://nameservice1"}, {**HA_HDFS, **FAILOVER}, HA_YARN)
+    )
+    staging = Staging(Address(f"{a.url};{b.url}", "test"), "alice", conf.default_fs)
+    got = job_tokens(Cluster(conf, _RM(), staging), JobSpec("t", ()))  # type: ignore[arg-type]
+    hdfs = Token.decode(got.tokens["ha-hdfs:nameservice1"])
+    assert (hdfs.kind, hdfs.service) == (HDFS_KIND, "ha-hdfs:nameservice1")
+    # what the NameNode checks is its own, untouched
+    assert (hdfs.identifier, hdfs.password) == (NN_TOKEN.identifier, NN_TOKEN.password)
+    assert "127.0.0.1:8020" not in got.tokens
+    # one NameNode, no nameservice: the token keeps the NameNode's address
+    plain = Staging(Address(b.url, "test"), "alice", "hdfs://nn.example:8020")
+    assert Token.decode(plain.delegation_token("rm")).service == "127.0.0.1:8020"
 
 
 def test_both_namenodes_standby_is_named(masters):
@@ -440,3 +519,24 @@ def test_verification_is_on_by_default(monkeypatch):
     for name in ("TONY_CA_BUNDLE", "REQUESTS_CA_BUNDLE"):
         monkeypatch.delenv(name, raising=False)
     assert transport.session().verify not in (False, None, "")
+
+
+def test_hdfs_with_no_datanode_room_is_named_with_the_fix():
+    """HDFS's own words for a DataNode that excluded itself (its disk full) say nothing of the
+    disk; the error adds it, and how to see each DataNode's room."""
+    from hdfs.util import HdfsError
+
+    words = (
+        "File /user/u/.tony-jupyter/app_1/cell.py could only be written to 0 of the 1 "
+        "minReplication nodes. There are 1 datanode(s) running and 1 node(s) are excluded in "
+        "this operation."
+    )
+
+    def write():
+        raise HdfsError(words, exception="RemoteException")
+
+    staging = Staging.__new__(Staging)  # _call reads no state on this path
+    with pytest.raises(BackendError) as err:
+        staging._call("writing cell.py", write)
+    assert "HDFS refused writing cell.py" in str(err.value) and words in str(err.value)
+    assert "disks are full" in str(err.value) and "hdfs dfsadmin -report" in str(err.value)

@@ -73,6 +73,17 @@ class Provider(abc.ABC):
         """Tasks of ``attempt`` still waiting for somewhere to run (YARN: a container)."""
         return []
 
+    def localizing(self, attempt: int) -> dict[str, float]:
+        """Tasks of ``attempt`` whose processes cannot start yet because their files are still
+        being fetched and unpacked (YARN: the NodeManager localizing the container), each with
+        when that began (``time.time()``)."""
+        return {}
+
+    def running_since(self, task_id: str, attempt: int) -> float | None:
+        """When ``task_id``'s process was seen past its localizing; None: no such step, or
+        not known."""
+        return None
+
     def poll(self) -> None:  # noqa: B027 - optional hook, not abstract
         """Called periodically on the AM's loop; providers that must look for exits do it here."""
 

@@ -4,7 +4,9 @@ verdict (``tick``, and ``on_exit`` for a task's exit code); nothing else ends a 
 
 - a task exited non-zero: the attempt fails (``exit_verdict``);
 - the job ran past ``--timeout``: the job fails (``timed_out``);
-- a task did not register within ``tony.task.registration-timeout-sec``: the attempt fails
+- a task did not register within ``tony.task.registration-timeout-sec`` of its process being
+  able to start (YARN: of its container leaving localization), or its container was still
+  localizing after ``tony.task.localization-timeout-sec``: the attempt fails
   (``not_registered``; naming YARN's queue when it allocated no container; in an elastic job,
   when fewer than MIN workers, or not worker:0, registered: am/elastic.py);
 - a task missed ``tony.task.max-missed-heartbeats`` heartbeats: the attempt fails
@@ -53,12 +55,29 @@ def not_registered(c: JobView, now: float) -> Verdict | None:
     if c.cluster_spec is not None:
         return None
     waiting = [t for t in c.tasks.values() if not t.registered_at]
-    if not waiting or now - c.attempt_started <= c.spec.registration_timeout_s:
+    if not waiting:
+        return None
+    localizing = c.provider.localizing(c.attempt)
+    slow = [t for t in waiting if now - localizing.get(t.id, now) > c.spec.localization_timeout_s]
+    if slow:
+        return Verdict(
+            f"{', '.join(t.id for t in slow)} still localizing after "
+            f"{c.spec.localization_timeout_s:g} s: its NodeManager was still fetching and "
+            "unpacking the container's files (the packed environment above all); a smaller "
+            "environment, or a longer tony.task.localization-timeout-sec",
+            slow[0],
+        )
+    late = [
+        t
+        for t in waiting
+        if t.id not in localizing and now - _clock(c, t) > c.spec.registration_timeout_s
+    ]
+    if not late:
         return None
     limit_s = f"{c.spec.registration_timeout_s:g} s"
-    why = f"{', '.join(t.id for t in waiting)} did not register within {limit_s}"
+    why = f"{', '.join(t.id for t in late)} did not register within {limit_s}"
     if c.spec.elastic:
-        why = elastic.not_joined(c, waiting, limit_s)
+        why = elastic.not_joined(c, late, limit_s)
     unplaced = c.provider.unallocated(c.attempt)
     if unplaced:
         why = (
@@ -66,7 +85,14 @@ def not_registered(c: JobView, now: float) -> Verdict | None:
             f"{limit_s}: queue {c.spec.queue!r} has no room for them now "
             "(other applications hold its resources)"
         )
-    return Verdict(f"{why} (tony.task.registration-timeout-sec)", waiting[0])
+    return Verdict(f"{why} (tony.task.registration-timeout-sec)", late[0])
+
+
+def _clock(c: JobView, t: Task) -> float:
+    """When ``t``'s registration clock started: its attempt's start, or later, when its
+    container ran only after its NodeManager had localized it (am/yarn/localizing.py)."""
+    ran = c.provider.running_since(t.id, c.attempt)
+    return max(c.attempt_started, ran or 0.0)
 
 
 def silence_limit(spec: JobSpec) -> float:

@@ -261,6 +261,13 @@ def main(argv: list[str] | None = None) -> int:
                     "only; `tony-jupyter devcluster exec edge -- bash` for a shell on the edge",
                     file=sys.stderr,
                 )
+                if cluster.security is not None:
+                    print(
+                        "Kerberos is on (the KDC on master; principals name their hosts, e.g. "
+                        "nn/master, dn/worker1): `eval $(tony-jupyter devcluster env --host "
+                        "edge --user alice)` in a shell on the edge for a ticket there",
+                        file=sys.stderr,
+                    )
             else:
                 print(
                     f"devcluster ready: ResourceManager {cluster.rm_url}, "

@@ -25,7 +25,7 @@ from .config import (
 )
 from .errors import DevClusterError
 from .ha import NAMESERVICE, ZOOKEEPER
-from .hosts import Hosts, Topology
+from .hosts import EDGE, SERVICE_HOSTS, Hosts, Topology
 from .ready import wait_usable as wait_ready
 from .security import USERS, Security
 
@@ -95,7 +95,7 @@ class DevCluster:
                 "1000, e.g. 10000."
             )
         secure = self.security is not None
-        preflight.check_shape(hosts=hosts, secure=secure, tls=tls_on, ha=ha)
+        preflight.check_shape(hosts=hosts, secure=secure, ha=ha)
         self.layout = Layout(root, port_offset, secure=secure, hosts=hosts, tls=tls_on, ha=ha)
         self.hosts = Hosts.from_json(recorded_hosts) if hosts and recorded_hosts else None
         self.user = getpass.getuser()
@@ -180,7 +180,7 @@ class DevCluster:
             env[tls.CA_ENV] = str(self.ca_bundle)
         if user is not None:
             self._check_principal(user, "env --user")
-            env.update(kerberos.user_env(self.layout, user))
+            env.update(kerberos.user_env(self.layout, user, self._kdc_via))
         return env
 
     def session(self, user: str | None = None) -> requests.Session:
@@ -282,7 +282,8 @@ class DevCluster:
         preflight.check_disk(self.dir)
         if self.security is not None:
             kerberos.check_tools()
-            kerberos.check_hosts()
+            if not self.layout.hosts:  # there each host's /etc/hosts is the cluster's own
+                kerberos.check_hosts()
         if not self.layout.hosts:  # on hosts every port is the namespaces' own
             preflight.check_ports(self.layout.all_ports())
         formatted = self.dir if daemons.hdfs_formatted(self.layout) else None
@@ -313,7 +314,12 @@ class DevCluster:
             if self.hosts is not None:
                 netns.create(self.hosts.topology, len(self.hosts.keep))
             if self.security is not None:
-                kerberos.start_kdc(self.layout, lambda: self._check_alive([KDC]))
+                kerberos.start_kdc(
+                    self.layout,
+                    lambda: self._check_alive([KDC]),
+                    self._on_kdc_host,
+                    self._kdc_via,
+                )
             daemons.format_namenode(self, java_home)
             for name in self.layout.service_names:
                 if name == KDC:
@@ -329,8 +335,6 @@ class DevCluster:
                 hostrun.wait_on_edge(self, timeout)
             else:
                 self.wait_usable(timeout)
-            if self.security is not None:
-                kerberos.make_hdfs_homes(self.webhdfs_url, self.http, self.users)
         except BaseException:
             self.down()
             raise
@@ -382,12 +386,27 @@ class DevCluster:
 
     def wait_usable(self, timeout: float) -> None:
         """Until every daemon serves (from a host that reaches them: on `--hosts`, the edge);
-        on an HA cluster after making nn1 active and an RM elected."""
+        on an HA cluster after making nn1 active and an RM elected; on a secure one, then
+        HDFS's /tmp and the users' homes made (again: it changes nothing made before)."""
         if self.layout.ha:
             failover.activate(self, self._check_alive, timeout)
         nm_ports = {nm: self.layout.ports(nm)["rpc"] for nm in NODEMANAGERS}
         urls = (self.rm_url, self.webhdfs_url)
         wait_ready(*urls, nm_ports, self.http, self._check_alive, timeout, self.layout.logs)
+        if self.security is not None:
+            kerberos.make_hdfs_homes(self.webhdfs_url, self.http, self.users)
+
+    def _on_kdc_host(self, argv: list[str]) -> list[str]:
+        """``argv`` as the KDC's host runs it (on `--hosts`: master)."""
+        return self.hosts.command(SERVICE_HOSTS[KDC], argv) if self.hosts else argv
+
+    @property
+    def _kdc_via(self) -> tuple[str, ...]:
+        """How this process reaches the KDC (``kerberos.py``): on `--hosts`, from the machine's
+        own namespace, through the edge's network namespace; else as it is."""
+        if self.hosts is None or hostrun.on_host() is not None:
+            return ()
+        return ("ip", "netns", "exec", self.hosts.host(EDGE).netns)
 
     def _check_alive(self, names: list[str] | None = None) -> None:
         for name in names or self.layout.service_names:

@@ -340,6 +340,8 @@ def _yarn_site_nm(layout: Layout, nm: str) -> dict[str, object]:
         "yarn.nodemanager.resource.memory-mb": nm_resources(nm)[0],
         "yarn.nodemanager.resource.cpu-vcores": nm_resources(nm)[1],
     }
+    if layout.secure:
+        props["yarn.nodemanager.principal"] = sec.nm_principal(layout.hosts, host)
     if nm == "nm2":
         # Counted only: no yarn.nodemanager.resource-plugins, which would run nvidia-smi.
         props[f"yarn.nodemanager.resource-type.{GPU_RESOURCE}"] = NM2_GPUS

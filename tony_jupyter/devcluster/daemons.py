@@ -87,6 +87,8 @@ def _datanode2_args(cluster: ClusterView) -> list[str]:
         "dfs.datanode.hostname": host,
         "dfs.datanode.data.dir": f"file://{cluster.layout.data / 'dn2'}",
     }
+    if cluster.layout.tls:
+        props["dfs.datanode.https.address"] = f"{host}:{ports['https']}"
     return [arg for key, value in props.items() for arg in ("-D", f"{key}={value}")]
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import psutil
 import requests
 
-from . import daemons, ha, process
+from . import daemons, ha, kerberos, process
 from .clusterview import ClusterView
 from .config import Layout
 from .errors import DevClusterError
@@ -27,6 +27,8 @@ PAIRS = {"nn": ha.NAMENODES, "rm": ha.RESOURCEMANAGERS}
 _WHAT = {"nn": "NameNode", "rm": "ResourceManager"}
 _HAADMIN = "org.apache.hadoop.hdfs.tools.DFSHAAdmin"
 _PROBE_TIMEOUT = 2.0
+# Whose keytab haadmin logs in from on a secure cluster: the NameNodes' service kind.
+HAADMIN_PRINCIPAL = "nn"
 
 
 @dataclass(frozen=True)
@@ -89,12 +91,16 @@ def active_url(layout: Layout, http: requests.Session, kind: str) -> str:
 
 
 def haadmin(cluster: ClusterView, *args: str) -> None:
-    """``hdfs haadmin ARGS`` (one short JVM); a refused connection is not retried."""
+    """``hdfs haadmin ARGS`` (one short JVM); a refused connection is not retried. On a secure
+    cluster as the NameNodes' own principal (hdfs, the HDFS superuser that a state change
+    needs), from a fresh ticket out of their keytab, as an operator's `kinit -kt` would."""
     java = cluster.java_home / "bin" / "java"
     cmd = [str(java), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
     cmd += [*cluster.jvm_flags, "-cp", ":".join(cluster.layout.classpath()), _HAADMIN]
     cmd += ["-D", "ipc.client.connect.max.retries=1", *args]
     env = daemons.daemon_env(cluster, cluster.java_home)
+    if cluster.layout.secure:
+        env["KRB5CCNAME"] = f"FILE:{kerberos.kinit(cluster.layout, HAADMIN_PRINCIPAL)}"
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0:
         raise DevClusterError(

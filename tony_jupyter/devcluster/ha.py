@@ -20,6 +20,13 @@ Choices, for a 2-core machine where every JVM costs start-up CPU and memory:
 
 Both masters of a pair share this host, so each finds its own id from its command line
 (``dfs.ha.namenode.id``, ``yarn.resourcemanager.ha.id``), not from matching its address.
+
+With ``--secure`` both masters of a pair share one principal and keytab (``nn/localhost``,
+``rm/localhost``: they share the host) and their SPNEGO; ``failover.py``'s haadmin logs in from
+the NameNodes' keytab. ZooKeeper stays plain, without SASL: on a devcluster only the RMs reach
+it, over loopback, and the RM state store's root node is still fenced by ZKRMStateStore's own
+ACL; SASL would need a ``zookeeper/localhost`` principal and JAAS files for the server and
+both RMs (``hadoop.zk.kerberos.principal``).
 """
 
 from __future__ import annotations

@@ -38,12 +38,12 @@ def host_env(cluster: ClusterView, name: str, java_home: Path) -> dict[str, str]
         env = dict(os.environ)
     else:
         env = {key: os.environ[key] for key in _PASSED if key in os.environ}
+        # A ticket cache from this shell is not the daemons' business: they use their keytabs.
+        # (On the edge, where no daemon runs, it is the user's ticket: `exec edge` keeps it.)
         env["HOME"] = str(Path.home())  # an empty tmpfs there
         env["PATH"] = os.pathsep.join(
             [str(java_home / "bin"), str(hosts.python.parent), _SYSTEM_PATH]
         )
-    # A ticket cache from this shell is not the daemons' business: they use their keytabs.
-    env.pop("KRB5CCNAME", None)
     env.update(cluster.env())
     env["JAVA_HOME"] = str(java_home)
     return env

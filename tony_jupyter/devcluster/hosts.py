@@ -46,6 +46,11 @@ _SYSTEM = frozenset(
 ) | frozenset(map(Path, ("/sys", "/usr", "/var", "/usr/lib", "/usr/bin", "/usr/local")))
 
 
+def host_address(name: str) -> str:
+    """Host ``name``'s address on the bridge every host shares (the same in every cluster)."""
+    return f"{PUBLIC_NET}.{_OCTET[name]}"
+
+
 @dataclass(frozen=True)
 class Host:
     name: str
@@ -87,7 +92,7 @@ class Topology:
             Host(
                 name,
                 f"{self.prefix}-{name}",
-                f"{PUBLIC_NET}.{_OCTET[name]}",
+                host_address(name),
                 f"{PRIVATE_NET}.{_OCTET[name]}" if name.startswith("worker") else None,
             )
             for name in HOST_NAMES

@@ -5,7 +5,10 @@ C daemon of about 6 MB that starts in milliseconds, where Kerby would be a sixth
 machine; ``kadmin.local`` writes one keytab per principal, where MiniKdc's ``main`` puts every
 principal in one keytab; and the client side needs MIT's tools and GSSAPI library anyway
 (``kinit``/``klist``, curl's ``--negotiate``, Python's ``gssapi``). It runs as whoever runs
-`up`, from a database under ``DIR/kdc``, on 127.0.0.1 only, with no ``kadmind``.
+`up`, from a database under ``DIR/kdc``, on 127.0.0.1 only, with no ``kadmind``. On `up --hosts`
+it runs on the ``master`` host, at master's address only (krb5.conf's ``kdc`` names ``master``),
+which the machine's own namespace cannot reach: a ``kinit`` from there goes through the edge's
+network namespace (``via``, an argv prefix; empty where the KDC is reachable as it is).
 """
 
 from __future__ import annotations
@@ -26,13 +29,15 @@ import requests
 from . import process
 from .config import KDC, Layout
 from .errors import DevClusterError
-from .security import KERBEROS_HOST, REALM, SERVICE_PRINCIPALS, principal
+from .hosts import HOST_NAMES, SERVICE_HOSTS, host_address
+from .security import KERBEROS_HOST, REALM, principal, service_principals
 
 log = logging.getLogger(__name__)
 
 # tool -> the Debian package that has it
 _TOOLS = {
     "krb5kdc": "krb5-kdc",
+    "klist": "krb5-user",
     "kdb5_util": "krb5-kdc",
     "kadmin.local": "krb5-admin-server",
     "kinit": "krb5-user",
@@ -88,8 +93,17 @@ def check_hosts() -> None:
         )
 
 
+def kdc_address(layout: Layout) -> tuple[str, int]:
+    """Where the KDC listens: 127.0.0.1, or on `up --hosts` the address of its host."""
+    host = host_address(SERVICE_HOSTS[KDC]) if layout.hosts else "127.0.0.1"
+    return host, layout.ports(KDC)["kdc"]
+
+
 def _krb5_conf(layout: Layout) -> str:
-    kdc = f"127.0.0.1:{layout.ports(KDC)['kdc']}"
+    port = layout.ports(KDC)["kdc"]
+    kdc = f"{SERVICE_HOSTS[KDC]}:{port}" if layout.hosts else f"127.0.0.1:{port}"
+    names = HOST_NAMES if layout.hosts else (KERBEROS_HOST,)
+    domain_realm = "".join(f"  {name} = {REALM}\n" for name in names)
     return f"""\
 # Written by `tony-jupyter devcluster up --secure`: the devcluster's realm and KDC.
 [libdefaults]
@@ -113,12 +127,11 @@ def _krb5_conf(layout: Layout) -> str:
   }}
 
 [domain_realm]
-  {KERBEROS_HOST} = {REALM}
-"""
+{domain_realm}"""
 
 
 def _kdc_conf(layout: Layout) -> str:
-    listen = f"127.0.0.1:{layout.ports(KDC)['kdc']}"
+    listen = ":".join(map(str, kdc_address(layout)))
     kdc_dir = layout.kdc_dir
     return f"""\
 # Written by `tony-jupyter devcluster up --secure`.
@@ -166,8 +179,9 @@ def _run(cmd: list[str], layout: Layout, what: str, stdin: str | None = None) ->
 
 
 def prepare(layout: Layout, users: list[str]) -> None:
-    """Write krb5.conf and kdc.conf; create the realm's database, and a principal and keytab
-    for every service kind and every user that has none yet. Needs no running KDC."""
+    """Write krb5.conf and kdc.conf; create the realm's database, the principals of every
+    service (of this layout's hosts) and user, and for each kind whose keytab is missing or
+    lacks one of them that keytab (new keys). Needs no running KDC."""
     layout.kdc_dir.mkdir(parents=True, exist_ok=True)
     layout.krb5_conf.write_text(_krb5_conf(layout), encoding="utf-8")
     (layout.kdc_dir / "kdc.conf").write_text(_kdc_conf(layout), encoding="utf-8")
@@ -179,14 +193,18 @@ def prepare(layout: Layout, users: list[str]) -> None:
             "Creating the KDC database",
         )
     layout.keytabs.mkdir(mode=0o700, exist_ok=True)
-    missing = [kind for kind in [*SERVICE_PRINCIPALS, *users] if not layout.keytab(kind).exists()]
-    if missing:
-        script = "".join(
-            f"addprinc -randkey {principal(k)}\nktadd -k {layout.keytab(k)} {principal(k)}\n"
-            for k in missing
-        )
-        out = _run([tool("kadmin.local"), "-r", REALM], layout, "Creating principals", script)
-        absent = [kind for kind in missing if not layout.keytab(kind).exists()]
+    wanted = {**service_principals(layout.hosts), **{u: [principal(u)] for u in users}}
+    kadmin = [tool("kadmin.local"), "-r", REALM]
+    known = set(_run([*kadmin, "-q", "listprincs"], layout, "Listing principals").split())
+    stale = {k: ps for k, ps in wanted.items() if set(ps) - _keytab_principals(layout, k)}
+    if stale:
+        script = ""
+        for kind, principals in stale.items():
+            layout.keytab(kind).unlink(missing_ok=True)
+            script += "".join(f"addprinc -randkey {p}\n" for p in principals if p not in known)
+            script += f"ktadd -k {layout.keytab(kind)} {' '.join(principals)}\n"
+        out = _run(kadmin, layout, "Creating principals", script)
+        absent = [kind for kind in stale if not layout.keytab(kind).exists()]
         if absent:
             raise DevClusterError(
                 f"kadmin.local wrote no keytab for {', '.join(absent)}; it said:\n{out}"
@@ -196,43 +214,65 @@ def prepare(layout: Layout, users: list[str]) -> None:
         layout.http_secret.chmod(0o600)
 
 
-def start_kdc(layout: Layout, alive: Callable[[], None]) -> None:
-    """Start the KDC (pid file ``run/kdc.pid``) and wait until it listens; ``alive()`` raises
-    if it died meanwhile."""
+def _keytab_principals(layout: Layout, kind: str) -> set[str]:
+    """The principals keytab ``kind`` holds (none when it does not exist)."""
+    keytab = layout.keytab(kind)
+    if not keytab.exists():
+        return set()
+    out = _run([tool("klist"), "-k", str(keytab)], layout, f"Listing {keytab}")
+    return {word for word in out.split() if word.endswith(f"@{REALM}")}
+
+
+def start_kdc(
+    layout: Layout,
+    alive: Callable[[], None],
+    on_host: Callable[[list[str]], list[str]] = list,
+    via: tuple[str, ...] = (),
+) -> None:
+    """Start the KDC (pid file ``run/kdc.pid``), its command line through ``on_host`` (on its
+    own host), and wait until it listens, probed ``via``; ``alive()`` raises if it died
+    meanwhile."""
     # -n: stay in the foreground, so that the pid `up` records is the KDC's own.
     pid = process.start(
-        [tool("krb5kdc"), "-n", "-r", REALM],
+        on_host([tool("krb5kdc"), "-n", "-r", REALM]),
         kdc_env(layout),
         layout.log_file(KDC),
         layout.pid_file(KDC),
     )
     log.info("started the KDC (pid %d) for realm %s", pid, REALM)
-    wait_kdc(layout, time.monotonic() + 30, alive)
+    wait_kdc(layout, time.monotonic() + 30, alive, via)
 
 
-def kdc_pending(layout: Layout) -> list[str]:
+def kdc_pending(layout: Layout, via: tuple[str, ...] = ()) -> list[str]:
+    host, port = kdc_address(layout)
+    if via:  # a TCP connect from another namespace: bash's /dev/tcp, no tool of ours there
+        probe = [*via, "bash", "-c", f"exec 3<>/dev/tcp/{host}/{port}"]
+        done = subprocess.run(probe, capture_output=True, timeout=10, check=False)
+        return ["the KDC"] if done.returncode != 0 else []
     with socket.socket() as sock:
         sock.settimeout(1.0)
         try:
-            sock.connect(("127.0.0.1", layout.ports(KDC)["kdc"]))
+            sock.connect((host, port))
         except OSError:
             return ["the KDC"]
     return []
 
 
-def wait_kdc(layout: Layout, deadline: float, alive: Callable[[], None]) -> None:
+def wait_kdc(
+    layout: Layout, deadline: float, alive: Callable[[], None], via: tuple[str, ...] = ()
+) -> None:
     """Until the KDC takes TCP connections; ``alive()`` raises if it died meanwhile."""
-    while kdc_pending(layout):
+    while kdc_pending(layout, via):
         alive()
         if time.monotonic() > deadline:
+            host, port = kdc_address(layout)
             raise DevClusterError(
-                f"The KDC did not listen on 127.0.0.1:{layout.ports(KDC)['kdc']} in time; see "
-                f"{layout.log_file(KDC)}."
+                f"The KDC did not listen on {host}:{port} in time; see {layout.log_file(KDC)}."
             )
         time.sleep(0.05)
 
 
-def kinit(layout: Layout, user: str) -> Path:
+def kinit(layout: Layout, user: str, via: tuple[str, ...] = ()) -> Path:
     """A fresh ticket for ``user`` from its keytab in its own ccache; returns the ccache."""
     keytab = layout.keytab(user)
     if not keytab.exists():
@@ -243,16 +283,16 @@ def kinit(layout: Layout, user: str) -> Path:
     ccache = layout.ccache(user)
     ccache.parent.mkdir(mode=0o700, exist_ok=True)
     _run(
-        [tool("kinit"), "-kt", str(keytab), "-c", f"FILE:{ccache}", principal(user)],
+        [*via, tool("kinit"), "-kt", str(keytab), "-c", f"FILE:{ccache}", principal(user)],
         layout,
         f"kinit for {principal(user)}",
     )
     return ccache
 
 
-def user_env(layout: Layout, user: str) -> dict[str, str]:
+def user_env(layout: Layout, user: str, via: tuple[str, ...] = ()) -> dict[str, str]:
     """What a shell needs to act as ``user``: a fresh ticket in its ccache, and where it is."""
-    ccache = kinit(layout, user)
+    ccache = kinit(layout, user, via)
     return {
         "KRB5CCNAME": f"FILE:{ccache}",
         # For clients that log in again by themselves once the ticket expires.
@@ -294,6 +334,11 @@ def _krb5_config(path: Path) -> Iterator[None]:
             os.environ["KRB5_CONFIG"] = old
 
 
+class NoCredentials(requests.RequestException):
+    """No ticket could be had for a SPNEGO call (the KDC is not up yet, or no longer): to the
+    caller, a call that got no answer, as a refused connection is."""
+
+
 class SpnegoSession(requests.Session):
     """A requests session that authenticates as ``user`` with SPNEGO, getting its tickets from
     the user's keytab into the user's ccache by itself (and again once they expire)."""
@@ -315,14 +360,19 @@ class SpnegoSession(requests.Session):
 
         ccache = self._layout.ccache(self.user)
         ccache.parent.mkdir(mode=0o700, exist_ok=True)
-        creds = gssapi.Credentials(
-            name=gssapi.Name(principal(self.user), gssapi.NameType.kerberos_principal),
-            usage="initiate",
-            store={
-                b"ccache": f"FILE:{ccache}".encode(),
-                b"client_keytab": str(self._layout.keytab(self.user)).encode(),
-            },
-        )
+        try:
+            creds = gssapi.Credentials(
+                name=gssapi.Name(principal(self.user), gssapi.NameType.kerberos_principal),
+                usage="initiate",
+                store={
+                    b"ccache": f"FILE:{ccache}".encode(),
+                    b"client_keytab": str(self._layout.keytab(self.user)).encode(),
+                },
+            )
+        except gssapi.exceptions.GSSError as err:
+            # e.g. an HA cluster's probes for the active master while `up` has not yet
+            # started the KDC: no answer yet, tried again at the next call.
+            raise NoCredentials(f"no ticket for {principal(self.user)}: {err}") from None
         # OPTIONAL: WebHDFS's DataNode answers without a Negotiate header (it takes the token
         # in the redirect's URL), which REQUIRED would reject.
         return HTTPSPNEGOAuth(creds=creds, mutual_authentication=OPTIONAL)

@@ -167,24 +167,12 @@ def check_same_cluster(root: Path, state: dict, wanted: dict) -> None:
         raise _running_otherwise(root, f"{running}, not {_describe(wanted['security'])}")
 
 
-def check_shape(*, hosts: bool, secure: bool, tls: bool, ha: bool) -> None:
+def check_shape(*, hosts: bool, secure: bool, ha: bool) -> None:
     """Refuse the combinations of `up`'s shapes that are not supported yet, before anything."""
-    if hosts and secure:
+    if ha and hosts:
         raise DevClusterError(
-            "--hosts together with --secure is not supported yet: start the several-host "
-            "cluster without Kerberos, or the secure one on this machine's own host."
-        )
-    if hosts and tls:
-        raise DevClusterError(
-            "--hosts together with --tls is not supported yet: start the several-host "
-            "cluster without TLS, or the TLS one on this machine's own host."
-        )
-    others = [flag for flag, on in (("--secure", secure), ("--hosts", hosts)) if on]
-    if ha and others:
-        raise DevClusterError(
-            f"--ha together with {' and '.join(others)} is not supported yet: start the HA "
-            f"cluster (two NameNodes, two ResourceManagers) without {' and '.join(others)}, or "
-            "that one without --ha."
+            "--ha together with --hosts is not supported yet: start the HA cluster (two "
+            "NameNodes, two ResourceManagers) without --hosts, or that one without --ha."
         )
 
 

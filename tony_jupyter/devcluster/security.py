@@ -7,6 +7,10 @@ what clients put in service principals: Hadoop's RPC client reverse-resolves 127
 ``krb5.conf`` turns off canonicalization so that `curl --negotiate http://localhost:...` asks for
 ``HTTP/localhost``. A URL with ``127.0.0.1`` in it cannot be used with SPNEGO.
 
+On `up --hosts` each daemon binds its own host's name instead, so ``_HOST`` becomes that name
+(``nn/master``, ``dn/worker1``, ``HTTP/worker2``): one keytab per kind holds the principals of
+every host that runs that kind (``service_principals``), and the KDC runs on ``master``.
+
 Containers run under DefaultContainerExecutor, as the OS user of the NodeManager (root here), not
 as the YARN user: LinuxContainerExecutor would need a setuid ``container-executor`` binary, which
 ships only in Hadoop's tarball (not on Maven Central) and must be root-owned at a path whose
@@ -19,6 +23,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
+
+from .hosts import SERVICE_HOSTS
 
 REALM = "DEVCLUSTER.TEST"
 # Host name in every service principal; see the module docstring.
@@ -47,11 +53,43 @@ _SERVICE_USERS = {"nn": "hdfs", "dn": "hdfs", "rm": "yarn", "nm": "yarn"}
 DATA_TRANSFER_PROTECTION = "integrity"
 
 
-def principal(kind: str) -> str:
-    """The concrete principal of service ``kind`` ("nn", ...) or of a user ("alice", ...)."""
+# On `up --hosts`: which kind of principal each daemon logs in with (its host's name in it).
+_DAEMON_KINDS = {
+    "namenode": "nn",
+    "datanode": "dn",
+    "datanode2": "dn",
+    "resourcemanager": "rm",
+    "nm1": "nm",
+    "nm2": "nm",
+}
+
+
+def principal(kind: str, host: str = KERBEROS_HOST) -> str:
+    """The concrete principal of service ``kind`` ("nn", ...) on ``host``, or of a user
+    ("alice", ...)."""
     if kind in SERVICE_PRINCIPALS:
-        return SERVICE_PRINCIPALS[kind].replace("_HOST", KERBEROS_HOST)
+        return f"{kind}/{host}@{REALM}"
     return f"{kind}@{REALM}"
+
+
+def service_principals(hosts: bool) -> dict[str, list[str]]:
+    """Each service kind's concrete principals, all in that kind's one keytab: on one host
+    ``<kind>/localhost``; on `up --hosts` one per host that runs a daemon of the kind
+    (``dn/worker1``, ``dn/worker2``), and ``HTTP/<host>`` for every host with a web server."""
+    if not hosts:
+        return {kind: [principal(kind)] for kind in SERVICE_PRINCIPALS}
+    out: dict[str, list[str]] = {kind: [] for kind in SERVICE_PRINCIPALS}
+    for daemon, kind in _DAEMON_KINDS.items():
+        host = SERVICE_HOSTS[daemon]
+        for each in (kind, "HTTP"):
+            if principal(each, host) not in out[each]:
+                out[each].append(principal(each, host))
+    return out
+
+
+def nm_principal(hosts: bool, host: str) -> str:
+    """The principal NodeManager on ``host`` logs in as (see SERVICE_PRINCIPALS["nm"])."""
+    return principal("nm", host if hosts else KERBEROS_HOST)
 
 
 @dataclass(frozen=True)
@@ -94,6 +132,8 @@ class SecureLayout(Protocol):
     def keytab(self, name: str) -> Path: ...
     @property
     def http_secret(self) -> Path: ...
+    @property
+    def hosts(self) -> bool: ...
 
 
 def auth_to_local() -> str:
@@ -167,7 +207,11 @@ def yarn_site(layout: SecureLayout, user: str, security: Security) -> dict[str, 
     return {
         "yarn.resourcemanager.principal": SERVICE_PRINCIPALS["rm"],
         "yarn.resourcemanager.keytab": layout.keytab("rm"),
-        "yarn.nodemanager.principal": SERVICE_PRINCIPALS["nm"],
+        # On hosts, the RM resolves _HOST to the name of the address each NM connects from;
+        # each NM's own yarn-site names its host (config.py, nm_principal).
+        "yarn.nodemanager.principal": f"nm/_HOST@{REALM}"
+        if layout.hosts
+        else SERVICE_PRINCIPALS["nm"],
         "yarn.nodemanager.keytab": layout.keytab("nm"),
         "yarn.resourcemanager.webapp.spnego-principal": http,
         "yarn.resourcemanager.webapp.spnego-keytab-file": layout.keytab("HTTP"),

@@ -105,11 +105,25 @@ def _free_port_offset(
     runs on this machine does not fail the session."""
     if "TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET" in os.environ and not (secure or tls_on or ha):
         return int(os.environ["TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET"])
-    for offset in range(0, MAX_PORT_OFFSET + 1, 10000):
+    # Below the kernel's ephemeral range first (a port in it may be taken, between the check
+    # and the bind, by any client's outgoing connection): the ports span under 10000, so 5000
+    # and 15000 fit between the round offsets; each is checked free all the same.
+    top = max(Layout(root, 0, secure, tls=tls_on, ha=ha).all_ports())
+    steps = (0, 10000, 20000, 5000, 15000, *range(30000, MAX_PORT_OFFSET + 1, 10000))
+    offsets = sorted(steps, key=lambda o: o + top >= _ephemeral_low())  # stable: order kept
+    for offset in offsets:
         ports = Layout(root, offset, secure, tls=tls_on, ha=ha).all_ports()
         if not any(preflight.port_in_use(port) for port in ports):
             return offset
     return 0  # all taken: `up` names the busy ports
+
+
+def _ephemeral_low() -> int:
+    """The lowest port the kernel hands out to outgoing connections (Linux's default: 32768)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def started_by_fixture(cluster: DevCluster) -> bool:

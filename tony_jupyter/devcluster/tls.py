@@ -2,14 +2,18 @@
 
 Every web endpoint (ResourceManager with its web proxy, NameNode, DataNodes, NodeManagers) is
 ``HTTPS_ONLY``, its certificate signed by a CA that `up` makes once per cluster dir with the
-JDK's ``keytool``: a CA key pair (``ca.p12``), one server keystore for this host's daemons
-(``server.p12``: every daemon here is on the same host, and Hadoop's ``ssl-server.xml`` is per
-host, as a certificate is), and a truststore (``truststore.jks``) for the daemons' own HTTPS
-clients (``ssl-client.xml``: the RM's web proxy, WebHDFS redirects). Clients outside the JVMs
-take the CA as a PEM bundle, ``ca.pem`` (``TONY_CA_BUNDLE`` in `devcluster env`).
+JDK's ``keytool``: a CA key pair (``ca.p12``), one server keystore for every daemon
+(``server.p12``: Hadoop's ``ssl-server.xml`` is per host, as a certificate is; here one
+certificate names every host the daemons run on), and a truststore (``truststore.jks``) for
+the daemons' own HTTPS clients (``ssl-client.xml``: the RM's web proxy, WebHDFS redirects).
+Clients outside the JVMs take the CA as a PEM bundle, ``ca.pem`` (``TONY_CA_BUNDLE`` in
+`devcluster env`).
 
 The certificate names ``localhost`` and ``127.0.0.1`` (subjectAltName DNS and IP), so that
-clients may use either, and a secure cluster (whose addresses say ``localhost``) the same.
+clients may use either, and a secure cluster (whose addresses say ``localhost``) the same; and
+the hosts of `up --hosts` (``edge``, ``master``, ``worker1``, ``worker2`` and their addresses),
+whose daemons present the same certificate, each under its own host's name. A cluster dir whose
+certificate was made for other names (``san``, beside it) gets a new CA and keystores.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DevClusterError
+from .hosts import HOST_NAMES, host_address
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +36,11 @@ HTTPS_PORTS |= {"nm2": 8144, "datanode2": 9865}
 # `up --ha --tls`: the second NameNode and ResourceManager, 10 above their first's (as their
 # other ports are in ha.py).
 HTTPS_PORTS |= {"namenode2": 9881, "resourcemanager2": 8190}
-SAN = "dns:localhost,ip:127.0.0.1"
+SAN = ",".join(
+    ["dns:localhost", "ip:127.0.0.1"]
+    + [f"dns:{name}" for name in HOST_NAMES]
+    + [f"ip:{host_address(name)}" for name in HOST_NAMES]
+)
 _VALIDITY_DAYS = "3650"
 CA_ENV = "TONY_CA_BUNDLE"  # the notebook side reads it (launcher/yarn/transport.py)
 
@@ -65,6 +74,11 @@ class TlsFiles:
         return self.dir / "truststore.jks"
 
     @property
+    def san_file(self) -> Path:
+        """The subjectAltName the server certificate was made with."""
+        return self.dir / "san"
+
+    @property
     def password_file(self) -> Path:
         return self.dir / "password"
 
@@ -92,7 +106,8 @@ def _keytool(java_home: Path, *args: str) -> None:
 def prepare(files: TlsFiles, java_home: Path) -> None:
     """Make the CA, the server keystore and the truststores once; a cluster dir keeps them, so
     that bundles handed to clients stay valid across `down` and `up`."""
-    if files.ca_pem.is_file() and files.keystore.is_file() and files.truststore.is_file():
+    made = [files.ca_pem, files.keystore, files.truststore, files.san_file]
+    if all(f.is_file() for f in made) and files.san_file.read_text().strip() == SAN:
         return
     log.info("making the devcluster's CA and keystores in %s", files.dir)
     files.dir.mkdir(parents=True, exist_ok=True)
@@ -128,6 +143,7 @@ def prepare(files: TlsFiles, java_home: Path) -> None:
         _keytool(java_home, *args)
     csr.unlink()
     signed.unlink()
+    files.san_file.write_text(SAN + "\n")
 
 
 def ssl_server(files: TlsFiles) -> dict[str, object]:

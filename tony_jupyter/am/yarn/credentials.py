@@ -76,7 +76,9 @@ class Credentials:
             jt = J.Token()
             jt.decodeFromUrlString(tok.encode())
             # Under the alias the submission used (tokens.alias): the old token is replaced,
-            # not shadowed, so Hadoop's token selectors cannot pick the expired one.
+            # not shadowed, so Hadoop's token selectors cannot pick the expired one; for an
+            # HA nameservice's (ha-hdfs:<ns>) Credentials.addToken also replaces the clones
+            # that the JVM's HDFS client made of it for each NameNode's address.
             ugi.addToken(J.Text(alias(tok)), jt)
             log.info("new %s token (%s) for %s", name, tok.kind, tok.service or "-")
         with self.lock:

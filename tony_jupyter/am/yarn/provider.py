@@ -31,6 +31,7 @@ from ..provider import Placement, Provider
 from . import eventlog, history, jvm
 from .credentials import Credentials
 from .exits import EXIT_WORDS, FINAL
+from .localizing import LocalizationWatch
 
 log = logging.getLogger("tony_jupyter.am.yarn")
 V = ExecutorEnv.var
@@ -40,6 +41,11 @@ ERR = "<LOG_DIR>/stderr"  # an executor container's stderr: the Python check's w
 LOGS = f"1><LOG_DIR>/stdout 2>>{ERR}"
 FAST_S, SLOW_S = 0.1, 1.0
 SHUTDOWN_WAIT_S = 15.0
+# How long one call to a NodeManager may keep retrying one that does not answer (Hadoop's
+# default: 3 minutes). A node cut off from the AM holds a stop that long; the node's loss is
+# the RM's to declare, and its containers' completions come from the RM.
+NM_WAIT_MS = 30_000
+NM_WAIT_KEY = "yarn.client.nodemanager-connect.max-wait-ms"
 
 
 @dataclass
@@ -84,8 +90,11 @@ class YarnProvider(Provider):
         self.amrm.init(self.conf)
         self.amrm.start()
         self.nm = self.J.NMClient.createNMClient()
-        self.nm.init(self.conf)
+        nm_conf = self.J.YarnConfiguration(self.conf)
+        nm_conf.setLong(NM_WAIT_KEY, min(int(nm_conf.getLong(NM_WAIT_KEY, NM_WAIT_MS)), NM_WAIT_MS))
+        self.nm.init(nm_conf)
         self.nm.start()
+        self.localization = LocalizationWatch(self.nm)
         self.lock = threading.RLock()
         self.pending: dict[int, Launch] = {}  # allocationRequestId -> launch
         self.running: dict[str, Launch] = {}  # container id -> launch
@@ -94,6 +103,9 @@ class YarnProvider(Provider):
         self.gpus_used: dict[str, set[int]] = {}
         self.ids = itertools.count(1)
         self.pool = ThreadPoolExecutor(8, thread_name_prefix="nm")
+        # Stops on threads of their own: stops to a node cut off wait (NM_WAIT_MS) without
+        # holding back the starts of the next attempt's containers.
+        self.stoppers = ThreadPoolExecutor(4, thread_name_prefix="nm-stop")
         self.stop_loop = threading.Event()
         self.loop = threading.Thread(target=self._run, name="amrm", daemon=True)
         self.allocated_at: dict[str, float] = {}
@@ -133,6 +145,32 @@ class YarnProvider(Provider):
     def unallocated(self, attempt: int) -> list[str]:
         with self.lock:
             return sorted(x.task_id for x in self.pending.values() if x.attempt == attempt)
+
+    def localizing(self, attempt: int) -> dict[str, float]:
+        out = {}
+        for task_id, cid in self._containers(attempt):
+            since = self.localization.localizing_since(cid)
+            if since is not None:
+                out[task_id] = since
+        return out
+
+    def running_since(self, task_id: str, attempt: int) -> float | None:
+        return next(
+            (
+                self.localization.running_at(cid)
+                for t, cid in self._containers(attempt)
+                if t == task_id
+            ),
+            None,
+        )
+
+    def _containers(self, attempt: int) -> list[tuple[str, str]]:
+        with self.lock:
+            return [
+                (task_id, str(x.container.getId().toString()))
+                for (task_id, a), x in self.by_task.items()
+                if a == attempt and x.container is not None
+            ]
 
     def set_outcome(self, state: str, reason: str) -> None:
         self.outcome = (state, reason)
@@ -220,7 +258,7 @@ class YarnProvider(Provider):
                 self.on_exit(task_id, attempt, 143, "stopped before YARN gave it a container")
                 return
             container = launch.container
-        self.pool.submit(self._stop_container, container)
+        self.stoppers.submit(self._stop_container, container)
 
     def poll(self) -> None:  # completions arrive on the allocate thread
         pass
@@ -250,9 +288,11 @@ class YarnProvider(Provider):
         except Exception as e:  # noqa: BLE001 - e.g. the app was killed through the RM already
             log.warning("could not unregister: %s", e)
         self.stop_loop.set()
+        self.localization.stop()
         if self.loop.is_alive():
             self.loop.join(5)
         self.pool.shutdown(wait=True, cancel_futures=True)
+        self.stoppers.shutdown(wait=False, cancel_futures=True)
         for client in (self.nm, self.amrm):
             try:
                 client.stop()
@@ -309,11 +349,13 @@ class YarnProvider(Provider):
 
     def _start_container(self, launch: Launch) -> None:
         c = launch.container
+        cid = str(c.getId().toString())
         try:
+            self.localization.started(cid, c, launch.task_id)
             self.nm.startContainer(c, self._context(launch, c))
             log.info("started %s in %s on %s", launch.task_id, c.getId(), c.getNodeId())
         except Exception as e:  # noqa: BLE001 - reported as the task's failure
-            cid = str(c.getId().toString())
+            self.localization.forget(cid)
             with self.lock:
                 self.running.pop(cid, None)
                 self._free_gpus(launch)
@@ -376,6 +418,7 @@ class YarnProvider(Provider):
 
     def _completed(self, s) -> None:
         cid = str(s.getContainerId().toString())
+        self.localization.forget(cid)
         with self.lock:
             launch = self.running.pop(cid, None)
             if launch is None:

@@ -152,7 +152,7 @@ class SparePool:
                 p._forget_request(x)
         for cid, x in rest:
             self.released.add(cid)
-            p.pool.submit(p._stop_container, x.container)
+            p.stoppers.submit(p._stop_container, x.container)
 
     def adopt(self, job_dir: Path, files: dict[str, str]) -> None:
         """Write the job's files over the template's (localized files are symlinks into

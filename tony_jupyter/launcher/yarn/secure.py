@@ -141,7 +141,9 @@ def job_tokens(cluster: Cluster, spec: JobSpec, by_user: bool = False) -> JobTok
             )
         )
     for staging in stagings:
-        url = staging.delegation_token(renewer)
+        # The default FS's on an HA nameservice as ha-hdfs:<ns> (hadoopconf.hdfs_token_service)
+        service = conf.hdfs_token_service if staging is cluster.staging else ""
+        url = staging.delegation_token(renewer, service)
         hdfs = Token.decode(url)
         out[alias(hdfs)] = url
         renewers[alias(hdfs)] = functools.partial(staging.renew_token, url)

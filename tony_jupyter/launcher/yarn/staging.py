@@ -57,10 +57,11 @@ class Staging:
             self.client = _TokenOps(url, session=self.http, timeout=30)
         self.root = f"/user/{user}/{STAGING}"
 
-    def delegation_token(self, renewer: str) -> str:
+    def delegation_token(self, renewer: str, service: str = "") -> str:
         """An HDFS delegation token (urlString) for the job's containers, renewable by the RM
         (``renewer``), labelled for Hadoop's RPC client (tokens.py); from an HA pair, the
-        active NameNode's (its service is not yet the nameservice's ``ha-hdfs:<ns>``)."""
+        active NameNode's, under ``service`` (the nameservice's ``ha-hdfs:<ns>``) where given
+        instead of that NameNode's address."""
         ops = _TokenOps(";".join(self.address.urls), session=self.http, timeout=30)
         try:
             r = ops._getdelegationtoken("/", renewer=renewer)
@@ -78,7 +79,7 @@ class Staging:
                 f"could not get an HDFS delegation token from {self.address}: {r.text[:300]}"
             )
         token = Token.decode(r.json()["Token"]["urlString"])
-        return token.relabel(HDFS_KIND).encode()
+        return token.relabel(HDFS_KIND, service or None).encode()
 
     def renew_token(self, url_string: str) -> float:
         """Renew a token whose renewer is this client's user; its new expiry (epoch s)."""
@@ -115,6 +116,15 @@ class Staging:
                     f"owned by {self.user} (hdfs dfs -mkdir -p /user/{self.user} && hdfs dfs "
                     f"-chown {self.user} /user/{self.user}), or set HADOOP_USER_NAME to a user "
                     "that owns a home directory"
+                ) from None
+            if "minReplication nodes" in msg:
+                # HDFS's word for "no DataNode could take a block": most often every DataNode
+                # is out of room (below dfs.datanode.du.reserved, or its disk full).
+                raise BackendError(
+                    f"HDFS refused {what}: {msg} No DataNode could take the block: most often "
+                    "their disks are full (the NameNode's web UI lists each one's remaining "
+                    "space, `hdfs dfsadmin -report` too). Free space on the DataNodes, or ask "
+                    "the cluster's administrators to"
                 ) from None
             raise BackendError(f"HDFS refused {what}: {msg}") from None
 
@@ -173,11 +183,17 @@ class Staging:
         """The venv at ``prefix`` as a YARN ARCHIVE entry, packed and uploaded only if its
         content hash is not cached yet; and what it took: {hash, path, bytes_uploaded, seconds}.
         """
-        from . import packenv
+        from . import envcache, packenv
 
         digest = packenv.content_hash(prefix)
+
+        def pack(local: Path) -> None:
+            if not envcache.fetch(digest, local):  # packed before, for another cluster
+                packenv.pack(prefix, local)
+                envcache.keep(digest, local)
+
         # PRIVATE: a NodeManager keeps the unpacked env for this user's later jobs too.
-        return self._archive(ENVS, digest, lambda local: packenv.pack(prefix, local), "PRIVATE")
+        return self._archive(ENVS, digest, pack, "PRIVATE")
 
     def src_archive(self, src: SrcDir) -> tuple[dict, dict]:
         """The shipped directory (srcdir.py) as a YARN ARCHIVE entry, uploaded once per content

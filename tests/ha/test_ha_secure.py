@@ -1,0 +1,225 @@
+"""`devcluster up --ha --secure`: both pairs of masters Kerberized. A real Keras job, submitted
+as alice with her ticket, trains and checkpoints to HDFS through the kill of the active NameNode,
+on the nameservice's delegation token (``ha-hdfs:devcluster``, as Hadoop's own clients name it):
+its containers use it with the new active NameNode and the RM renews it through the nameservice;
+with no ticket, nothing is submitted.
+
+One cluster for the module, of its own (its token renew interval is 15 s, so that the RM renews
+the job's tokens after the failover, while the job trains); ``TONY_TEST_HA_DIR`` points it at an
+`up --ha --secure` devcluster already up instead. The figure (printed, never asserted): seconds
+from the kill of the active NameNode to the job's next HDFS write."""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+import requests
+from helpers.cells import CHECKPOINTED
+from helpers.ha import FollowingSecureCluster
+from helpers.secure import as_user
+from helpers.yarn import TEST_MEMORY_MB
+from sklearn.datasets import load_digits
+
+from tony_jupyter.devcluster import DevCluster, failover
+from tony_jupyter.devcluster.config import NODEMANAGERS
+from tony_jupyter.devcluster.ha import NAMESERVICE, RESOURCEMANAGERS
+from tony_jupyter.devcluster.security import Security
+from tony_jupyter.devcluster.testing import start_devcluster
+from tony_jupyter.errors import BackendError
+from tony_jupyter.hadoopconf import HadoopConf
+from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter.launcher.clients import open_client
+
+pytestmark = [pytest.mark.ha, pytest.mark.secure, pytest.mark.slow]
+
+SECURITY = Security(token_renew_interval_s=15, token_max_lifetime_s=3600)
+HA_TOKEN = f"ha-hdfs:{NAMESERVICE}"
+EPOCHS, STRIKE_AT_EPOCH = 8, 3
+# CHECKPOINTED (8 epochs, BackupAndRestore mirrored to HDFS) with room for the failover, and the
+# service of the HDFS token the task was given (what the AM passed on from the RM).
+CELL = (
+    "from tony_jupyter.tokens import Token, hdfs_token\n"
+    "token_service = Token.decode(hdfs_token()).service\n"
+    + CHECKPOINTED.replace("time.sleep(0.5)", "time.sleep(1.5)")
+)
+FLAGS = "--workers 1 --max-attempts 2 --no-tensorboard --async"
+PULL = "--pull first_epoch,attempt,token_service"
+
+
+@pytest.fixture(scope="module")
+def hasec_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
+    root = os.environ.get("TONY_TEST_HA_DIR")
+    if root:
+        dc = DevCluster(Path(root))
+        assert dc.layout.ha and dc.is_running(), f"no HA devcluster runs in {root}"
+        if dc.security is None:
+            pytest.skip(f"the HA devcluster in {root} is not the Kerberized one")
+        yield dc
+        return
+    dc = start_devcluster(tmp_path_factory.mktemp("ha-secure-devcluster"), SECURITY, ha=True)
+    try:
+        yield dc
+    finally:
+        dc.down()
+    # `down` stops the pairs, ZooKeeper and the KDC: nothing names the dir any more.
+    left = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if str(dc.dir) in " ".join(p.info["cmdline"] or [])
+    ]
+    assert not left, f"left running after down: {left}"
+
+
+@pytest.fixture(scope="module")
+def hasec(hasec_cluster: DevCluster) -> FollowingSecureCluster:
+    return FollowingSecureCluster(hasec_cluster)
+
+
+@pytest.fixture
+def tony_home(tony_home, monkeypatch, hasec_cluster, hasec):
+    """conftest's tony_home, with the test's jobs on the Kerberized HA devcluster as alice
+    (her ticket, its HA client configuration); afterwards no application or staging directory
+    of the test may be left."""
+    as_user(monkeypatch, hasec_cluster, "alice")
+    from tony_jupyter import options
+    from tony_jupyter.spec import SpecBuilder
+
+    monkeypatch.setattr(
+        options, "SpecBuilder", functools.partial(SpecBuilder, default_memory=TEST_MEMORY_MB)
+    )
+    before = {a["id"] for a in hasec.apps()}
+    yield tony_home
+    hasec.wait_nothing_left({a["id"] for a in hasec.apps()} - before)
+
+
+def test_no_ticket_is_refused_before_anything_with_nothing_left(
+    shell, tony_home, hasec, monkeypatch, tmp_path
+):
+    monkeypatch.setenv("KRB5CCNAME", f"FILE:{tmp_path / 'no-ticket-here'}")
+    before, staged = {a["id"] for a in hasec.apps()}, set(hasec.staging())
+    with pytest.raises(BackendError) as err:
+        shell.run_cell_magic("tony", "--workers 1 --no-tensorboard", "1 + 1\n")
+    message = str(err.value)
+    for fragment in ("no Kerberos ticket", "kinit", "--keytab"):
+        assert fragment in message, message
+    assert not list_jobs(), "a job record was left"
+    assert {a["id"] for a in hasec.apps()} == before, "an application was created"
+    assert set(hasec.staging()) == staged, "a staging directory was left"
+
+
+def _newest_write_ms(http: requests.Session, webhdfs: str, path: str) -> int:
+    """The latest modification time (ms) of anything under ``path`` on HDFS, ``path``
+    included: a file written, renamed or removed there moves it."""
+    r = http.get(f"{webhdfs}/webhdfs/v1{path}", params={"op": "LISTSTATUS"}, timeout=5)
+    r.raise_for_status()
+    newest = 0
+    for st in r.json()["FileStatuses"]["FileStatus"]:
+        newest = max(newest, int(st["modificationTime"]))
+        if st["type"] == "DIRECTORY":
+            newest = max(newest, _newest_write_ms(http, webhdfs, f"{path}/{st['pathSuffix']}"))
+    return newest
+
+
+def _next_write_after(dc: DevCluster, path: str, after: float, timeout: float = 90.0) -> float:
+    """Seconds from ``after`` (epoch s) to the first write under ``path`` that HDFS recorded
+    later, asked of whichever NameNode is active (none is, for a moment, after the kill)."""
+    alice = dc.session("alice")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            newest = _newest_write_ms(alice, dc.webhdfs_url, path) / 1000
+        except (requests.RequestException, ValueError, KeyError):
+            newest = 0.0
+        if newest > after:
+            return newest - after
+        time.sleep(0.2)
+    raise AssertionError(f"no HDFS write under {path} within {timeout:g} s of the kill")
+
+
+_LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) ")
+
+
+def _rm_lines(dc: DevCluster, fragment: str) -> list[tuple[float, str]]:
+    """(epoch s, line) of both RMs' log lines with ``fragment``."""
+    found = []
+    for service in RESOURCEMANAGERS.values():
+        for line in dc.layout.log_file(service).read_text(errors="replace").splitlines():
+            m = _LOG_TIME.match(line)
+            if m and fragment in line:
+                at = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").timestamp()
+                found.append((at + int(m.group(2)) / 1000, line))
+    return found
+
+
+def test_a_job_with_a_ticket_trains_through_a_namenode_failover_on_the_nameservices_token(
+    shell, tony_home, hasec, hasec_cluster
+):
+    dc = hasec_cluster
+    conf = HadoopConf.load()
+    assert conf.secure and conf.default_fs == f"hdfs://{NAMESERVICE}"
+    assert conf.hdfs_token_service == HA_TOKEN
+    X, y = load_digits(return_X_y=True)
+    shell.user_ns["X"], shell.user_ns["y"] = (X / 16.0).astype("float32"), y
+    job = shell.run_cell_magic("tony", f"{FLAGS} {PULL}", CELL)
+    (rec,) = list_jobs()
+    client, done = open_client(rec), None
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            snap = client.snapshot()
+            worker = snap.task("worker:0")
+            epoch = ((worker.progress if worker else None) or {}).get("epoch_done", 0)
+            if snap.attempt == 1 and epoch >= STRIKE_AT_EPOCH:
+                break
+            assert snap.state not in ("FAILED", "KILLED"), snap.state
+            assert time.monotonic() < deadline, f"never reached epoch {STRIKE_AT_EPOCH}"
+            time.sleep(0.05)
+        done = failover.failover(dc, "nn", restart=False)
+        checkpoints = f"/user/alice/.tony-jupyter/{rec.id}/checkpoints"
+        next_write_s = _next_write_after(dc, checkpoints, done.killed_at)
+        epochs_run = job.result(timeout=400)
+    finally:
+        if done is not None:  # the pair whole again
+            failover.start_standby(dc, done.killed)
+    ns = shell.user_ns
+    # Trained to the end through the new active NameNode, as alice, on tokens alone.
+    assert ns["attempt"] in (1, 2) and epochs_run == EPOCHS - ns["first_epoch"]
+    app = hasec.wait_app_end(rec.id)
+    assert (app["user"], app["finalStatus"]) == ("alice", "SUCCEEDED")
+    # The task's HDFS token is the nameservice's, not one NameNode's address.
+    assert ns["token_service"] == HA_TOKEN
+    # The RM renewed it through the nameservice at submission, and again after the kill
+    # (every ~13 s at a 15 s renew interval; a renewal sent to the dead NameNode's address
+    # would be logged "Exception renewing token" and the token dropped).
+    renewed = _rm_lines(
+        dc, f"Renewed delegation-token= [Kind: HDFS_DELEGATION_TOKEN, Service: {HA_TOKEN}"
+    )
+    assert renewed, "the RM never renewed the job's HDFS token"
+    assert not _rm_lines(dc, "Exception renewing token")
+    renews_checked = dc.security is not None and dc.security.token_renew_interval_s <= 30
+    if renews_checked:
+        assert any(at > done.killed_at for at, _ in renewed), renewed
+    am_log = _am_log(dc, rec.id)
+    assert "UnknownHostException" not in am_log
+    print(
+        f"\n[figures] Kerberized NameNode failover ({done.killed} killed, {done.active} "
+        f"active): {done.seconds:.1f} s to the new active; the job's next HDFS write "
+        f"{next_write_s:.1f} s after the kill; struck after epoch {STRIKE_AT_EPOCH}, attempt "
+        f"{ns['attempt']} finished; token service {ns['token_service']}; RM renewals of it "
+        f"after the kill: {sum(at > done.killed_at for at, _ in renewed)}"
+    )
+
+
+def _am_log(dc: DevCluster, app_id: str) -> str:
+    for nm in NODEMANAGERS:
+        for path in (dc.layout.nm_log_dir(nm) / app_id).glob("*_000001/am.stderr"):
+            return path.read_text(errors="replace")
+    raise AssertionError(f"no AM log of {app_id}")

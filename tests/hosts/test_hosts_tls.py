@@ -1,0 +1,104 @@
+"""HTTPS only on the several-host cluster (`devcluster up --hosts --tls`), from the edge host:
+every daemon presents the cluster's certificate under its own host's name (master, worker1,
+worker2 as subjectAltNames), which a client on the edge verifies against the CA bundle that
+`devcluster env --host edge` names; WebHDFS's redirect to a DataNode on a worker host is HTTPS
+too. Its own cluster for the module, without a job (what a job does over HTTPS is the one-host
+TLS suite's; here, that every name a client meets on these hosts verifies)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tony_jupyter.devcluster import DevCluster
+
+pytestmark = [pytest.mark.hosts, pytest.mark.tls]
+
+# Run on the edge by the project's Python (the edge sees the machine's files): each endpoint
+# over HTTPS, verified against TONY_CA_BUNDLE by host name; plain HTTP on the old port; a file
+# written and read back through WebHDFS (the NameNode redirects to a DataNode's HTTPS port).
+_PROBE = """
+import json, os, sys, requests
+ca = os.environ["TONY_CA_BUNDLE"]
+urls = json.loads(sys.argv[1])
+out = {"codes": {}, "plain_http": None}
+for name, url in urls.items():
+    out["codes"][name] = requests.get(url, params={"user.name": "root"}, verify=ca,
+                                      timeout=30).status_code
+try:
+    requests.get(sys.argv[2], timeout=10)
+    out["plain_http"] = "answered"
+except requests.ConnectionError as e:
+    out["plain_http"] = type(e).__name__
+nn = os.environ["TONY_DEVCLUSTER_WEBHDFS_URL"] + "/webhdfs/v1/tmp/tls-probe"
+q = {"user.name": "root"}
+r = requests.put(nn, params={**q, "op": "CREATE", "overwrite": "true"}, verify=ca,
+                 allow_redirects=False, timeout=30)
+out["redirect"] = r.headers.get("Location", "").split("/webhdfs")[0]
+requests.put(r.headers["Location"], data=b"over https", verify=ca, timeout=30).raise_for_status()
+out["read_back"] = requests.get(nn, params={**q, "op": "OPEN"}, verify=ca, timeout=30).text
+by_address = urls["resourcemanager"].replace("master", "198.18.0.11")  # an IP SAN too
+out["by_address"] = requests.get(by_address, params=q, verify=ca, timeout=10).status_code
+bare = requests.Session()
+bare.trust_env = False  # no REQUESTS_CA_BUNDLE of the shell's
+try:  # against the system's CAs instead of the cluster's: refused
+    bare.get(urls["resourcemanager"], verify=True, timeout=10)
+    out["system_cas"] = "verified"
+except requests.exceptions.SSLError:
+    out["system_cas"] = "SSLError"
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def tls_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
+    if os.geteuid() != 0:
+        pytest.fail("tests marked hosts need root (network namespaces, a bridge, mounts)")
+    cluster = DevCluster(tmp_path_factory.mktemp("hosts-tls"), hosts=True, tls_on=True)
+    cluster.up()
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
+def test_every_daemon_serves_https_under_its_hosts_name(tls_hosts):
+    layout = tls_hosts.layout
+    urls = {
+        name: f"https://{layout.host_of(name)}:{layout.ports(name)['https']}{path}"
+        for name, path in (
+            ("resourcemanager", "/ws/v1/cluster/info"),
+            ("namenode", "/webhdfs/v1/?op=LISTSTATUS"),
+            ("datanode", "/"),
+            ("datanode2", "/"),
+            ("nm1", "/ws/v1/node/info"),
+            ("nm2", "/ws/v1/node/info"),
+        )
+    }
+    plain = f"http://master:{layout.ports('resourcemanager')['http']}/"
+    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(tls_hosts.dir)]
+    res = subprocess.run(
+        [*cmd, "edge", "--", sys.executable, "-c", _PROBE, json.dumps(urls), plain],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    out = json.loads(res.stdout.splitlines()[-1])
+    assert set(urls) == {"resourcemanager", "namenode", "datanode", "datanode2", "nm1", "nm2"}
+    # (A DataNode's web root redirects to its status page, on its own host: followed.)
+    assert out["codes"] == dict.fromkeys(urls, 200), out
+    assert out["plain_http"] == "ConnectionError", out
+    port = layout.ports("datanode")["https"]
+    assert out["redirect"] in (f"https://worker1:{port}", f"https://worker2:{port}"), out
+    assert out["read_back"] == "over https", out
+    assert out["by_address"] == 200 and out["system_cas"] == "SSLError", out
+    san = Path(layout.tls_files.san_file).read_text()
+    assert all(f"dns:{h}" in san for h in ("edge", "master", "worker1", "worker2")), san
