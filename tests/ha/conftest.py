@@ -1,9 +1,8 @@
 """Tests marked ``ha`` run against `devcluster up --ha` (two NameNodes, two ResourceManagers,
 ZooKeeper); they run only when asked for (``-m ha``), serially, since they kill masters.
 
-One HA cluster for every module here (``ha_cluster``, package-scoped: pytest runs each
-shape's tests together, so each shape's cluster starts once), first over HTTP, then HTTPS only
-(`up --ha --tls`), in pytest's tmp dir on the first free port offset, beside the plain
+One HA cluster for the module that asks for it (``ha_cluster``), first over HTTP, then HTTPS
+only (`up --ha --tls`), in pytest's tmp dir on the first free port offset, beside the plain
 devcluster of the tests marked ``yarn``; ``TONY_TEST_HA_DIR`` points the tests at an HA
 devcluster already up (developers' runs: the shape it is), which is left running. The Kerberized
 shape (`up --ha --secure`) has a module of its own, test_ha_secure.py, with its own cluster."""
@@ -35,7 +34,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 SHAPES = {"http": False, "tls": True}
 
 
-@pytest.fixture(scope="package", params=list(SHAPES))
+@pytest.fixture(scope="module", params=list(SHAPES))
 def ha_cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DevCluster]:
