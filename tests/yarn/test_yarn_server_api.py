@@ -13,6 +13,7 @@ import time
 import pytest
 import requests
 from helpers.jobs import fetch_json, submit, tensorboard_processes, wait_for
+from tornado.httpclient import HTTPClientError
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 pytestmark = pytest.mark.yarn
@@ -176,7 +177,12 @@ async def _print_delays(jp_fetch, app_id: str) -> None:
     while len(tb_delays) < TB_SAMPLES or len(log_delays) < LOG_SAMPLES:
         if time.monotonic() > deadline:
             break
-        points = await fetch_json(jp_fetch, *scalars, params={"run": "probe", "tag": "probe"})
+        try:
+            points = await fetch_json(jp_fetch, *scalars, params={"run": "probe", "tag": "probe"})
+        except HTTPClientError as e:  # 404: TensorBoard has not loaded the probe run yet
+            if e.code != 404:
+                raise
+            points = []
         now = time.time()
         new = [(wall, step) for wall, step, _ in points if step not in seen_steps]
         seen_steps.update(step for _, step in new)
