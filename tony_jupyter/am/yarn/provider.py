@@ -56,6 +56,7 @@ class Launch:
     env: dict[str, str]
     request: object = None
     container: Any = None  # a YARN Container (Java)
+    cid: str = ""  # its id, as a string (no JVM call each time it is looked up)
     gpus: list[int] = field(default_factory=list)
     stopping: bool = False
     spare: bool = False  # a warm pool's container, waiting for a task (spares.py)
@@ -147,30 +148,15 @@ class YarnProvider(Provider):
             return sorted(x.task_id for x in self.pending.values() if x.attempt == attempt)
 
     def localizing(self, attempt: int) -> dict[str, float]:
-        out = {}
-        for task_id, cid in self._containers(attempt):
-            since = self.localization.localizing_since(cid)
-            if since is not None:
-                out[task_id] = since
-        return out
+        with self.lock:
+            cids = {t: x.cid for (t, a), x in self.by_task.items() if a == attempt and x.cid}
+        since = {t: self.localization.localizing_since(cid) for t, cid in cids.items()}
+        return {t: at for t, at in since.items() if at is not None}
 
     def running_since(self, task_id: str, attempt: int) -> float | None:
-        return next(
-            (
-                self.localization.running_at(cid)
-                for t, cid in self._containers(attempt)
-                if t == task_id
-            ),
-            None,
-        )
-
-    def _containers(self, attempt: int) -> list[tuple[str, str]]:
         with self.lock:
-            return [
-                (task_id, str(x.container.getId().toString()))
-                for (task_id, a), x in self.by_task.items()
-                if a == attempt and x.container is not None
-            ]
+            launch = self.by_task.get((task_id, attempt))
+        return self.localization.running_at(launch.cid) if launch and launch.cid else None
 
     def set_outcome(self, state: str, reason: str) -> None:
         self.outcome = (state, reason)
@@ -336,7 +322,7 @@ class YarnProvider(Provider):
                 return
             self.amrm.removeContainerRequest(launch.request)
             launch.container = c
-            cid = str(c.getId().toString())
+            launch.cid = cid = str(c.getId().toString())
             self.running[cid] = launch
             node = str(c.getNodeId().toString())
             if launch.task.gpus:
@@ -348,8 +334,7 @@ class YarnProvider(Provider):
         self.pool.submit(self._start_container, launch)
 
     def _start_container(self, launch: Launch) -> None:
-        c = launch.container
-        cid = str(c.getId().toString())
+        c, cid = launch.container, launch.cid
         try:
             self.localization.started(cid, c, launch.task_id)
             self.nm.startContainer(c, self._context(launch, c))

@@ -131,7 +131,7 @@ class SparePool:
                 self._stage()  # a fresh container localizes the job's files
                 return False
             cid, spare = found
-            launch = Launch(task, task_id, attempt, env, container=spare.container)
+            launch = Launch(task, task_id, attempt, env, container=spare.container, cid=cid)
             launch.gpus = spare.gpus
             p.running[cid] = launch
             p.by_task[(task_id, attempt)] = launch
