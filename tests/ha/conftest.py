@@ -9,15 +9,12 @@ shape (`up --ha --secure`) has a module of its own, test_ha_secure.py, with its 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
-import psutil
 import pytest
+from helpers.ha import module_cluster
 
 from tony_jupyter.devcluster import DevCluster
-from tony_jupyter.devcluster.testing import start_devcluster
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -39,23 +36,9 @@ def ha_cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DevCluster]:
     tls_on = SHAPES[request.param]
-    root = os.environ.get("TONY_TEST_HA_DIR")
-    if root:
-        dc = DevCluster(Path(root))
-        assert dc.layout.ha and dc.is_running(), f"no HA devcluster runs in {root}"
-        if dc.layout.tls != tls_on or dc.security is not None:
-            pytest.skip(f"the HA devcluster in {root} is not the {request.param} one")
-        yield dc
-        return
-    dc = start_devcluster(tmp_path_factory.mktemp("ha-devcluster"), tls_on=tls_on, ha=True)
-    try:
-        yield dc
-    finally:
-        dc.down()
-    # `down` stops every daemon of the pairs, ZooKeeper included: none names the dir any more.
-    left = [
-        p
-        for p in psutil.process_iter(["cmdline"])
-        if str(dc.dir) in " ".join(p.info["cmdline"] or [])
-    ]
-    assert not left, f"left running after down: {left}"
+
+    def unlike(dc: DevCluster) -> str:
+        other = dc.layout.tls != tls_on or dc.security is not None
+        return f"the {request.param} one" if other else ""
+
+    yield from module_cluster(tmp_path_factory, "ha-devcluster", unlike, tls_on=tls_on)

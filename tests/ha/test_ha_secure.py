@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import datetime
 import functools
-import os
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
-import psutil
 import pytest
 import requests
 from helpers.cells import CHECKPOINTED
-from helpers.ha import FollowingSecureCluster
+from helpers.ha import FollowingSecureCluster, module_cluster
 from helpers.secure import as_user
 from helpers.yarn import TEST_MEMORY_MB
 from sklearn.datasets import load_digits
@@ -32,7 +29,6 @@ from tony_jupyter.devcluster import DevCluster, failover
 from tony_jupyter.devcluster.config import NODEMANAGERS
 from tony_jupyter.devcluster.ha import NAMESERVICE, RESOURCEMANAGERS
 from tony_jupyter.devcluster.security import Security
-from tony_jupyter.devcluster.testing import start_devcluster
 from tony_jupyter.errors import BackendError
 from tony_jupyter.hadoopconf import HadoopConf
 from tony_jupyter.launcher.client import list_jobs
@@ -56,26 +52,10 @@ PULL = "--pull first_epoch,attempt,token_service"
 
 @pytest.fixture(scope="module")
 def hasec_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
-    root = os.environ.get("TONY_TEST_HA_DIR")
-    if root:
-        dc = DevCluster(Path(root))
-        assert dc.layout.ha and dc.is_running(), f"no HA devcluster runs in {root}"
-        if dc.security is None:
-            pytest.skip(f"the HA devcluster in {root} is not the Kerberized one")
-        yield dc
-        return
-    dc = start_devcluster(tmp_path_factory.mktemp("ha-secure-devcluster"), SECURITY, ha=True)
-    try:
-        yield dc
-    finally:
-        dc.down()
-    # `down` stops the pairs, ZooKeeper and the KDC: nothing names the dir any more.
-    left = [
-        p
-        for p in psutil.process_iter(["cmdline"])
-        if str(dc.dir) in " ".join(p.info["cmdline"] or [])
-    ]
-    assert not left, f"left running after down: {left}"
+    def unlike(dc: DevCluster) -> str:
+        return "the Kerberized one" if dc.security is None else ""
+
+    yield from module_cluster(tmp_path_factory, "ha-secure-devcluster", unlike, security=SECURITY)
 
 
 @pytest.fixture(scope="module")

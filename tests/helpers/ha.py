@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import functools
 import getpass
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
 
 from helpers.secure import SecureCluster
 from helpers.yarn import TEST_MEMORY_MB, Cluster
 from tony_jupyter.devcluster import DevCluster
+from tony_jupyter.devcluster.testing import start_devcluster
 
 
 class _Following:
@@ -66,3 +73,32 @@ def jobs_to_ha(monkeypatch, ha_cluster: DevCluster):
     before = {a["id"] for a in view.apps()}
     yield "yarn"
     view.wait_nothing_left({a["id"] for a in view.apps()} - before)
+
+
+def module_cluster(
+    factory: pytest.TempPathFactory, name: str, unlike: Callable[[DevCluster], str], **shape
+) -> Iterator[DevCluster]:
+    """A module's HA devcluster of ``shape`` (start_devcluster's keywords), up in pytest's tmp
+    dir and down after, with nothing of it left running; or ``TONY_TEST_HA_DIR``'s, left
+    running, and a skip where ``unlike(dc)`` says how it is another shape."""
+    root = os.environ.get("TONY_TEST_HA_DIR")
+    if root:
+        dc = DevCluster(Path(root))
+        assert dc.layout.ha and dc.is_running(), f"no HA devcluster runs in {root}"
+        other = unlike(dc)
+        if other:
+            pytest.skip(f"the HA devcluster in {root} is not {other}")
+        yield dc
+        return
+    dc = start_devcluster(factory.mktemp(name), ha=True, **shape)
+    try:
+        yield dc
+    finally:
+        dc.down()
+    # `down` stops the pairs, ZooKeeper (and a KDC): nothing names the dir any more.
+    left = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if str(dc.dir) in " ".join(p.info["cmdline"] or [])
+    ]
+    assert not left, f"left running after down: {left}"
