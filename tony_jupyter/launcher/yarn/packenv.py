@@ -9,7 +9,14 @@ at ``/user/<user>/.tony-jupyter/envs/<hash>.tar.gz`` and localized as a YARN ARC
 The content hash is over the venv's file list with each file's size and mtime (and each
 symlink's target), ``__pycache__`` left out: it reads no file's content, so it takes well under a
 second for a large venv. Any install, upgrade or edit in the venv changes it; merely running
-Python in it (which writes ``__pycache__``) does not. Only venvs (``python -m venv`` /
+Python in it (which writes ``__pycache__``) does not. It also covers what the archive leaves out
+(``LEFT_OUT``), so a change of those rules makes a new archive.
+
+The archive leaves out ``__pycache__`` and TensorFlow's C++ headers (``tensorflow/include``:
+18,500 of the 22,000 files of a TensorFlow install, 430 MB unpacked), which only a build of a
+custom op reads. Files, not bytes, are what a NodeManager's unpacking costs most where Hadoop's
+native library is missing: it sets each unpacked file's permissions with one ``chmod`` process
+per file (a few milliseconds each). Only venvs (``python -m venv`` /
 virtualenv: a ``pyvenv.cfg`` at the root) are supported; conda environments are not.
 """
 
@@ -31,6 +38,8 @@ from ...spec import JobSpec
 ENV_NAME = "env"  # the ARCHIVE's link name in the container
 PYTHON = f"{ENV_NAME}/bin/python"
 SKIP_DIRS = {"__pycache__"}
+# venv-pack's fnmatch patterns over paths in the venv: never in the archive.
+LEFT_OUT = ("*/__pycache__/*", "*/site-packages/tensorflow/include/*")
 
 
 def venv_root(path: str | None) -> Path:
@@ -68,7 +77,7 @@ def venv_version(root: Path) -> str | None:
 
 def content_hash(prefix: Path) -> str:
     """sha256 over (relative path, size, mtime) of every file and (path, target) of every link."""
-    h = hashlib.sha256()
+    h = hashlib.sha256("\0".join(LEFT_OUT).encode() + b"\n")
     for root, dirs, files in os.walk(prefix):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
         rel_root = os.path.relpath(root, prefix)
@@ -84,7 +93,7 @@ def content_hash(prefix: Path) -> str:
 
 
 def pack(prefix: Path, output: Path) -> None:
-    """``prefix`` packed into ``output`` (.tar.gz) with venv-pack, ``__pycache__`` left out."""
+    """``prefix`` packed into ``output`` (.tar.gz) with venv-pack, ``LEFT_OUT`` left out."""
     try:
         import venv_pack
     except ImportError:
@@ -97,7 +106,7 @@ def pack(prefix: Path, output: Path) -> None:
             prefix=str(prefix),
             output=str(output),
             format="tar.gz",
-            filters=[("exclude", "*/__pycache__/*")],
+            filters=[("exclude", pattern) for pattern in LEFT_OUT],
             force=True,
             verbose=False,
         )
