@@ -39,9 +39,7 @@ def one_cell(name: str) -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
     from tony_jupyter.launcher.client import jobs_dir
-    from tony_jupyter.launcher.yarn import appmaster
 
-    appmaster.AM_START_TIMEOUT_S = 900.0  # a first job from the edge localizes its venv
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "tony_jupyter")
     t0 = time.time()

@@ -7,8 +7,6 @@ from __future__ import annotations
 import numpy as np
 from IPython.core.interactiveshell import InteractiveShell
 
-from tony_jupyter.launcher.yarn import appmaster
-
 # A cell's MultiWorkerMirroredStrategy over the kernel's (X, y), with a small Keras model.
 MWMS = """
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
@@ -21,10 +19,9 @@ with strategy.scope():
 
 
 def kernel(data: bool = True) -> InteractiveShell:
-    """The IPython shell with tony_jupyter loaded and, with ``data``, (X, y) of 512 rows. A first
-    job from the edge waits for its AM up to 900 s, not 180: its container localizes the packed
-    venv first (about 740 MB, TensorFlow), for minutes on 2 busy cores."""
-    appmaster.AM_START_TIMEOUT_S = 900.0
+    """The IPython shell with tony_jupyter loaded and, with ``data``, (X, y) of 512 rows. (A
+    first job from the edge waits minutes for its AM, whose container localizes the packed venv
+    first: the launcher counts that against the localization timeout, not the AM's start.)"""
     ip = InteractiveShell.instance()
     ip.run_line_magic("load_ext", "tony_jupyter")
     if data:

@@ -25,7 +25,13 @@ from . import packenv, secure, transport
 from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
 from .staging import local_resource_json
 
+# From the end of the AM container's localization (as its NodeManager says): a first job's
+# packed environment may take minutes to unpack on a node, and that counts against
+# ``tony.task.localization-timeout-sec`` instead, as for the tasks' containers.
 AM_START_TIMEOUT_S = 180.0
+NM_ASK_EVERY_S = 2.0
+# A NodeManager's own states of a container that it has not started yet (its REST API's).
+NOT_LOCALIZED = ("NEW", "LOCALIZING", "SCHEDULED")
 # The AM listens before it registers: no connection this long after, it is cut off from here.
 UNREACHABLE_AFTER_S = 10.0
 # Files every executor localizes too (spec.json: the chief's MLflow run logs it); the token's
@@ -145,23 +151,32 @@ def _wanted_version(spec: JobSpec) -> str | None:
     return None if spec.python else nodepython.this_version()
 
 
-def wait_for_am(rm: RMClient, app_id: str, token: str) -> str:
+def wait_for_am(
+    rm: RMClient, app_id: str, token: str, localization_timeout_s: float = 1800.0
+) -> str:
     """Until the AM has registered (its address in the app report) and answers its API: its
     URL; else why not, worded (launcher/outcome.py), as a BackendError."""
-    return outcome.started(await_am(rm, app_id, token)).url
+    return outcome.started(await_am(rm, app_id, token, localization_timeout_s)).url
 
 
-def await_am(rm: RMClient, app_id: str, token: str) -> outcome.Outcome:
-    """How the AM's start came out: Started once it answers its API, or why not."""
-    deadline = time.monotonic() + AM_START_TIMEOUT_S
+def await_am(
+    rm: RMClient, app_id: str, token: str, localization_timeout_s: float = 1800.0
+) -> outcome.Outcome:
+    """How the AM's start came out: Started once it answers its API, or why not. The time its
+    NodeManager spends localizing its container (up to ``localization_timeout_s``) does not
+    count against AM_START_TIMEOUT_S."""
+    auth = getattr(getattr(rm, "session", None), "auth", None)  # SPNEGO where secure
+    localizing = _Localizing(auth, localization_timeout_s)
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {token}"
     app: dict = {}
     unreached_since = 0.0
     unreached: tuple[str, Exception] | None = None  # the last try, while it made no connection
-    while time.monotonic() < deadline:
+    while time.monotonic() < localizing.deadline():
         app = rm.app(app_id) or {}
         state = app.get("state")
+        if state == "ACCEPTED":
+            localizing.ask(app)
         if state in TERMINAL_APP_STATES and _queue_refused(app):
             why = " ".join(app.get("diagnostics", "").split())[:500]
             return outcome.QueueRefused(app.get("queue"), app.get("user"), why)
@@ -196,7 +211,49 @@ def await_am(rm: RMClient, app_id: str, token: str) -> outcome.Outcome:
     diagnostics = " ".join(app.get("diagnostics", "").split())
     launched = app.get("amContainerLogs") or "AM container is launched" in diagnostics
     tail = am_log_tail(app) if launched else ""
-    return outcome.TimedOut(AM_START_TIMEOUT_S, app_id=app_id, app=app, log_tail=tail)
+    seconds = AM_START_TIMEOUT_S + localizing.counted
+    return outcome.TimedOut(seconds, app_id=app_id, app=app, log_tail=tail)
+
+
+class _Localizing:
+    """How long the AM's NodeManager has said it was localizing the AM's container: asked
+    every NM_ASK_EVERY_S through its REST API while the app waits for its AM. A NodeManager that
+    does not answer (an old one, one out of reach from here) counts as not localizing."""
+
+    def __init__(self, auth, limit_s: float) -> None:
+        self.http = transport.session(auth)  # an HTTPS-only NodeManager: the cluster's CA
+        self.limit_s, self.seconds = limit_s, 0.0
+        self.start = self.asked = time.monotonic()
+        self.was = False  # what the NodeManager said the last time
+
+    @property
+    def counted(self) -> float:
+        return min(self.seconds, self.limit_s)
+
+    def deadline(self) -> float:
+        return self.start + AM_START_TIMEOUT_S + self.counted
+
+    def ask(self, app: dict) -> None:
+        now = time.monotonic()
+        if now - self.asked < NM_ASK_EVERY_S:
+            return
+        if self.was:
+            self.seconds += now - self.asked
+        self.asked, self.was = now, am_container_state(app, self.http) in NOT_LOCALIZED
+
+
+def am_container_state(app: dict, http: requests.Session) -> str | None:
+    """The AM container's state as its NodeManager tells it (LOCALIZING, RUNNING, ...), found
+    through the app report's link to its logs; None when no container or no answer."""
+    m = re.match(r"^(https?://[^/]+)/node/containerlogs/([^/]+)/", app.get("amContainerLogs", ""))
+    if not m:
+        return None
+    base, cid = m.groups()
+    try:
+        r = http.get(f"{base}/ws/v1/node/containers/{cid}", timeout=5)
+        return r.json()["container"]["state"] if r.status_code == 200 else None
+    except (requests.RequestException, ValueError, KeyError, TypeError):
+        return None
 
 
 def not_connected(error: requests.RequestException) -> bool:

@@ -103,7 +103,7 @@ def _submit(cluster, spec, bundle, argv, tokens, staged) -> JobRecord:
         submitted = True  # from here a half-done submit may have created the app: kill it
         creds = tokens.tokens if tokens else None
         rm.submit(am_context(conf, spec, app_id, staging.job_dir(app_id), resources, creds))
-        url = wait_for_am(rm, app_id, token)
+        url = wait_for_am(rm, app_id, token, spec.localization_timeout_s)
         yarn_info["am_url"] = url
         yarn_info["am_up"] = time.time()
         d.yarn_info.write_text(json.dumps(yarn_info))

@@ -1,0 +1,113 @@
+"""A job's AM whose NodeManager is still localizing its container (a first job's packed venv
+takes minutes to unpack on a node): the launcher waits for it past AM_START_TIMEOUT_S, up to
+the localization timeout, as it does for the tasks. The RM is a fake answering as a real one
+does; the NodeManager's REST API and the AM's are real HTTP servers on 127.0.0.1 serving what
+a real one answers."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from tony_jupyter.errors import BackendError
+from tony_jupyter.launcher.yarn import appmaster
+
+CID = "container_1_0001_01_000001"
+
+
+class Node:
+    """A NodeManager that localizes the AM's container for ``seconds``, then runs it; and the
+    AM's own API, which answers once it runs."""
+
+    def __init__(self, seconds: float):
+        self.ready_at = time.monotonic() + seconds
+        node = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                if self.path == f"/ws/v1/node/containers/{CID}":
+                    state = "RUNNING" if node.running else "LOCALIZING"
+                    body = json.dumps({"container": {"id": CID, "state": state}}).encode()
+                elif self.path == "/api/v1/job" and node.running:
+                    body = b"{}"
+                else:
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def running(self) -> bool:
+        return time.monotonic() >= self.ready_at
+
+    def app(self, app_id: str) -> dict:
+        """The RM's app report: ACCEPTED with its AM container's log link while it localizes."""
+        logs = f"http://127.0.0.1:{self.port}/node/containerlogs/{CID}/root"
+        if not self.running:
+            return {
+                "state": "ACCEPTED",
+                "amContainerLogs": logs,
+                "diagnostics": "AM container "
+                "is launched, waiting for AM container to Register with RM",
+            }
+        return {
+            "state": "RUNNING",
+            "amRPCAddress": f"127.0.0.1:{self.port}",
+            "amContainerLogs": logs,
+        }
+
+
+@pytest.fixture
+def quick(monkeypatch):
+    monkeypatch.setattr(appmaster, "AM_START_TIMEOUT_S", 0.6)
+    monkeypatch.setattr(appmaster, "NM_ASK_EVERY_S", 0.05)
+
+
+def test_an_am_localizing_longer_than_the_start_timeout_is_waited_for(quick):
+    node = Node(seconds=2.0)
+    try:
+        t0 = time.monotonic()
+        url = appmaster.wait_for_am(node, "application_1_0001", "t" * 32)
+        assert url == f"http://127.0.0.1:{node.port}"
+        assert time.monotonic() - t0 >= 2.0
+    finally:
+        node.server.shutdown()
+
+
+def test_localizing_past_the_localization_timeout_gives_up_and_says_so(quick):
+    node = Node(seconds=60.0)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(BackendError) as e:
+            appmaster.wait_for_am(node, "application_1_0002", "t" * 32, localization_timeout_s=1.0)
+        took = time.monotonic() - t0
+        assert 1.5 <= took < 10, took
+        assert "application_1_0002 is ACCEPTED" in str(e.value)
+        assert "localizing" in str(e.value)
+    finally:
+        node.server.shutdown()
+
+
+def test_a_node_that_does_not_answer_counts_as_not_localizing():
+    assert (
+        appmaster.am_container_state(
+            {"amContainerLogs": f"http://127.0.0.1:1/node/containerlogs/{CID}/root"},
+            appmaster.transport.session(),
+        )
+        is None
+    )
+    assert appmaster.am_container_state({}, appmaster.transport.session()) is None
