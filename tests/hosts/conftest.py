@@ -2,9 +2,12 @@
 run only when asked for (``-m hosts``): dev/test runs them, as root, after its ``not yarn``
 partition.
 
-The ``hosts_cluster`` fixture starts one several-host cluster for the module, in
+The ``hosts_cluster`` fixture starts one plain several-host cluster for the session, in
 ``$TONY_JUPYTER_DEVCLUSTER_DIR`` if set (reusing a several-host cluster already running there,
-and leaving it running), else in pytest's tmp dir.
+and leaving it running), else in pytest's tmp dir. One for every module that uses it: each node
+unpacks the shipped venv once, not once a module. The tests that use it run first, MWMS's first
+job first of all (it measures the first upload), then the one that takes it down; then the
+modules with clusters of other shapes (Kerberized, TLS, HA), one at a time.
 """
 
 from __future__ import annotations
@@ -20,9 +23,20 @@ import pytest
 from tony_jupyter.devcluster import DevCluster
 from tony_jupyter.devcluster.hosts import node_python
 
+FIRST = "test_mwms_from_a_kernel_on_the_edge_runs_on_workers_without_its_venv"
+LAST = "test_down_removes_every_namespace_link_mount_and_process"  # of the shared cluster
+
+
+def _order(item: pytest.Item) -> tuple[int, int]:
+    name = getattr(item, "originalname", item.name)
+    if "hosts_cluster" not in getattr(item, "fixturenames", ()):
+        return (2, 0)
+    return (1, 0) if name == LAST else (0, 0 if name == FIRST else 1)
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if "hosts" in (config.getoption("markexpr") or ""):
+        items.sort(key=_order)  # stable: each group keeps its files' order
         return
     skip = pytest.mark.skip(reason="needs root and network namespaces: run with -m hosts")
     for item in items:
@@ -30,7 +44,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def hosts_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
     if os.geteuid() != 0:
         pytest.fail("tests marked hosts need root (network namespaces, a bridge, mounts)")

@@ -189,7 +189,8 @@ def test_link_down_cuts_a_host_off_and_up_plugs_it_back_in(hosts_cluster):
 
 
 def test_down_removes_every_namespace_link_mount_and_process(hosts_cluster):
-    """Last in the module: it stops the cluster (only one this module started)."""
+    """Last of the tests on the session's several-host cluster (conftest.py orders them): it
+    stops the cluster."""
     if not hosts_cluster.owned:
         pytest.skip("the several-host cluster was started outside this session; left running")
     topology = hosts_cluster.hosts.topology
