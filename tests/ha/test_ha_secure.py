@@ -33,10 +33,11 @@ from tony_jupyter.errors import BackendError
 from tony_jupyter.hadoopconf import HadoopConf
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.yarn.secure import connect
 
 pytestmark = [pytest.mark.ha, pytest.mark.secure, pytest.mark.slow]
 
-SECURITY = Security(token_renew_interval_s=15, token_max_lifetime_s=3600)
+SECURITY = Security(token_renew_interval_s=15, token_max_lifetime_s=60)
 HA_TOKEN = f"ha-hdfs:{NAMESERVICE}"
 EPOCHS, STRIKE_AT_EPOCH = 8, 3
 # CHECKPOINTED (8 epochs, BackupAndRestore mirrored to HDFS) with room for the failover, and the
@@ -203,3 +204,83 @@ def _am_log(dc: DevCluster, app_id: str) -> str:
         for path in (dc.layout.nm_log_dir(nm) / app_id).glob("*_000001/am.stderr"):
             return path.read_text(errors="replace")
     raise AssertionError(f"no AM log of {app_id}")
+
+
+def _first_call(call, killed_at: float, timeout: float = 90.0) -> float:
+    """Seconds from the kill to the first ``call()`` that succeeds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            call()
+            return time.time() - killed_at
+        except BackendError:
+            assert time.monotonic() < deadline, "no call succeeded through the new active RM"
+            time.sleep(0.05)
+
+
+def test_a_job_with_a_ticket_trains_through_a_resourcemanager_failover_and_the_client_follows(
+    shell, tony_home, hasec, hasec_cluster, capsys
+):
+    dc = hasec_cluster
+    conf = HadoopConf.load()
+    assert conf.secure and len(conf.rm.urls) == 2
+    X, y = load_digits(return_X_y=True)
+    shell.user_ns["X"], shell.user_ns["y"] = (X / 16.0).astype("float32"), y
+    job = shell.run_cell_magic("tony", f"{FLAGS} {PULL}", CELL)
+    (rec,) = list_jobs()
+    client, done = open_client(rec), None
+    rm = connect().rm  # the notebook's RM client: SPNEGO as alice, to either RM
+    try:
+        _wait_epoch(client, STRIKE_AT_EPOCH)
+        done = failover.failover(dc, "rm", restart=False)
+        first_call_s = _first_call(lambda: rm.app(rec.id), done.killed_at)
+        assert rm.urls[rm.active] == failover.web_url(dc.layout, done.active)
+        # While the job still trains: its status and the list, through the new active RM.
+        capsys.readouterr()
+        shell.run_line_magic("tony", f"status {rec.id}")
+        shell.run_line_magic("tony", "list")
+        running = capsys.readouterr().out
+        epochs_run = job.result(timeout=400)
+    finally:
+        if done is not None:  # the pair whole again
+            failover.start_standby(dc, done.killed)
+    ns = shell.user_ns
+    assert f"job {rec.id}" in running and running.count(rec.id) >= 2, running
+    # Work-preserving recovery: the AM re-registered with the new active RM on its tokens (the
+    # AMRM token, the RM's principal on rm2) and went on; one AM attempt, every epoch trained.
+    app = hasec.wait_app_end(rec.id)
+    assert (app["user"], app["finalStatus"]) == ("alice", "SUCCEEDED")
+    attempts = hasec.alice.get(
+        f"{hasec.rm}/ws/v1/cluster/apps/{rec.id}/appattempts", timeout=10
+    ).json()["appAttempts"]["appAttempt"]
+    assert len(attempts) == 1, attempts
+    assert epochs_run == EPOCHS - ns["first_epoch"]
+    assert ns["token_service"] == HA_TOKEN
+    # After it, the notebook's commands reach the new active RM with SPNEGO.
+    assert open_client(rec).snapshot().state == "SUCCEEDED"
+    capsys.readouterr()
+    shell.run_line_magic("tony", "list")
+    shell.run_line_magic("tony", f"logs {rec.id} worker:0")
+    out = capsys.readouterr().out
+    assert rec.id in out and f"Epoch {EPOCHS}/{EPOCHS}" in out, out
+    assert not _rm_lines(dc, "Exception renewing token")
+    print(
+        f"\n[figures] Kerberized ResourceManager failover ({done.killed} killed, {done.active} "
+        f"active): {done.seconds:.1f} s to the new active; the first call of the notebook's RM "
+        f"client (SPNEGO) through it {first_call_s:.1f} s after the kill; struck after epoch "
+        f"{STRIKE_AT_EPOCH}; AM attempts 1, training attempt {ns['attempt']}"
+    )
+
+
+def _wait_epoch(client, epoch: int, timeout: float = 300.0) -> None:
+    """Until attempt 1's worker:0 has trained ``epoch`` epochs."""
+    deadline = time.monotonic() + timeout
+    while True:
+        snap = client.snapshot()
+        worker = snap.task("worker:0")
+        done = ((worker.progress if worker else None) or {}).get("epoch_done", 0)
+        if snap.attempt == 1 and done >= epoch:
+            return
+        assert snap.state not in ("FAILED", "KILLED"), snap.state
+        assert time.monotonic() < deadline, f"never reached epoch {epoch}"
+        time.sleep(0.05)
