@@ -33,7 +33,8 @@ from tony_jupyter.errors import BackendError
 from tony_jupyter.hadoopconf import HadoopConf
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
-from tony_jupyter.launcher.yarn.secure import connect
+from tony_jupyter.launcher.yarn.secure import TokenKeeper, connect
+from tony_jupyter.tokens import Token
 
 pytestmark = [pytest.mark.ha, pytest.mark.secure, pytest.mark.slow]
 
@@ -284,3 +285,73 @@ def _wait_epoch(client, epoch: int, timeout: float = 300.0) -> None:
         assert snap.state not in ("FAILED", "KILLED"), snap.state
         assert time.monotonic() < deadline, f"never reached epoch {epoch}"
         time.sleep(0.05)
+
+
+# Writes to HDFS every second until 10 s past the maximum lifetime of the HDFS token it started
+# with, through the token it holds at each write (tokens.webhdfs_client reads the current one).
+OUTLIVE_CELL = """
+import os, time
+from tony_jupyter import tokens
+from tony_jupyter.tokens import Token
+hdfs = tokens.webhdfs_client(os.environ["TONY_WEBHDFS_URL"], None)
+first = tokens.hdfs_token()
+until = Token.decode(first).max_date_ms() / 1000 + 10
+writes = []
+while time.time() < until or len(writes) < 2:
+    hdfs.write(f"{BASE}/{len(writes)}", data=b"x", overwrite=True)
+    writes.append(time.time())
+    time.sleep(1)
+last = tokens.hdfs_token()
+"""
+
+
+def test_a_job_outliving_its_tokens_max_lifetime_keeps_writing_on_new_nameservice_tokens(
+    shell, tony_home, hasec, hasec_cluster
+):
+    """Past the submitted tokens' maximum lifetime (60 s here), the RM cannot renew them any
+    more: the kernel (TokenKeeper) obtains new ``ha-hdfs:<ns>`` ones through the nameservice and
+    hands them to the AM, which passes them on to the task; the old one is refused by then."""
+    dc = hasec_cluster
+    max_life = dc.security.token_max_lifetime_s if dc.security else 0
+    assert 0 < max_life <= 120, f"the module's cluster has tokens living {max_life} s"
+    base = f"/user/alice/ha-outlive-{time.time_ns()}"
+    shell.user_ns["BASE"] = base
+    started = time.monotonic()
+    shell.run_cell_magic(
+        "tony", "--workers 1 --no-tensorboard --pull first,last,writes", OUTLIVE_CELL
+    )
+    took = time.monotonic() - started
+    (rec,) = list_jobs()
+    ns = shell.user_ns
+    first, last = Token.decode(ns["first"]), Token.decode(ns["last"])
+    dead_at = (first.max_date_ms() or 0) / 1000
+    assert (first.service, last.service) == (HA_TOKEN, HA_TOKEN)
+    assert last.identifier != first.identifier, "the task never got a new token"
+    assert (last.max_date_ms() or 0) / 1000 > dead_at
+    after = [t for t in ns["writes"] if t > dead_at]
+    assert after, f"no write after the first token's max lifetime ({dead_at})"
+    assert TokenKeeper.get().renewals.get(rec.id, 0) >= 1
+    # Every write landed, those after the first token died included.
+    alice = dc.session("alice")
+    r = alice.get(
+        f"{dc.webhdfs_url}/webhdfs/v1{base}", params={"op": "LISTSTATUS"}, timeout=10
+    )
+    assert len(r.json()["FileStatuses"]["FileStatus"]) == len(ns["writes"])
+    # The first token is dead: the active NameNode refuses it now.
+    refused = requests.get(
+        f"{dc.webhdfs_url}/webhdfs/v1{base}",
+        params={"op": "LISTSTATUS", "delegation": ns["first"]},
+        timeout=10,
+        verify=alice.verify,
+    )
+    assert refused.status_code in (401, 403), (refused.status_code, refused.text[:300])
+    assert hasec.wait_app_end(rec.id)["finalStatus"] == "SUCCEEDED"
+    alice.delete(
+        f"{dc.webhdfs_url}/webhdfs/v1{base}", params={"op": "DELETE", "recursive": "true"}
+    ).raise_for_status()
+    print(
+        f"\n[figures] tokens past their max lifetime ({max_life} s) on HA: "
+        f"{len(ns['writes'])} HDFS writes, {len(after)} after the first token died, on "
+        f"{TokenKeeper.get().renewals[rec.id]} new set(s) of {HA_TOKEN} tokens; the job took "
+        f"{took:.0f} s"
+    )
