@@ -141,6 +141,21 @@ def _rm_lines(dc: DevCluster, fragment: str) -> list[tuple[float, str]]:
     return found
 
 
+_MAX_DATE = re.compile(r"maxDate=(\d+)")
+
+
+def _renewals_failed_early(dc: DevCluster) -> list[str]:
+    """The RMs' failures to renew a token before its maximum lifetime (one sent to the dead
+    NameNode's address, say). At it, the RM's last try is refused ("tried to renew an expired
+    token"), as Hadoop's renewer does with every token that lives that long: not counted."""
+    early = []
+    for at, line in _rm_lines(dc, "Exception renewing token"):
+        m = _MAX_DATE.search(line)
+        if m is None or at * 1000 < int(m.group(1)) - 1000:
+            early.append(line)
+    return early
+
+
 def test_a_job_with_a_ticket_trains_through_a_namenode_failover_on_the_nameservices_token(
     shell, tony_home, hasec, hasec_cluster
 ):
@@ -180,12 +195,13 @@ def test_a_job_with_a_ticket_trains_through_a_namenode_failover_on_the_nameservi
     assert ns["token_service"] == HA_TOKEN
     # The RM renewed it through the nameservice at submission, and again after the kill
     # (every ~13 s at a 15 s renew interval; a renewal sent to the dead NameNode's address
-    # would be logged "Exception renewing token" and the token dropped).
+    # would be logged "Exception renewing token" before the token's max date, and the token
+    # dropped).
     renewed = _rm_lines(
         dc, f"Renewed delegation-token= [Kind: HDFS_DELEGATION_TOKEN, Service: {HA_TOKEN}"
     )
     assert renewed, "the RM never renewed the job's HDFS token"
-    assert not _rm_lines(dc, "Exception renewing token")
+    assert not _renewals_failed_early(dc)
     renews_checked = dc.security is not None and dc.security.token_renew_interval_s <= 30
     if renews_checked:
         assert any(at > done.killed_at for at, _ in renewed), renewed
@@ -264,7 +280,7 @@ def test_a_job_with_a_ticket_trains_through_a_resourcemanager_failover_and_the_c
     shell.run_line_magic("tony", f"logs {rec.id} worker:0")
     out = capsys.readouterr().out
     assert rec.id in out and f"Epoch {EPOCHS}/{EPOCHS}" in out, out
-    assert not _rm_lines(dc, "Exception renewing token")
+    assert not _renewals_failed_early(dc)
     print(
         f"\n[figures] Kerberized ResourceManager failover ({done.killed} killed, {done.active} "
         f"active): {done.seconds:.1f} s to the new active; the first call of the notebook's RM "
