@@ -1,34 +1,36 @@
-"""`devcluster up --ha --secure`: both pairs of masters Kerberized. A real Keras job, submitted
-as alice with her ticket, trains and checkpoints to HDFS through the kill of the active NameNode,
-on the nameservice's delegation token (``ha-hdfs:devcluster``, as Hadoop's own clients name it):
-its containers use it with the new active NameNode and the RM renews it through the nameservice;
-with no ticket, nothing is submitted.
+"""`devcluster up --ha --secure`: both pairs of masters Kerberized (conftest.py: the package's
+cluster, tokens renewed every 15 s and dead after 60 s). Real jobs, submitted as alice with her
+ticket, on the nameservice's delegation token (``ha-hdfs:devcluster``, as Hadoop's own clients
+name it):
 
-One cluster for the module, of its own (its token renew interval is 15 s, so that the RM renews
-the job's tokens after the failover, while the job trains); ``TONY_TEST_HA_DIR`` points it at an
-`up --ha --secure` devcluster already up instead. The figure (printed, never asserted): seconds
-from the kill of the active NameNode to the job's next HDFS write."""
+- a Keras job trains and checkpoints to HDFS through the kill of the active NameNode: its
+  containers use the token with the new active NameNode, the RM renews it through the
+  nameservice;
+- the same job trains through the kill of the active ResourceManager: the AM resyncs with the
+  new active one on its tokens (work-preserving recovery, one AM attempt), and the notebook's
+  `%tony status`, `list` and `logs` reach it with SPNEGO;
+- a job running past the tokens' maximum lifetime keeps writing to HDFS on new ``ha-hdfs:``
+  tokens that the kernel obtained and the AM passed on;
+- with no ticket, nothing is submitted.
+
+The figures (printed, never asserted): seconds from each kill to the job's next HDFS write, to
+the first call through the new active RM and to the AM's resync; the writes past the max
+lifetime."""
 
 from __future__ import annotations
 
 import datetime
-import functools
 import re
 import time
-from collections.abc import Iterator
 
 import pytest
 import requests
 from helpers.cells import CHECKPOINTED
-from helpers.ha import FollowingSecureCluster, module_cluster
-from helpers.secure import as_user
-from helpers.yarn import TEST_MEMORY_MB
 from sklearn.datasets import load_digits
 
 from tony_jupyter.devcluster import DevCluster, failover
 from tony_jupyter.devcluster.config import NODEMANAGERS
 from tony_jupyter.devcluster.ha import NAMESERVICE, RESOURCEMANAGERS
-from tony_jupyter.devcluster.security import Security
 from tony_jupyter.errors import BackendError
 from tony_jupyter.hadoopconf import HadoopConf
 from tony_jupyter.launcher.client import list_jobs
@@ -38,7 +40,6 @@ from tony_jupyter.tokens import Token
 
 pytestmark = [pytest.mark.ha, pytest.mark.secure, pytest.mark.slow]
 
-SECURITY = Security(token_renew_interval_s=15, token_max_lifetime_s=60)
 HA_TOKEN = f"ha-hdfs:{NAMESERVICE}"
 EPOCHS, STRIKE_AT_EPOCH = 8, 3
 # CHECKPOINTED (8 epochs, BackupAndRestore mirrored to HDFS) with room for the failover, and the
@@ -50,36 +51,6 @@ CELL = (
 )
 FLAGS = "--workers 1 --max-attempts 2 --no-tensorboard --async"
 PULL = "--pull first_epoch,attempt,token_service"
-
-
-@pytest.fixture(scope="module")
-def hasec_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
-    def unlike(dc: DevCluster) -> str:
-        return "the Kerberized one" if dc.security is None else ""
-
-    yield from module_cluster(tmp_path_factory, "ha-secure-devcluster", unlike, security=SECURITY)
-
-
-@pytest.fixture(scope="module")
-def hasec(hasec_cluster: DevCluster) -> FollowingSecureCluster:
-    return FollowingSecureCluster(hasec_cluster)
-
-
-@pytest.fixture
-def tony_home(tony_home, monkeypatch, hasec_cluster, hasec):
-    """conftest's tony_home, with the test's jobs on the Kerberized HA devcluster as alice
-    (her ticket, its HA client configuration); afterwards no application or staging directory
-    of the test may be left."""
-    as_user(monkeypatch, hasec_cluster, "alice")
-    from tony_jupyter import options
-    from tony_jupyter.spec import SpecBuilder
-
-    monkeypatch.setattr(
-        options, "SpecBuilder", functools.partial(SpecBuilder, default_memory=TEST_MEMORY_MB)
-    )
-    before = {a["id"] for a in hasec.apps()}
-    yield tony_home
-    hasec.wait_nothing_left({a["id"] for a in hasec.apps()} - before)
 
 
 def test_no_ticket_is_refused_before_anything_with_nothing_left(
@@ -129,15 +100,23 @@ def _next_write_after(dc: DevCluster, path: str, after: float, timeout: float = 
 _LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) ")
 
 
+def _timed_lines(text: str, fragment: str) -> list[tuple[float, str]]:
+    """(epoch s, line) of a Hadoop log's lines with ``fragment``."""
+    found = []
+    for line in text.splitlines():
+        m = _LOG_TIME.match(line)
+        if m and fragment in line:
+            at = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").timestamp()
+            found.append((at + int(m.group(2)) / 1000, line))
+    return found
+
+
 def _rm_lines(dc: DevCluster, fragment: str) -> list[tuple[float, str]]:
     """(epoch s, line) of both RMs' log lines with ``fragment``."""
     found = []
     for service in RESOURCEMANAGERS.values():
-        for line in dc.layout.log_file(service).read_text(errors="replace").splitlines():
-            m = _LOG_TIME.match(line)
-            if m and fragment in line:
-                at = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").timestamp()
-                found.append((at + int(m.group(2)) / 1000, line))
+        text = dc.layout.log_file(service).read_text(errors="replace")
+        found += _timed_lines(text, fragment)
     return found
 
 
@@ -169,16 +148,7 @@ def test_a_job_with_a_ticket_trains_through_a_namenode_failover_on_the_nameservi
     (rec,) = list_jobs()
     client, done = open_client(rec), None
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            snap = client.snapshot()
-            worker = snap.task("worker:0")
-            epoch = ((worker.progress if worker else None) or {}).get("epoch_done", 0)
-            if snap.attempt == 1 and epoch >= STRIKE_AT_EPOCH:
-                break
-            assert snap.state not in ("FAILED", "KILLED"), snap.state
-            assert time.monotonic() < deadline, f"never reached epoch {STRIKE_AT_EPOCH}"
-            time.sleep(0.05)
+        _wait_epoch(client, STRIKE_AT_EPOCH)
         done = failover.failover(dc, "nn", restart=False)
         checkpoints = f"/user/alice/.tony-jupyter/{rec.id}/checkpoints"
         next_write_s = _next_write_after(dc, checkpoints, done.killed_at)
@@ -281,10 +251,14 @@ def test_a_job_with_a_ticket_trains_through_a_resourcemanager_failover_and_the_c
     out = capsys.readouterr().out
     assert rec.id in out and f"Epoch {EPOCHS}/{EPOCHS}" in out, out
     assert not _renewals_failed_early(dc)
+    # The AM's AMRMClient found the new active RM and resynced with it (re-registered).
+    resynced = _timed_lines(_am_log(dc, rec.id), "out of sync with ResourceManager, hence resync")
+    assert resynced and resynced[0][0] > done.killed_at - 1, resynced
     print(
         f"\n[figures] Kerberized ResourceManager failover ({done.killed} killed, {done.active} "
         f"active): {done.seconds:.1f} s to the new active; the first call of the notebook's RM "
-        f"client (SPNEGO) through it {first_call_s:.1f} s after the kill; struck after epoch "
+        f"client (SPNEGO) through it {first_call_s:.1f} s after the kill; the AM resynced "
+        f"{resynced[0][0] - done.killed_at:.1f} s after the kill; struck after epoch "
         f"{STRIKE_AT_EPOCH}; AM attempts 1, training attempt {ns['attempt']}"
     )
 
@@ -349,9 +323,7 @@ def test_a_job_outliving_its_tokens_max_lifetime_keeps_writing_on_new_nameservic
     assert TokenKeeper.get().renewals.get(rec.id, 0) >= 1
     # Every write landed, those after the first token died included.
     alice = dc.session("alice")
-    r = alice.get(
-        f"{dc.webhdfs_url}/webhdfs/v1{base}", params={"op": "LISTSTATUS"}, timeout=10
-    )
+    r = alice.get(f"{dc.webhdfs_url}/webhdfs/v1{base}", params={"op": "LISTSTATUS"}, timeout=10)
     assert len(r.json()["FileStatuses"]["FileStatus"]) == len(ns["writes"])
     # The first token is dead: the active NameNode refuses it now.
     refused = requests.get(
