@@ -9,7 +9,7 @@ import os
 import signal
 
 import pytest
-from helpers.jobs import wait_no_processes
+from helpers.jobs import private_home
 from helpers.yarn import Cluster, jobs_to_yarn
 
 if importlib.util.find_spec("tony_jupyter.devcluster.testing"):
@@ -19,15 +19,7 @@ if importlib.util.find_spec("tony_jupyter.devcluster.testing"):
 @pytest.fixture
 def tony_home(tmp_path, monkeypatch):
     """A private TONY_JUPYTER_HOME; after the test, asserts no AM or executor is left."""
-    home = tmp_path / "tony-home"
-    monkeypatch.setenv("TONY_JUPYTER_HOME", str(home))
-    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
-    yield home
-    # An AM exits within moments of being released; anything still there after that is a leak.
-    left = wait_no_processes(home, timeout=10)
-    for p in left:
-        p.kill()
-    assert not left, f"processes left behind: {left}"
+    yield from private_home(tmp_path, monkeypatch)
 
 
 @pytest.fixture(params=["local", pytest.param("yarn", marks=pytest.mark.yarn)])

@@ -196,10 +196,44 @@ def verify_each_call(session, verify: str | bool) -> None:
     session._tony_request, session._tony_verify, session.request = request, verify, call
 
 
+# A standby NameNode asked with a delegation token: WebHDFS's authentication cannot check the
+# token there, and answers 403 with a SecurityException ("Failed to obtain user group
+# information: org.apache.hadoop.security.token.SecretManager$InvalidToken: StandbyException")
+# instead of the StandbyException that WebHDFS clients move to the other NameNode on.
+TOKEN_AT_STANDBY = "InvalidToken: StandbyException"
+
+
+def standby_with_token(response) -> bool:
+    """Whether a WebHDFS answer is a standby NameNode's to a request with a delegation token."""
+    if response.status_code != 403:
+        return False
+    try:
+        remote = response.json().get("RemoteException") or {}
+    except ValueError:
+        return False
+    return TOKEN_AT_STANDBY in str(remote.get("message", ""))
+
+
+def as_standby_exception(response) -> None:
+    """Make such an answer the StandbyException it stands for (its message kept), which
+    HdfsCLI's client fails over on as on any standby's."""
+    message = response.json()["RemoteException"]["message"]
+    response._content = json.dumps(
+        {
+            "RemoteException": {
+                "exception": "StandbyException",
+                "javaClassName": "org.apache.hadoop.ipc.StandbyException",
+                "message": f"{message} (a standby NameNode, asked with a delegation token)",
+            }
+        }
+    ).encode()
+
+
 def webhdfs_client(url: str, user: str | None, timeout: float = 30):
     """An HdfsCLI client for a task: on a secure cluster every request carries the task's
     current delegation token (renewed ones included), else the user's name (simple
-    authentication)."""
+    authentication); on an HA pair (``url`` ``;``-separated) it moves past a standby
+    NameNode, asked with a token or not."""
     import requests
     from hdfs import Client, InsecureClient
 
@@ -208,7 +242,10 @@ def webhdfs_client(url: str, user: str | None, timeout: float = 30):
             kwargs.setdefault("verify", ca_bundle())
             if hdfs_token():
                 kwargs["params"] = {**(kwargs.get("params") or {}), "delegation": hdfs_token()}
-            return super().request(method, url, **kwargs)
+            r = super().request(method, url, **kwargs)
+            if standby_with_token(r):  # on to the other NameNode of an HA pair
+                as_standby_exception(r)
+            return r
 
     if not hdfs_token():
         return InsecureClient(url, user=user, timeout=timeout, session=_TokenSession())

@@ -4,15 +4,20 @@ ZooKeeper); they run only when asked for (``-m ha``), serially, since they kill 
 One HA cluster for the module that asks for it (``ha_cluster``), first over HTTP, then HTTPS
 only (`up --ha --tls`), in pytest's tmp dir on the first free port offset, beside the plain
 devcluster of the tests marked ``yarn``; ``TONY_TEST_HA_DIR`` points the tests at an HA
-devcluster already up (developers' runs: the shape it is), which is left running. The Kerberized
-shape (`up --ha --secure`) has a module of its own, test_ha_secure.py, with its own cluster."""
+devcluster already up (developers' runs: the shape it is), which is left running. Here, for the
+modules of tests/ha: ``cluster`` (its REST views) and ``tony_home`` (the test's jobs on it).
+
+The Kerberized shape (`up --ha --secure`) is a package of its own, tests/ha/secure/, with its
+own cluster and its own ``tony_home``: one chained to this one would start ``ha_cluster`` and
+send the test's jobs there."""
 
 from __future__ import annotations
 
+import getpass
 from collections.abc import Iterator
 
 import pytest
-from helpers.ha import module_cluster
+from helpers.ha import FollowingCluster, jobs_to_ha, module_cluster
 
 from tony_jupyter.devcluster import DevCluster
 
@@ -42,3 +47,15 @@ def ha_cluster(
         return f"the {request.param} one" if other else ""
 
     yield from module_cluster(tmp_path_factory, "ha-devcluster", unlike, tls_on=tls_on)
+
+
+@pytest.fixture
+def cluster(ha_cluster: DevCluster, tony_home) -> FollowingCluster:
+    return FollowingCluster(ha_cluster, getpass.getuser())
+
+
+@pytest.fixture
+def tony_home(tony_home, monkeypatch, ha_cluster):
+    """conftest's tony_home, with the test's jobs on the HA devcluster (helpers/ha.py)."""
+    for _ in jobs_to_ha(monkeypatch, ha_cluster):
+        yield tony_home

@@ -9,7 +9,6 @@ own client that the new active master answered, and the training steps lost."""
 
 from __future__ import annotations
 
-import getpass
 import json
 import shutil
 import threading
@@ -18,10 +17,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from helpers.cells import CHECKPOINTED
-from helpers.ha import FollowingCluster, jobs_to_ha
 from sklearn.datasets import load_digits
 
-from tony_jupyter.devcluster import DevCluster, failover
+from tony_jupyter.devcluster import failover
 from tony_jupyter.devcluster.cli import main
 from tony_jupyter.devcluster.config import NODEMANAGERS
 from tony_jupyter.devcluster.ha import NAMENODES, RESOURCEMANAGERS
@@ -46,18 +44,6 @@ CELL = CHECKPOINTED.replace("time.sleep(0.5)", "time.sleep(1.5)")
 assert CELL != CHECKPOINTED
 FLAGS = "--workers 1 --max-attempts 2 --no-tensorboard --pull first_epoch,attempt"
 STRIKE_AT_EPOCH = 3
-
-
-@pytest.fixture
-def cluster(ha_cluster: DevCluster, tony_home) -> FollowingCluster:
-    return FollowingCluster(ha_cluster, getpass.getuser())
-
-
-@pytest.fixture
-def tony_home(tony_home, monkeypatch, ha_cluster):
-    """conftest's tony_home, with the test's jobs on the HA devcluster (helpers/ha.py)."""
-    for _ in jobs_to_ha(monkeypatch, ha_cluster):
-        yield tony_home
 
 
 @pytest.fixture

@@ -14,13 +14,11 @@ panel's routes answering, and to the session's next cell answering."""
 
 from __future__ import annotations
 
-import getpass
 import json
 import re
 import time
 
 import pytest
-from helpers.ha import FollowingCluster, jobs_to_ha
 from helpers.jobs import fetch_json
 
 from tony_jupyter import commands
@@ -61,18 +59,6 @@ with fs.open_input_stream(base + "/cell1") as f:
 (n + 2, first, sorted(i.base_name for i in fs.get_file_info(pafs.FileSelector(base))))
 """
 WHERE = "import os\nos.environ['CONTAINER_ID']"
-
-
-@pytest.fixture
-def cluster(ha_cluster, tony_home) -> FollowingCluster:
-    return FollowingCluster(ha_cluster, getpass.getuser())
-
-
-@pytest.fixture
-def tony_home(tony_home, monkeypatch, ha_cluster):
-    """conftest's tony_home, with the test's jobs on the HA devcluster (helpers/ha.py)."""
-    for _ in jobs_to_ha(monkeypatch, ha_cluster):
-        yield tony_home
 
 
 @pytest.fixture

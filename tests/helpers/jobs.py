@@ -39,6 +39,20 @@ def processes_under(home: Path) -> list[psutil.Process]:
     return found
 
 
+def private_home(tmp_path: Path, monkeypatch) -> Iterator[Path]:
+    """Generator for a ``tony_home`` fixture: a private TONY_JUPYTER_HOME, no HADOOP_CONF_DIR;
+    after the test, asserts no AM or executor is left."""
+    home = tmp_path / "tony-home"
+    monkeypatch.setenv("TONY_JUPYTER_HOME", str(home))
+    monkeypatch.delenv("HADOOP_CONF_DIR", raising=False)
+    yield home
+    # An AM exits within moments of being released; anything still there after that is a leak.
+    left = wait_no_processes(home, timeout=10)
+    for p in left:
+        p.kill()
+    assert not left, f"processes left behind: {left}"
+
+
 def wait_no_processes(home: Path, timeout: float = 15.0) -> list:
     deadline = time.monotonic() + timeout
     while (left := processes_under(home)) and time.monotonic() < deadline:

@@ -263,6 +263,16 @@ class Master:
         if self.role == "active" and "op=GETDELEGATIONTOKEN" in path:
             # as a NameNode's WebHDFS labels it: its own kind, its own RPC address
             return 200, {"Token": {"urlString": NN_TOKEN.encode()}}
+        if self.role == "standby" and "delegation=" in path:
+            # asked with a delegation token, which a standby's WebHDFS cannot check
+            return 403, {
+                "RemoteException": {
+                    "exception": "SecurityException",
+                    "javaClassName": "java.lang.SecurityException",
+                    "message": "Failed to obtain user group information: org.apache.hadoop."
+                    "security.token.SecretManager$InvalidToken: StandbyException",
+                }
+            }
         if self.role == "standby":
             return 403, {
                 "RemoteException": {
@@ -426,6 +436,46 @@ def test_a_dataset_filesystem_follows_a_namenode_failover(masters, monkeypatch):
     assert time.monotonic() - t0 < 5
     assert f"{a.url}/webhdfs/v1: standby" in str(e.value)
     assert f"{b.url}/webhdfs/v1: ConnectionError" in str(e.value)
+
+
+def test_a_tasks_clients_with_a_delegation_token_move_past_a_standby_namenode(masters, monkeypatch):
+    """On a Kerberized HA cluster a task asks WebHDFS with its delegation token; a standby
+    NameNode then answers with a SecurityException (it cannot check the token), not a
+    StandbyException: the task's HdfsCLI client (checkpoint mirror) and tony_jupyter.data's
+    filesystem go on to the active one all the same."""
+    pytest.importorskip("fsspec")
+    from tony_jupyter import tokens
+    from tony_jupyter.data import sources, webhdfs
+
+    a, b = Master("nn"), Master("nn")
+    masters += [a, b]
+    a.role = "standby"
+    monkeypatch.setenv(tokens.ENV_TOKEN, NN_TOKEN.encode())
+    monkeypatch.delenv(tokens.ENV_FILE, raising=False)
+    monkeypatch.setenv("TONY_WEBHDFS_URL", f"{a.url};{b.url}")
+    monkeypatch.setattr(webhdfs, "FAILOVER_WAIT_S", 1.0)
+    client = tokens.webhdfs_client(f"{a.url};{b.url}", None)
+    assert client.makedirs("/ckpt") is None
+    assert (a.hits, b.hits) == (1, 1)
+    a.role, b.role = "active", "standby"  # a filesystem kept across a failover
+    fs = sources._webhdfs("hdfs://nameservice1/data")
+    fs.mkdir("/data/1")
+    assert fs.url.startswith(a.url)
+    a.role, b.role = "standby", "active"
+    fs.mkdir("/data/2")
+    assert fs.url.startswith(b.url)
+    # Another refusal of the token (not a standby's) is not mistaken for one.
+    assert not tokens.standby_with_token(_answer(403, "InvalidToken: token expired"))
+    assert tokens.standby_with_token(_answer(403, f"... {tokens.TOKEN_AT_STANDBY}"))
+
+
+def _answer(status: int, message: str):
+    import requests
+
+    r = requests.Response()
+    r.status_code = status
+    r._content = json.dumps({"RemoteException": {"message": message}}).encode()
+    return r
 
 
 @pytest.mark.parametrize(

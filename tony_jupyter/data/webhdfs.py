@@ -14,11 +14,14 @@ from urllib.parse import urlparse
 import requests
 from fsspec.implementations.webhdfs import WebHDFS
 
+from ..tokens import TOKEN_AT_STANDBY
+
 # As the launcher's RM client (launcher/yarn/rm.py): how long a call looks for the active
 # NameNode while a failover is under way (the old one down, the new one not yet active).
 FAILOVER_WAIT_S = 20.0
 # A standby NameNode's RemoteException message, which fsspec's WebHDFS raises as RuntimeError
-# without the exception's class ("Operation category READ is not supported in state standby").
+# without the exception's class ("Operation category READ is not supported in state standby");
+# asked with a delegation token, as PermissionError (its SecurityException: tokens.py).
 _STANDBY = "in state standby"
 
 
@@ -53,8 +56,8 @@ class FailoverWebHDFS(WebHDFS):
                     raise  # a certificate that does not verify: the same on the other one
                 except requests.ConnectionError as e:  # not reached: down, or not up yet
                     tried.append(f"{url}: {type(e).__name__}")
-                except RuntimeError as e:
-                    if _STANDBY not in str(e):
+                except (RuntimeError, PermissionError) as e:
+                    if _STANDBY not in str(e) and TOKEN_AT_STANDBY not in str(e):
                         raise
                     tried.append(f"{url}: standby")
             if time.monotonic() >= deadline:
