@@ -28,7 +28,7 @@ class Node:
         node = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802 - http.server's name
+            def do_GET(self):
                 if self.path == f"/ws/v1/node/containers/{CID}":
                     state = "RUNNING" if node.running else "LOCALIZING"
                     body = json.dumps({"container": {"id": CID, "state": state}}).encode()
