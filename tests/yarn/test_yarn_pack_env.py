@@ -10,6 +10,8 @@ import pytest
 from IPython.core.error import UsageError
 
 from bench.staging import build_env
+from tony_jupyter.devcluster import nodefs
+from tony_jupyter.devcluster.config import NODEMANAGERS
 from tony_jupyter.launcher.client import jobs_dir, list_jobs
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
@@ -45,7 +47,9 @@ def _run(shell, venv, name):
     return job, info, submitted, time.monotonic() - t0
 
 
-def test_pack_env_uploads_once_and_tasks_run_in_it(shell, tony_home, cluster, small_venv):
+def test_pack_env_uploads_once_and_tasks_run_in_it(
+    shell, tony_home, cluster, yarn_cluster, small_venv
+):
     first_job, first, sub1, total1 = _run(shell, small_venv, f"packenv1-{RUN}")
     prefix, cwd, pkg = (shell.user_ns[k] for k in ("prefix", "cwd", "pkg"))
     # The executor's Python is the localized archive's: sys.prefix is the container's env
@@ -54,6 +58,13 @@ def test_pack_env_uploads_once_and_tasks_run_in_it(shell, tony_home, cluster, sm
     assert os.path.realpath(prefix) == os.path.realpath(env), (prefix, cwd)
     assert os.path.realpath(pkg).startswith(os.path.realpath(env) + "/"), pkg
     assert "filecache" in os.path.realpath(env)
+    # Unpacked with the permissions Hadoop gives a PRIVATE resource (0500 files, 0700 dirs),
+    # set by the NodeManagers' own local filesystem (devcluster/nodefs.py), one system call a
+    # file instead of one chmod process.
+    assert os.stat(os.path.join(env, "pyvenv.cfg")).st_mode & 0o777 == 0o500
+    assert os.stat(os.path.join(env, "lib")).st_mode & 0o777 == 0o700
+    for nm in NODEMANAGERS:
+        assert nodefs.CLASS in (yarn_cluster.layout.nm_conf(nm) / "core-site.xml").read_text()
     assert cluster.wait_app_end(first_job.job_id)["finalStatus"] == "SUCCEEDED"
 
     second_job, second, sub2, total2 = _run(shell, small_venv, f"packenv2-{RUN}")

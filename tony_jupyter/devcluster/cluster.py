@@ -12,7 +12,19 @@ from pathlib import Path
 import requests
 
 from ..am.yarn.jvm import JPMS_FLAGS
-from . import daemons, failover, hostrun, kerberos, maven, netns, nodes, preflight, process, tls
+from . import (
+    daemons,
+    failover,
+    hostrun,
+    kerberos,
+    maven,
+    netns,
+    nodefs,
+    nodes,
+    preflight,
+    process,
+    tls,
+)
 from .config import (
     DATANODE2,
     HA_SERVICES,
@@ -307,6 +319,7 @@ class DevCluster:
             kerberos.prepare(self.layout, list(self.users))
         if self.layout.tls:
             tls.prepare(self.layout.tls_files, java_home)
+        nodefs.build(self.layout.root, self.layout.lib, java_home)
         write_config(
             self.layout, self.user, daemons.daemon_env(self, java_home)["PATH"], self.security
         )

@@ -1,8 +1,9 @@
 """The devcluster's directory layout, fixed ports, and the Hadoop configuration it writes.
 
 One shared conf dir (``DIR/conf``, the ``HADOOP_CONF_DIR`` clients use) plus a conf dir per NM
-holding only its ``yarn-site.xml``: the NM's classpath puts its own dir first, and Hadoop's
-``Configuration`` loads the first ``yarn-site.xml`` the class loader finds."""
+holding only its ``yarn-site.xml`` and ``core-site.xml``: the NM's classpath puts its own dir
+first, and Hadoop's ``Configuration`` loads the first of each that the class loader finds. (The
+NMs' core-site is the shared one and their local filesystem, nodefs.py's, where compiled.)"""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from . import ha, queues, tls
+from . import ha, nodefs, queues, tls
 from . import security as sec
 from .hosts import SERVICE_HOSTS
 from .queues import GPU_LABEL
@@ -218,6 +219,8 @@ class Layout:
         entries = [str(self.conf), f"{self.client_lib if client else self.lib}/*"]
         if name in NODEMANAGERS:
             entries.insert(0, str(self.nm_conf(name)))
+            if nodefs.compiled(self.root):
+                entries.append(str(nodefs.classes(self.root)))
         return entries
 
 
@@ -400,3 +403,5 @@ def write_config(
         if layout.tls:
             props.update(tls.yarn_site_nm(layout.host_of(nm), layout.ports(nm)))
         (nm_dir / "yarn-site.xml").write_text(_xml(props), encoding="utf-8")
+        nm_core = {**core, nodefs.KEY: nodefs.CLASS} if nodefs.compiled(layout.root) else core
+        (nm_dir / "core-site.xml").write_text(_xml(nm_core), encoding="utf-8")
