@@ -27,16 +27,17 @@ RM = os.environ["TONY_DEVCLUSTER_RM_URL"]
 CA = os.environ["TONY_CA_BUNDLE"]
 USER = {"user.name": "root"}
 
-# The task's host, the WebHDFS URL it was given, and a wait (bounded) for GO in HDFS, which it
-# reads over HTTPS with the job's own copy of the CA bundle.
+# The task's host, the CA bundle its WebHDFS clients verify against, and a wait (bounded) for
+# GO in HDFS, which it reads over HTTPS.
 CELL = """
-import os, socket, time
+import socket, time
+from tony_jupyter import tokens
 from tony_jupyter.data import filesystem
 fs, path = filesystem(GO)
 deadline = time.monotonic() + 600
 while fs.get_file_info(path).type.name == "NotFound" and time.monotonic() < deadline:
     time.sleep(0.5)
-where, ca = socket.gethostname(), os.environ.get("TONY_CA_BUNDLE", "")
+where, ca = socket.gethostname(), tokens.ca_bundle()
 """
 
 
@@ -48,7 +49,8 @@ def app(app_id: str) -> dict:
 def run(ip, out: dict) -> None:
     go = f"{os.environ['TONY_DEVCLUSTER_FS']}/user/root/edge-go-{uuid.uuid4().hex[:6]}"
     ip.user_ns["GO"] = go
-    flags = "--workers 1 --memory 1g --pull where,ca --async --name edge-tls"
+    # (--keras3: no tf-keras check, as the cell imports no TensorFlow)
+    flags = "--workers 1 --memory 1g --keras3 --pull where,ca --async --name edge-tls"
     job = ip.run_cell_magic("tony", flags, CELL)
     try:
         client = open_client(find_job(job.job_id))

@@ -90,7 +90,7 @@ def test_ddp_with_procs_per_task_from_the_edge_runs_on_a_worker_host(edge_run):
     host, port = ranks[0]["master"].rsplit(":", 1)
     assert host in ("worker1", PUBLIC["worker1"]) and int(port) > 0, ranks
     assert ranks[0]["master_ip"] == PUBLIC["worker1"], ranks
-    print(json.dumps({"pack_env": ddp["pack_env"], "launch": ddp["launch_to_register_s"]}))
+    print(json.dumps({"pack_env": ddp["pack_env"], "to_running": ddp["submitted_to_running_s"]}))
 
 
 @pytest.mark.timeout(2400)
@@ -103,7 +103,8 @@ def test_the_panel_api_and_tensorboard_proxy_of_a_jupyter_server_on_the_edge(edg
         "worker:0": ["RUNNING", "worker1"],
         "worker:1": ["RUNNING", "worker1"],
     }, ddp["tasks"]
-    assert ddp["progress"]["total_steps"] == 20, ddp["progress"]  # report() reached the panel
+    # Rank 0's report() (from worker:0's first process) reached the panel.
+    assert ddp["progress"]["step"] == ddp["progress"]["total_steps"] == 20, ddp["progress"]
     assert ddp["am_host"].startswith("worker1:"), ddp["am_host"]
     # TensorBoard (in worker:0's container on worker1) through /tony/proxy/<job>/tensorboard/,
     # the iframe's path; Jupyter's auth in front of it.

@@ -146,7 +146,7 @@ def test_a_job_from_the_edge_over_https_and_its_tensorboard_through_the_rm_proxy
     out = json.loads((notebook / f"{name}.json").read_text())
     assert "error" not in out, out["error"]
     assert out["kernel_host"] == "edge" and out["where"] == "worker1", out  # the default queue
-    # The task used its own localized copy of the notebook's CA bundle.
+    # The task verified WebHDFS against its own localized copy of the notebook's CA bundle.
     assert out["ca"].endswith("/ca-bundle.pem"), out
     port = tls_hosts.layout.ports("resourcemanager")["https"]
     assert out["tracking"] == f"https://master:{port}/proxy/{out['job_id']}/", out
