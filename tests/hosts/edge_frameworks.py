@@ -140,7 +140,8 @@ def ddp(ip, out: dict, base: str, auth: dict, tag: str) -> None:
     ip.user_ns["GO"] = go
     flags = "--framework pytorch --workers 2 --procs-per-task 2 --memory 2g"
     flags += " --pull ranks --async --name edge-ddp"
-    job = ip.run_cell_magic("tony", flags, DDP)
+    t0 = time.monotonic()
+    job = ip.run_cell_magic("tony", flags, DDP)  # returns once the AM is up: the venv is on worker1
     submitted = time.monotonic()
     api = base + "tony/api/jobs"
 
@@ -157,7 +158,6 @@ def ddp(ip, out: dict, base: str, auth: dict, tag: str) -> None:
 
     try:
         snap = until("the running job's tasks and TensorBoard", 900, running_tasks)
-        # (The venv's localization on worker1, mostly: the AM's container waits for it.)
         to_running = round(time.monotonic() - submitted, 1)
         try:  # rank 0's last report() (it waits for GO after it), shown in the panel
             snap = until("rank 0's last report() in the panel", 120, reported)
@@ -194,6 +194,8 @@ def ddp(ip, out: dict, base: str, auth: dict, tag: str) -> None:
     out["ddp"] = {
         "job_id": job.job_id,
         "pack_env": record["pack_env"],
+        # From the upload's end to the AM's start: the venv's localization on worker1, mostly.
+        "am_up_s": round(submitted - t0 - record["pack_env"]["seconds"], 1),
         "ranks": ip.user_ns["ranks"],
         "final": [app["state"], app["finalStatus"]],
         **panel,
