@@ -2,15 +2,18 @@
 every daemon presents the cluster's certificate under its own host's name (master, worker1,
 worker2 as subjectAltNames), which a client on the edge verifies against the CA bundle that
 `devcluster env --host edge` names; WebHDFS's redirect to a DataNode on a worker host is HTTPS
-too. Its own cluster for the module, without a job (what a job does over HTTPS is the one-host
-TLS suite's; here, that every name a client meets on these hosts verifies)."""
+too. Its own cluster for the module, and one small job from a kernel on the edge (what a job
+does over HTTPS is the one-host TLS suite's; here, that every name a client meets on these hosts
+verifies, the job's packed venv included, and its TensorBoard through the RM's HTTPS proxy)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +22,7 @@ import pytest
 from tony_jupyter.devcluster import DevCluster
 
 pytestmark = [pytest.mark.hosts, pytest.mark.tls]
+HERE = Path(__file__).parent
 
 # Run on the edge by the project's Python (the edge sees the machine's files): each endpoint
 # over HTTPS, verified against TONY_CA_BUNDLE by host name; plain HTTP on the old port; a file
@@ -102,3 +106,50 @@ def test_every_daemon_serves_https_under_its_hosts_name(tls_hosts):
     assert out["by_address"] == 200 and out["system_cas"] == "SSLError", out
     san = Path(layout.tls_files.san_file).read_text()
     assert all(f"dns:{h}" in san for h in ("edge", "master", "worker1", "worker2")), san
+
+
+@pytest.fixture(scope="module")
+def base_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A node venv without TensorFlow (nodeenv.BASE_ROOTS): what a one-worker job and its
+    TensorBoard need, a quarter of the TensorFlow venv's size to ship and localize."""
+    import nodeenv  # tests/hosts/nodeenv.py
+
+    from tony_jupyter.devcluster.hosts import node_python
+
+    python = node_python()
+    if python is None:
+        pytest.fail("the machine has no interpreter of the kernel's version for the nodes")
+    return nodeenv.build(tmp_path_factory.mktemp("baseenv"), python, nodeenv.BASE_ROOTS)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_a_job_from_the_edge_over_https_and_its_tensorboard_through_the_rm_proxy(
+    tls_hosts, base_venv, tmp_path
+):
+    notebook = tmp_path / "notebook"
+    notebook.mkdir()
+    for script in ("edge_tls.py", "edge_kernel.py"):  # the script and what it imports
+        shutil.copy(HERE / script, notebook)
+    name = f"hosts-tls-{uuid.uuid4().hex[:6]}"
+    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(tls_hosts.dir)]
+    res = subprocess.run(
+        [*cmd, "edge", "--", str(base_venv / "bin" / "python"), "edge_tls.py", name],
+        cwd=notebook,
+        env={**os.environ, "TONY_JUPYTER_HOME": str(tmp_path / "tony-home")},
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        check=False,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    out = json.loads((notebook / f"{name}.json").read_text())
+    assert "error" not in out, out["error"]
+    assert out["kernel_host"] == "edge" and out["where"] == "worker1", out  # the default queue
+    # The task verified WebHDFS against its own localized copy of the notebook's CA bundle.
+    assert out["ca"].endswith("/ca-bundle.pem"), out
+    port = tls_hosts.layout.ports("resourcemanager")["https"]
+    assert out["tracking"] == f"https://master:{port}/proxy/{out['job_id']}/", out
+    assert out["page_ok"] and isinstance(out["runs"], list), out
+    assert out["final"] == ["FINISHED", "SUCCEEDED"], out
+    print(json.dumps({"tls_job_seconds": out["seconds"]}))
