@@ -1,8 +1,14 @@
 """The Kerberized HA shape (`devcluster up --ha --secure`): both pairs of masters Kerberized,
-one cluster for the package, of its own, with short delegation-token lifetimes (renewed every
-15 s, dead after 60 s) so that a job outlives them; ``TONY_TEST_HA_DIR`` points it at an
-`up --ha --secure` devcluster already up instead (started with the same lifetimes:
-``--token-renew-interval 15 --token-max-lifetime 60``).
+one cluster for the package, of its own, with short delegation-token lifetimes (dead after 60 s)
+so that a job outlives them; ``TONY_TEST_HA_DIR`` points it at an `up --ha --secure` devcluster
+already up instead (started with the same lifetimes: ``--token-renew-interval 60
+--token-max-lifetime 60``).
+
+Renewal is due at the max date too, not sooner: a token due for renewal while the RMs fail over
+(11-18 s here from the kill to the new active's recovery) expires before the new active renews
+it, and with it the AM's last HDFS call (its staging directory's removal). Real clusters renew
+daily. A cluster started with a renew interval of 30 s or less (TONY_TEST_HA_DIR) has the
+NameNode test check the RM's renewals after the kill as well.
 
 A package of its own, so that its ``tony_home`` is not chained to tests/ha/conftest.py's, which
 would start the plain HA cluster (``ha_cluster``, both of its shapes) and send the test's jobs
@@ -23,7 +29,7 @@ from helpers.yarn import TEST_MEMORY_MB
 from tony_jupyter.devcluster import DevCluster
 from tony_jupyter.devcluster.security import Security
 
-SECURITY = Security(token_renew_interval_s=15, token_max_lifetime_s=60)
+SECURITY = Security(token_renew_interval_s=60, token_max_lifetime_s=60)
 
 
 @pytest.fixture(scope="package")

@@ -1,5 +1,5 @@
 """`devcluster up --ha --secure`: both pairs of masters Kerberized (conftest.py: the package's
-cluster, tokens renewed every 15 s and dead after 60 s). Real jobs, submitted as alice with her
+cluster, tokens dead after 60 s). Real jobs, submitted as alice with her
 ticket, on the nameservice's delegation token (``ha-hdfs:devcluster``, as Hadoop's own clients
 name it):
 
@@ -163,10 +163,9 @@ def test_a_job_with_a_ticket_trains_through_a_namenode_failover_on_the_nameservi
     assert (app["user"], app["finalStatus"]) == ("alice", "SUCCEEDED")
     # The task's HDFS token is the nameservice's, not one NameNode's address.
     assert ns["token_service"] == HA_TOKEN
-    # The RM renewed it through the nameservice at submission, and again after the kill
-    # (every ~13 s at a 15 s renew interval; a renewal sent to the dead NameNode's address
-    # would be logged "Exception renewing token" before the token's max date, and the token
-    # dropped).
+    # The RM renewed it through the nameservice at submission, and, on a cluster renewing every
+    # 30 s or less, again after the kill (a renewal sent to the dead NameNode's address would
+    # be logged "Exception renewing token" before the token's max date, and the token dropped).
     renewed = _rm_lines(
         dc, f"Renewed delegation-token= [Kind: HDFS_DELEGATION_TOKEN, Service: {HA_TOKEN}"
     )
