@@ -322,10 +322,10 @@ def main(argv: list[str] | None = None) -> int:
             _print_env(cluster)
             return 0
         if args.command in ("failover", "status") and _ask_from_edge(cluster, args.command):
-            again = [args.command, *(["--json"] if getattr(args, "json", False) else [])]
+            rerun = [args.command, *(["--json"] if getattr(args, "json", False) else [])]
             if args.command == "failover":
-                again += [args.master, *(["--no-restart"] if args.no_restart else [])]
-            return hostrun.rerun_on_edge(cluster, again)
+                rerun += [args.master, *(["--no-restart"] if args.no_restart else [])]
+            return hostrun.rerun_on_edge(cluster, rerun)
         if args.command == "failover":
             done = failover.failover(cluster, args.master, restart=not args.no_restart)
             again = "; started again as standby" if done.restarted else " (left stopped)"
