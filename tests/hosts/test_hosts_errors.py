@@ -94,7 +94,7 @@ def test_link_without_root_or_to_a_host_that_is_not_up_says_why(tmp_path, monkey
     assert netns.leftovers(plan.topology) == []
 
 
-def test_failover_on_hosts_that_are_not_up_says_so_and_kills_nothing(tmp_path, capsys):
+def test_failover_or_wait_on_hosts_that_are_not_up_says_so_and_kills_nothing(tmp_path, capsys):
     """`failover` on an `up --hosts --ha` cluster asks the masters from the edge; with no edge
     (the hosts down, or a crashed `up`) it says so before it looks for a master to kill, and
     makes nothing."""
@@ -104,6 +104,10 @@ def test_failover_on_hosts_that_are_not_up_says_so_and_kills_nothing(tmp_path, c
     assert main(["failover", "nn", "--dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "are not up (no namespace" in err and "up --hosts --ha" in err, err
+    assert "nothing to fail over" in err
+    # `wait` too asks from the edge, never from the machine's own namespace
+    assert main(["wait", "--dir", str(tmp_path), "--timeout", "5"]) == 1
+    assert "nothing to wait for" in capsys.readouterr().err
     assert netns.leftovers(plan.topology) == []
     # `status` answers without asking anyone: nothing runs
     assert main(["status", "--dir", str(tmp_path)]) == 3

@@ -171,20 +171,25 @@ def _link(cluster: DevCluster, host: str, state: str) -> int:
 
 
 def _ask_from_edge(cluster: DevCluster, command: str) -> bool:
-    """Whether `failover` or `status` must run again on the edge: on an `up --hosts --ha`
-    cluster they ask the masters which is active, and only a host reaches them."""
-    if not (cluster.layout.ha and cluster.hosts is not None) or cluster.reaches_masters:
+    """Whether `wait`, `failover` or `status` must run again on the edge: on an `up --hosts`
+    cluster `wait` asks the daemons, and on an `up --hosts --ha` one `failover` and `status` ask
+    the masters which is active; only a host reaches them (the machine's own namespace must not
+    even try)."""
+    if cluster.hosts is None or cluster.reaches_masters:
+        return False
+    if command != "wait" and not cluster.layout.ha:
         return False
     edge = cluster.hosts.host(EDGE).netns
     if edge in netns.namespaces(cluster.hosts.topology):
         netns.require_root(f"`devcluster {command}` on several hosts")
         return True
-    if command == "failover":
-        raise DevClusterError(
-            f"The hosts of the devcluster in {cluster.dir} are not up (no namespace {edge}): "
-            "nothing to fail over. Start it with `tony-jupyter devcluster up --hosts --ha`."
-        )
-    return False  # `status` says what is not running, without asking anyone
+    if command == "status":
+        return False  # it says what is not running, without asking anyone
+    raise DevClusterError(
+        f"The hosts of the devcluster in {cluster.dir} are not up (no namespace {edge}): "
+        f"nothing to {'fail over' if command == 'failover' else 'wait for'}. Start it with "
+        f"`tony-jupyter devcluster up --hosts{' --ha' if cluster.layout.ha else ''}`."
+    )
 
 
 def _security(args: argparse.Namespace) -> Security | bool | None:
@@ -321,10 +326,12 @@ def main(argv: list[str] | None = None) -> int:
                     )
             _print_env(cluster)
             return 0
-        if args.command in ("failover", "status") and _ask_from_edge(cluster, args.command):
+        if args.command in ("wait", "failover", "status") and _ask_from_edge(cluster, args.command):
             rerun = [args.command, *(["--json"] if getattr(args, "json", False) else [])]
             if args.command == "failover":
                 rerun += [args.master, *(["--no-restart"] if args.no_restart else [])]
+            if args.command == "wait":
+                rerun += ["--timeout", f"{args.timeout:g}"]
             return hostrun.rerun_on_edge(cluster, rerun)
         if args.command == "failover":
             done = failover.failover(cluster, args.master, restart=not args.no_restart)
