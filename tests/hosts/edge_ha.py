@@ -106,6 +106,13 @@ def strike(dc: DevCluster, job_id: str, seen: dict) -> None:
         }
 
 
+def _striking(dc: DevCluster, job_id: str, seen: dict) -> None:
+    try:
+        strike(dc, job_id, seen)
+    except Exception as e:  # noqa: BLE001 - reported in NAME.json, the test fails on it
+        seen["strike_error"] = repr(e)
+
+
 def am_failed_over(dc: DevCluster, app_id: str) -> bool:
     """Whether the AM's own HDFS client (JPype) failed over by itself (its JVM's log)."""
     for nm in NODEMANAGERS:
@@ -121,7 +128,7 @@ def main(cluster_dir: str, name: str) -> None:
     t0 = time.monotonic()
     try:
         job = ip.run_cell_magic("tony", f"{FLAGS} --async --no-tensorboard --name {name}", CELL)
-        striker = threading.Thread(target=strike, args=(dc, job.job_id, seen), daemon=True)
+        striker = threading.Thread(target=_striking, args=(dc, job.job_id, seen), daemon=True)
         striker.start()
         epochs = job.result(timeout=1500)
         striker.join(300)
