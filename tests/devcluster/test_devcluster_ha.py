@@ -128,10 +128,13 @@ def test_probes_for_the_active_masters_before_the_kdc_runs_count_as_no_answer(tm
     assert dc.env()["TONY_DEVCLUSTER_RM_URL"] == "http://localhost:38088"
 
 
-def test_ha_with_hosts_is_refused_before_anything(tmp_path, capsys):
-    assert main(["up", "--dir", str(tmp_path), "--ha", "--hosts"]) == 1
+def test_ha_with_hosts_and_kerberos_is_refused_before_anything(tmp_path, capsys):
+    """`up --hosts --ha` works (tests/hosts/test_hosts_ha.py); with --secure it is refused
+    before anything is made (root or not: check_shape comes first), so not a file."""
+    assert main(["up", "--dir", str(tmp_path), "--ha", "--hosts", "--secure"]) == 1
     err = capsys.readouterr().err
-    assert "--ha together with --hosts is not supported yet" in err
+    assert "--secure together with --hosts --ha is not supported yet" in err
+    assert "nn/master2" in err and "without --secure" in err
     assert not any(tmp_path.iterdir())
 
 

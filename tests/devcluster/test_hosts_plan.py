@@ -11,7 +11,7 @@ import pytest
 
 from tony_jupyter.devcluster import DevCluster, DevClusterError
 from tony_jupyter.devcluster.config import Layout, write_config
-from tony_jupyter.devcluster.hosts import HOST_NAMES, Hosts, Topology, hidden_paths
+from tony_jupyter.devcluster.hosts import HOST_NAMES, MASTER2, Hosts, Topology, hidden_paths
 
 TESTS_NET = ipaddress.ip_network("198.18.0.0/15")
 
@@ -31,6 +31,32 @@ def test_every_address_is_in_the_network_test_range_and_names_fit_linux():
     hosts_file = topology.hosts_file()
     for host in topology.hosts:
         assert f"{host.address}\t{host.name}\n" in hosts_file
+
+
+def test_ha_adds_master2_for_the_second_of_each_pair(tmp_path):
+    topology = Topology.for_dir(Path("/some/cluster"), ha=True)
+    assert topology.prefix == Topology.for_dir(Path("/some/cluster")).prefix  # one cluster
+    assert topology.names == (*HOST_NAMES, MASTER2)
+    addresses = [h.address for h in topology.hosts]
+    assert len(set(addresses)) == 5 and ipaddress.ip_address(addresses[-1]) in TESTS_NET
+    links = [topology.veth(h, p) for h in topology.hosts for p in (False, True)]
+    assert len(set(links)) == len(links) and max(map(len, links)) <= 15
+    assert f"{topology.host(MASTER2).address}\t{MASTER2}\n" in topology.hosts_file()
+    layout = Layout(tmp_path, hosts=True, ha=True)
+    write_config(layout, "someone", "/usr/bin")
+    hdfs = (layout.conf / "hdfs-site.xml").read_text()
+    yarn = (layout.conf / "yarn-site.xml").read_text()
+    assert "<value>master:8020</value>" in hdfs and "<value>master2:8120</value>" in hdfs
+    assert (
+        "<value>master2:8132</value>" in yarn
+        and "clientPortAddress=master\n" in (layout.conf / "zoo.cfg").read_text()
+    )
+    assert {layout.host_of(s) for s in ("namenode2", "resourcemanager2")} == {MASTER2}
+    plan = Hosts(topology, (Path("/tmp"),), (tmp_path,), Path("/usr/bin/python3"))
+    assert Hosts.from_json(plan.to_json()) == plan
+    assert plan.command(MASTER2, ["true"])[3] == f"{topology.prefix}-{MASTER2}"
+    with pytest.raises(DevClusterError, match="No host named 'master2'"):
+        Hosts(Topology("abc123"), (), (), Path("/usr/bin/python3")).host(MASTER2)
 
 
 def test_hidden_paths_cover_the_edges_files_but_no_system_dir(tmp_path, monkeypatch):

@@ -7,7 +7,8 @@ The ``hosts_cluster`` fixture starts one plain several-host cluster for the sess
 and leaving it running), else in pytest's tmp dir. One for every module that uses it: each node
 unpacks the shipped venv once, not once a module. The tests that use it run first, MWMS's first
 job first of all (it measures the first upload), then the one that takes it down; then the
-modules with clusters of other shapes (Kerberized, TLS, HA), one at a time.
+modules with clusters of other shapes (Kerberized, TLS, HA: test_hosts_ha.py's `up --hosts --ha
+--tls`, or ``TONY_TEST_HOSTS_HA_DIR``'s already up), one at a time.
 """
 
 from __future__ import annotations

@@ -33,10 +33,12 @@ def test_exec_on_a_one_host_cluster_is_refused(tmp_path, capsys):
     assert "runs on this machine's own host, not on several" in capsys.readouterr().err
 
 
-def test_up_after_a_crash_clears_what_the_earlier_one_left(tmp_path):
+@pytest.mark.parametrize("ha", [False, True], ids=["hosts", "hosts-ha"])
+def test_up_after_a_crash_clears_what_the_earlier_one_left(tmp_path, ha):
     """A crashed `up`: namespaces, links and a process on a host survive it. The next `up`
-    (netns.create) removes them before making its own; `down` removes those."""
-    plan = Hosts.plan(tmp_path, [tmp_path])
+    (netns.create) removes them before making its own; `down` removes those. With --ha, the
+    second master host's too."""
+    plan = Hosts.plan(tmp_path, [tmp_path], ha=ha)
     topology = plan.topology
     netns.create(topology, len(plan.keep))
     try:
@@ -51,7 +53,7 @@ def test_up_after_a_crash_clears_what_the_earlier_one_left(tmp_path):
         assert not psutil.pid_exists(left.pid)
         found = netns.leftovers(topology)
         assert sorted(x for x in found if x.startswith("netns ")) == [
-            f"netns {topology.prefix}-{h}" for h in ("edge", "master", "worker1", "worker2")
+            f"netns {topology.prefix}-{h}" for h in sorted(topology.names)
         ]
         assert not [x for x in found if x.startswith("process ")]
     finally:
@@ -90,3 +92,23 @@ def test_link_without_root_or_to_a_host_that_is_not_up_says_why(tmp_path, monkey
     err = capsys.readouterr().err
     assert "`devcluster link` needs root" in err and "uid 1000" in err
     assert netns.leftovers(plan.topology) == []
+
+
+def test_failover_or_wait_on_hosts_that_are_not_up_says_so_and_kills_nothing(tmp_path, capsys):
+    """`failover` on an `up --hosts --ha` cluster asks the masters from the edge; with no edge
+    (the hosts down, or a crashed `up`) it says so before it looks for a master to kill, and
+    makes nothing."""
+    plan = Hosts.plan(tmp_path, [tmp_path], ha=True)
+    state = {"hosts": plan.to_json(), "ha": True}
+    (tmp_path / "cluster.json").write_text(json.dumps(state))
+    assert main(["failover", "nn", "--dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "are not up (no namespace" in err and "up --hosts --ha" in err, err
+    assert "nothing to fail over" in err
+    # `wait` too asks from the edge, never from the machine's own namespace
+    assert main(["wait", "--dir", str(tmp_path), "--timeout", "5"]) == 1
+    assert "nothing to wait for" in capsys.readouterr().err
+    assert netns.leftovers(plan.topology) == []
+    # `status` answers without asking anyone: nothing runs
+    assert main(["status", "--dir", str(tmp_path)]) == 3
+    assert "master2" in capsys.readouterr().out

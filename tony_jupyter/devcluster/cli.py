@@ -17,7 +17,7 @@ from .cluster import DevCluster
 from .config import DATANODE2, HA_SERVICES, KDC, SERVICE_NAMES
 from .errors import DevClusterError
 from .ha import NAMESERVICE
-from .hosts import EDGE, HOST_NAMES
+from .hosts import EDGE, HOST_NAMES, MASTER2
 from .security import USERS, Security
 
 
@@ -92,7 +92,8 @@ def _parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="two NameNodes of one nameservice and two ResourceManagers with ZooKeeper "
-        "(`failover` kills the active one) (default: as the cluster in --dir was last started; "
+        f"(`failover` kills the active one); with --hosts the second of each on host {MASTER2} "
+        "(default: as the cluster in --dir was last started; "
         "a new one without)",
     )
     sub.add_parser("down", parents=[common], help="stop every daemon this cluster started")
@@ -109,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser(
         "exec", parents=[common], help="run a command on a host of an `up --hosts` cluster"
     )
-    run.add_argument("host", help=f"one of {', '.join(HOST_NAMES)}")
+    run.add_argument("host", help=f"one of {', '.join(HOST_NAMES)} (with --ha: {MASTER2})")
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD...")
     link = sub.add_parser(
         "link",
@@ -117,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
         help="on an `up --hosts` cluster: cut a host off the network (down), or plug it back "
         "in (up); its processes run on, as with a pulled cable",
     )
-    link.add_argument("host", help=f"one of {', '.join(HOST_NAMES)}")
+    link.add_argument("host", help=f"one of {', '.join(HOST_NAMES)} (with --ha: {MASTER2})")
     link.add_argument("state", choices=("down", "up"))
     status = sub.add_parser("status", parents=[common], help="daemons, pids and ports")
     status.add_argument("--json", action="store_true", help="machine-readable output")
@@ -169,6 +170,28 @@ def _link(cluster: DevCluster, host: str, state: str) -> int:
     return 0
 
 
+def _ask_from_edge(cluster: DevCluster, command: str) -> bool:
+    """Whether `wait`, `failover` or `status` must run again on the edge: on an `up --hosts`
+    cluster `wait` asks the daemons, and on an `up --hosts --ha` one `failover` and `status` ask
+    the masters which is active; only a host reaches them (the machine's own namespace must not
+    even try)."""
+    if cluster.hosts is None or cluster.reaches_masters:
+        return False
+    if command != "wait" and not cluster.layout.ha:
+        return False
+    edge = cluster.hosts.host(EDGE).netns
+    if edge in netns.namespaces(cluster.hosts.topology):
+        netns.require_root(f"`devcluster {command}` on several hosts")
+        return True
+    if command == "status":
+        return False  # it says what is not running, without asking anyone
+    raise DevClusterError(
+        f"The hosts of the devcluster in {cluster.dir} are not up (no namespace {edge}): "
+        f"nothing to {'fail over' if command == 'failover' else 'wait for'}. Start it with "
+        f"`tony-jupyter devcluster up --hosts{' --ha' if cluster.layout.ha else ''}`."
+    )
+
+
 def _security(args: argparse.Namespace) -> Security | bool | None:
     lifetimes = {
         "token_renew_interval_s": args.token_renew_interval,
@@ -199,19 +222,24 @@ def _status(cluster: DevCluster, as_json: bool) -> int:
                 )
             print()
         ha = cluster.layout.ha
-        print(f"{'SERVICE':<16} {'PID':>7}  {'ALIVE':<5}  {'HA STATE  ' if ha else ''}PORTS")
+        on_hosts = cluster.hosts is not None
+        print(
+            f"{'SERVICE':<16} {'HOST     ' if on_hosts else ''}{'PID':>7}  {'ALIVE':<5}  "
+            f"{'HA STATE  ' if ha else ''}PORTS"
+        )
         for row in rows:
             ports = " ".join(f"{what}={port}" for what, port in row["ports"].items())
             pid = row["pid"] if row["pid"] is not None else "-"
             state = f"{row['ha_state'] or '-':<10}" if ha else ""
             alive = "yes" if row["alive"] else "no"
-            print(f"{row['service']:<16} {pid:>7}  {alive:<5}  {state}{ports}")
+            host = f"{row['host']:<9}" if on_hosts else ""
+            print(f"{row['service']:<16} {host}{pid:>7}  {alive:<5}  {state}{ports}")
         print(f"dir: {cluster.dir}")
         print(f"hadoop: {cluster.hadoop_version}")
         if cluster.ca_bundle is not None:
             print(f"HTTPS only; CA bundle (TONY_CA_BUNDLE): {cluster.ca_bundle}")
         if ha:
-            print(_HA_NOTE)
+            print(_HA_HOSTS_NOTE if cluster.hosts is not None else _HA_NOTE)
     # LSB status convention: 3 means "not running".
     return 0 if all(row["alive"] for row in rows) else 3
 
@@ -219,6 +247,14 @@ def _status(cluster: DevCluster, as_json: bool) -> int:
 _HA_NOTE = (
     f"HA: nameservice {NAMESERVICE} (fs.defaultFS hdfs://{NAMESERVICE}), two ResourceManagers; "
     "the addresses above are the active ones; `tony-jupyter devcluster failover nn|rm` kills one"
+)
+
+
+_HA_HOSTS_NOTE = (
+    f"HA: nameservice {NAMESERVICE} (nn1 on master, nn2 on master2), ResourceManagers rm1 on "
+    "master and rm2 on master2, ZooKeeper on master; the addresses above are the first of each "
+    "pair (clients on the hosts follow the active one through HADOOP_CONF_DIR); `status` and "
+    "`failover nn|rm` ask from the edge"
 )
 
 
@@ -256,11 +292,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"devcluster already running in {cluster.dir}", file=sys.stderr)
             elif cluster.hosts is not None:
                 print(
-                    f"devcluster ready on hosts {', '.join(HOST_NAMES)}: ResourceManager "
-                    f"{cluster.rm_url}, NameNode {cluster.webhdfs_url}, reachable from the hosts "
-                    "only; `tony-jupyter devcluster exec edge -- bash` for a shell on the edge",
+                    f"devcluster ready on hosts {', '.join(cluster.hosts.topology.names)}: "
+                    f"ResourceManager {cluster.rm_url}, NameNode {cluster.webhdfs_url}, reachable "
+                    "from the hosts only; `tony-jupyter devcluster exec edge -- bash` for a "
+                    "shell on the edge",
                     file=sys.stderr,
                 )
+                if cluster.layout.ha:
+                    print(_HA_HOSTS_NOTE, file=sys.stderr)
                 if cluster.security is not None:
                     print(
                         "Kerberos is on (the KDC on master; principals name their hosts, e.g. "
@@ -287,6 +326,13 @@ def main(argv: list[str] | None = None) -> int:
                     )
             _print_env(cluster)
             return 0
+        if args.command in ("wait", "failover", "status") and _ask_from_edge(cluster, args.command):
+            rerun = [args.command, *(["--json"] if getattr(args, "json", False) else [])]
+            if args.command == "failover":
+                rerun += [args.master, *(["--no-restart"] if args.no_restart else [])]
+            if args.command == "wait":
+                rerun += ["--timeout", f"{args.timeout:g}"]
+            return hostrun.rerun_on_edge(cluster, rerun)
         if args.command == "failover":
             done = failover.failover(cluster, args.master, restart=not args.no_restart)
             again = "; started again as standby" if done.restarted else " (left stopped)"

@@ -124,10 +124,18 @@ class DevCluster:
         return self.layout.conf
 
     def _web_url(self, name: str) -> str:
-        if self.layout.ha:  # the pair's active one, asked each time
+        if self.layout.ha and self.reaches_masters:  # the pair's active one, asked each time
             return failover.active_url(self.layout, self.http, str(failover.kind_of(name)))
+        # (of an HA pair that cannot be asked from here: the first, as when neither answers)
         scheme = "https" if self.layout.tls else "http"
         return f"{scheme}://{self.layout.host_of(name)}:{self.layout.ports(name)[scheme]}"
+
+    @property
+    def reaches_masters(self) -> bool:
+        """Whether this process can ask the masters anything: on `--hosts` only from a host
+        (the machine's own namespace has no way to them, and must send nothing towards their
+        addresses); on one host always."""
+        return self.hosts is None or hostrun.on_host() is not None
 
     @property
     def rm_url(self) -> str:
@@ -258,7 +266,7 @@ class DevCluster:
                     "alive": proc is not None,
                     "ports": self.layout.ports(name),
                     "ha_state": failover.ha_state(self.layout, self.http, name)
-                    if self.layout.ha and proc is not None
+                    if self.layout.ha and proc is not None and self.reaches_masters
                     else None,
                     "log": str(self.layout.log_file(name)),
                 }
@@ -311,7 +319,8 @@ class DevCluster:
             "ha": self.layout.ha,
         }
         if self.layout.hosts:
-            self.hosts = Hosts.plan(self.dir, [self.dir, self.layout.lib, self.layout.apps])
+            keep = [self.dir, self.layout.lib, self.layout.apps]
+            self.hosts = Hosts.plan(self.dir, keep, ha=self.layout.ha)
             state["hosts"] = self.hosts.to_json()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.layout.state_file.write_text(json.dumps(state, indent=2) + "\n")

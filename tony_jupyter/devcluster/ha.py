@@ -7,7 +7,8 @@ Choices, for a 2-core machine where every JVM costs start-up CPU and memory:
 - **Shared edits in a directory** (``dfs.namenode.shared.edits.dir=file://DIR/data/nn-shared``,
   Hadoop's HDFSHighAvailabilityWithNFS), not a quorum of three JournalNodes: both NameNodes run
   on this host, so a directory is as shared as NFS would make it, at no extra JVM (JournalNodes
-  would be three).
+  would be three). On `--hosts` (nn1 on ``master``, nn2 on ``master2``: ``hosts.py``) both
+  master hosts see the cluster dir, bound back past their tmpfs mounts: the same directory.
 - **nn2 from a copy of the formatted name dir**, not ``-bootstrapStandby``, which needs nn1
   running and one more JVM; Hadoop's HA guide gives the copy as the other way.
 - **Manual NameNode failover** (``haadmin -transitionToActive``), no ZKFC: automatic failover
@@ -18,7 +19,8 @@ Choices, for a 2-core machine where every JVM costs start-up CPU and memory:
   state (``ZKRMStateStore``), with work-preserving recovery: a new active RM takes the running
   AMs and containers over.
 
-Both masters of a pair share this host, so each finds its own id from its command line
+Both masters of a pair share this host (on `--hosts` they do not, and the same holds), so
+each finds its own id from its command line
 (``dfs.ha.namenode.id``, ``yarn.resourcemanager.ha.id``), not from matching its address.
 
 With ``--secure`` both masters of a pair share one principal and keytab (``nn/localhost``,

@@ -79,6 +79,15 @@ def wait_on_edge(cluster: ClusterView, timeout: float) -> None:
         raise DevClusterError(proc.stderr.strip().removeprefix("error: ") or "`wait` failed")
 
 
+def rerun_on_edge(cluster: ClusterView, args: list[str]) -> int:
+    """`devcluster ARGS` run again on the edge, its output this one's, its exit status returned:
+    for what must ask the masters (`failover`, an HA cluster's `status`), which the machine's
+    own namespace cannot reach."""
+    argv = [sys.executable, "-m", "tony_jupyter.devcluster", *args, "--dir", str(cluster.dir)]
+    command, env = exec_argv(cluster, EDGE, argv)
+    return subprocess.run(command, env=env, check=False).returncode
+
+
 def on_host() -> str | None:
     return os.environ.get(ON_HOST_ENV)
 

@@ -9,6 +9,16 @@ bridge 198.18.0.0/24; the workers also on 198.19.0.0/24, a second bridge the edg
 process that advertises the wrong interface is unreachable from the edge. Two clusters on one
 machine use the same addresses on bridges of their own: namespaces never see each other.
 
+With ``--ha`` (`up --hosts --ha`) one host more, ``master2``, holds the second of each pair of
+masters (nn2, rm2), so that a pair never shares a host: a kill, a cut link or a full disk on one
+master host leaves the other of each pair. ``master`` keeps nn1, rm1, ZooKeeper (and a KDC):
+one host more is one namespace and two veths, no daemon more than `up --ha` on one host has; a
+third master host for ZooKeeper alone would add nothing the tests can tell (one ZooKeeper is a
+single point of failure wherever it runs, and the RMs' state store only). The NameNodes' shared
+edits stay a directory (``ha.py`` says why): both master hosts see the cluster dir, bound back
+past their tmpfs mounts, as two NameNodes would see one NFS export; no JournalNode JVMs. The
+layout of `up --hosts` without --ha is unchanged, so every name it gives holds on both.
+
 Everything here is a plan (pure data); ``netns.py`` makes it real and takes it down again.
 """
 
@@ -26,17 +36,23 @@ from .errors import DevClusterError
 
 EDGE = "edge"
 HOST_NAMES = (EDGE, "master", "worker1", "worker2")
+# `up --hosts --ha` only: the second of each pair of masters.
+MASTER2 = "master2"
+ALL_HOST_NAMES = (*HOST_NAMES, MASTER2)
 # The daemons' hosts; nm2's worker2 keeps the GPU resource and the `gpu` label.
 SERVICE_HOSTS = {
     "kdc": "master",
     "namenode": "master",
     "resourcemanager": "master",
+    "zookeeper": "master",
+    "namenode2": MASTER2,
+    "resourcemanager2": MASTER2,
     "datanode": "worker1",
     "datanode2": "worker2",
     "nm1": "worker1",
     "nm2": "worker2",
 }
-_OCTET = {EDGE: 10, "master": 11, "worker1": 21, "worker2": 22}
+_OCTET = {EDGE: 10, "master": 11, MASTER2: 12, "worker1": 21, "worker2": 22}
 PUBLIC_NET, PRIVATE_NET = "198.18.0", "198.19.0"
 # Names of every namespace and interface of one cluster start with this and its tag.
 PREFIX = "tj"
@@ -66,13 +82,18 @@ class Host:
 @dataclass(frozen=True)
 class Topology:
     """One cluster's hosts, named after ``tag`` (from the cluster dir) so that several clusters
-    and the leftovers of a crashed one can be told apart."""
+    and the leftovers of a crashed one can be told apart; with ``ha``, ``master2`` too."""
 
     tag: str
+    ha: bool = False
 
     @classmethod
-    def for_dir(cls, root: Path) -> Topology:
-        return cls(hashlib.sha256(str(root).encode()).hexdigest()[:6])
+    def for_dir(cls, root: Path, ha: bool = False) -> Topology:
+        return cls(hashlib.sha256(str(root).encode()).hexdigest()[:6], ha)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return ALL_HOST_NAMES if self.ha else HOST_NAMES
 
     @property
     def prefix(self) -> str:
@@ -95,7 +116,7 @@ class Topology:
                 host_address(name),
                 f"{PRIVATE_NET}.{_OCTET[name]}" if name.startswith("worker") else None,
             )
-            for name in HOST_NAMES
+            for name in self.names
         )
 
     def host(self, name: str) -> Host:
@@ -106,7 +127,7 @@ class Topology:
 
     def veth(self, host: Host, private: bool = False) -> str:
         """The machine's end of a host's link (at most 15 characters, Linux's limit)."""
-        return f"{self.prefix}{'p' if private else 'v'}{HOST_NAMES.index(host.name)}"
+        return f"{self.prefix}{'p' if private else 'v'}{ALL_HOST_NAMES.index(host.name)}"
 
     @property
     def run_dir(self) -> Path:
@@ -220,7 +241,7 @@ class Hosts:
     python: Path
 
     @classmethod
-    def plan(cls, root: Path, keep: list[Path]) -> Hosts:
+    def plan(cls, root: Path, keep: list[Path], ha: bool = False) -> Hosts:
         python = node_python()
         if python is None:
             version = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -231,7 +252,7 @@ class Hosts:
                 "kernel in an interpreter of a version the machine has."
             )
         resolved = tuple(dict.fromkeys(Path(os.path.realpath(p)) for p in keep))
-        return cls(Topology.for_dir(root), tuple(hidden_paths()), resolved, python)
+        return cls(Topology.for_dir(root, ha), tuple(hidden_paths()), resolved, python)
 
     def host(self, name: str) -> Host:
         try:
@@ -239,7 +260,7 @@ class Hosts:
         except KeyError:
             raise DevClusterError(
                 f"No host named {name!r} in this devcluster; its hosts are: "
-                f"{', '.join(HOST_NAMES)}."
+                f"{', '.join(self.topology.names)}."
             ) from None
 
     def command(self, name: str, argv: list[str]) -> list[str]:
@@ -250,6 +271,7 @@ class Hosts:
     def to_json(self) -> dict:
         return {
             "tag": self.topology.tag,
+            "ha": self.topology.ha,
             "hidden": [str(p) for p in self.hidden],
             "keep": [str(p) for p in self.keep],
             "python": str(self.python),
@@ -258,7 +280,7 @@ class Hosts:
     @classmethod
     def from_json(cls, data: dict) -> Hosts:
         return cls(
-            Topology(data["tag"]),
+            Topology(data["tag"], bool(data.get("ha"))),
             tuple(map(Path, data["hidden"])),
             tuple(map(Path, data["keep"])),
             Path(data["python"]),

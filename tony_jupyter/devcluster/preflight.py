@@ -169,10 +169,11 @@ def check_same_cluster(root: Path, state: dict, wanted: dict) -> None:
 
 def check_shape(*, hosts: bool, secure: bool, ha: bool) -> None:
     """Refuse the combinations of `up`'s shapes that are not supported yet, before anything."""
-    if ha and hosts:
+    if ha and hosts and secure:
         raise DevClusterError(
-            "--ha together with --hosts is not supported yet: start the HA cluster (two "
-            "NameNodes, two ResourceManagers) without --hosts, or that one without --ha."
+            "--secure together with --hosts --ha is not supported yet (the second master host's "
+            "principals, nn/master2 and rm/master2, are not made): start `up --hosts --ha` "
+            "(with --tls if you like) without --secure, or `up --ha --secure` on this host alone."
         )
 
 

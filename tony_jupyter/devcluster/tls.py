@@ -11,7 +11,8 @@ Clients outside the JVMs take the CA as a PEM bundle, ``ca.pem`` (``TONY_CA_BUND
 
 The certificate names ``localhost`` and ``127.0.0.1`` (subjectAltName DNS and IP), so that
 clients may use either, and a secure cluster (whose addresses say ``localhost``) the same; and
-the hosts of `up --hosts` (``edge``, ``master``, ``worker1``, ``worker2`` and their addresses),
+the hosts of `up --hosts` (``edge``, ``master``, ``worker1``, ``worker2``, with --ha ``master2``,
+and their addresses),
 whose daemons present the same certificate, each under its own host's name. A cluster dir whose
 certificate was made for other names (``san``, beside it) gets a new CA and keystores.
 """
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DevClusterError
-from .hosts import HOST_NAMES, host_address
+from .hosts import ALL_HOST_NAMES, host_address
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +39,8 @@ HTTPS_PORTS |= {"nm2": 8144, "datanode2": 9865}
 HTTPS_PORTS |= {"namenode2": 9881, "resourcemanager2": 8190}
 SAN = ",".join(
     ["dns:localhost", "ip:127.0.0.1"]
-    + [f"dns:{name}" for name in HOST_NAMES]
-    + [f"ip:{host_address(name)}" for name in HOST_NAMES]
+    + [f"dns:{name}" for name in ALL_HOST_NAMES]
+    + [f"ip:{host_address(name)}" for name in ALL_HOST_NAMES]
 )
 _VALIDITY_DAYS = "3650"
 CA_ENV = "TONY_CA_BUNDLE"  # the notebook side reads it (launcher/yarn/transport.py)
