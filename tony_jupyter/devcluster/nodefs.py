@@ -39,7 +39,7 @@ def compiled(root: Path) -> bool:
 def build(root: Path, lib: Path, java_home: Path) -> bool:
     """Compile NodeLocalFs against the cluster's Hadoop jars (``lib``) into ``classes(root)``,
     unless the same source was compiled there already. False, with a warning, where it cannot."""
-    source = resources.files(__package__).joinpath("java", _SOURCE).read_bytes()
+    source = resources.files(__package__).joinpath("java").joinpath(_SOURCE).read_bytes()
     stamp = hashlib.sha256(source + str(lib.resolve()).encode()).hexdigest()[:16]
     out = classes(root)
     if compiled(root) and (out / "stamp").read_text(errors="replace") == stamp:
