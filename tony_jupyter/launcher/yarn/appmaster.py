@@ -242,13 +242,20 @@ class _Localizing:
         self.asked, self.was = now, am_container_state(app, self.http) in NOT_LOCALIZED
 
 
+def am_container(app: dict) -> tuple[str, str] | None:
+    """The AM container's NodeManager (its web address) and id, from the app report's link to
+    the container's logs; None before YARN has given the AM a container."""
+    m = re.match(r"^(https?://[^/]+)/node/containerlogs/([^/]+)/", app.get("amContainerLogs", ""))
+    return (m.group(1), m.group(2)) if m else None
+
+
 def am_container_state(app: dict, http: requests.Session) -> str | None:
     """The AM container's state as its NodeManager tells it (LOCALIZING, RUNNING, ...), found
     through the app report's link to its logs; None when no container or no answer."""
-    m = re.match(r"^(https?://[^/]+)/node/containerlogs/([^/]+)/", app.get("amContainerLogs", ""))
-    if not m:
+    where = am_container(app)
+    if where is None:
         return None
-    base, cid = m.groups()
+    base, cid = where
     try:
         r = http.get(f"{base}/ws/v1/node/containers/{cid}", timeout=5)
         return r.json()["container"]["state"] if r.status_code == 200 else None
@@ -287,10 +294,10 @@ def am_url_from_report(app: dict) -> str | None:
 
 def am_log_tail(app: dict, limit: int = 3000) -> str:
     """The AM container's stderr through the NodeManager's REST API, if it still has it."""
-    m = re.match(r"^(https?://[^/]+)/node/containerlogs/([^/]+)/", app.get("amContainerLogs", ""))
-    if not m:
+    where = am_container(app)
+    if where is None:
         return ""
-    base, cid = m.groups()
+    base, cid = where
     texts, http = [], transport.session()  # an HTTPS-only NodeManager: the cluster's CA
     for name in ("am.stderr", "am.stdout"):
         try:
