@@ -13,7 +13,9 @@ modules with clusters of other shapes (Kerberized, TLS, HA: test_hosts_ha.py's `
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -78,9 +80,55 @@ def node_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return nodeenv.build(tmp_path_factory.mktemp("nodeenv"), python, nodeenv.ROOTS)
 
 
-def on(cluster: DevCluster, host: str, *argv: str) -> subprocess.CompletedProcess:
-    """``argv`` on ``host`` through `devcluster exec`, output captured."""
+HERE = Path(__file__).parent
+
+
+def exec_argv(cluster: DevCluster, host: str, *argv: str) -> list[str]:
+    """``argv`` on ``host`` through `devcluster exec`, as a command line for this machine."""
     cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(cluster.dir)]
+    return [*cmd, host, "--", *argv]
+
+
+def on(
+    cluster: DevCluster, host: str, *argv: str, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """``argv`` on ``host`` through `devcluster exec`, output captured."""
     return subprocess.run(
-        [*cmd, host, "--", *argv], capture_output=True, text=True, timeout=120, check=False
+        exec_argv(cluster, host, *argv),
+        env=None if env is None else {**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
+
+
+def on_edge(
+    cluster: DevCluster,
+    venv: Path,
+    notebook: Path,
+    script: str,
+    *args: str,
+    result: str,
+    env: dict | None = None,
+    timeout: float = 1500,
+) -> tuple[subprocess.CompletedProcess, dict]:
+    """A kernel's script (``tests/hosts/<script>``, copied into ``notebook`` with the
+    edge_kernel.py it imports) run by ``venv``'s Python on the edge host, in ``notebook``, with
+    ``TONY_JUPYTER_HOME`` beside it: the process, and the JSON it wrote to ``<result>.json``."""
+    notebook.mkdir(parents=True, exist_ok=True)
+    for name in (script, "edge_kernel.py"):
+        shutil.copy(HERE / name, notebook)
+    home = {"TONY_JUPYTER_HOME": str(notebook.parent / "tony-home")}
+    res = subprocess.run(
+        exec_argv(cluster, "edge", str(venv / "bin" / "python"), script, *args),
+        cwd=notebook,
+        env={**os.environ, **home, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    path = notebook / f"{result}.json"
+    assert res.returncode == 0 and path.exists(), res.stdout[-3000:] + res.stderr[-3000:]
+    return res, json.loads(path.read_text())

@@ -12,14 +12,11 @@ Both jobs and their AMs run on worker1 (the default queue's node), so one node l
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
+from conftest import on_edge  # tests/hosts/conftest.py
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 HERE = Path(__file__).parent
@@ -42,22 +39,17 @@ def framework_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def edge_run(hosts_cluster, framework_venv, tmp_path_factory) -> dict:
-    notebook = tmp_path_factory.mktemp("notebook")
-    for script in ("edge_frameworks.py", "edge_kernel.py"):  # the script and what it imports
-        shutil.copy(HERE / script, notebook)
+    notebook = tmp_path_factory.mktemp("frameworks") / "notebook"
     name = f"hosts-frameworks-{uuid.uuid4().hex[:6]}"
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(hosts_cluster.dir)]
-    res = subprocess.run(
-        [*cmd, "edge", "--", str(framework_venv / "bin" / "python"), "edge_frameworks.py", name],
-        cwd=notebook,
-        env={**os.environ, "TONY_JUPYTER_HOME": str(notebook / "tony-home")},
-        capture_output=True,
-        text=True,
+    _, out = on_edge(
+        hosts_cluster,
+        framework_venv,
+        notebook,
+        "edge_frameworks.py",
+        name,
+        result=name,
         timeout=2000,
-        check=False,
     )
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    out = json.loads((notebook / f"{name}.json").read_text())
     print(json.dumps({k: v.get("seconds") for k, v in out.items()}))
     return out
 

@@ -9,9 +9,7 @@ notebook's own client that the new active master answered, and the training step
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -22,7 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import on  # tests/hosts/conftest.py
+from conftest import on, on_edge  # tests/hosts/conftest.py
 
 from tony_jupyter.devcluster import DevCluster, netns
 from tony_jupyter.devcluster.ha import NAMENODES, NAMESERVICE, RESOURCEMANAGERS
@@ -117,24 +115,17 @@ def test_a_job_from_the_edge_trains_through_a_namenode_then_a_resourcemanager_fa
     ha_hosts_cluster, node_venv, tmp_path
 ):
     dc = ha_hosts_cluster
-    notebook = tmp_path / "notebook"
-    notebook.mkdir()
-    for script in ("edge_ha.py", "edge_kernel.py"):  # the script and what it imports
-        shutil.copy(HERE / script, notebook)
     name = f"hosts-ha-{uuid.uuid4().hex[:6]}"
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(dc.dir)]
-    script = [str(node_venv / "bin" / "python"), "edge_ha.py", str(dc.dir), name]
-    res = subprocess.run(
-        [*cmd, "edge", "--", *script],
-        cwd=notebook,
-        env={**os.environ, "TONY_JUPYTER_HOME": str(tmp_path / "tony-home")},
-        capture_output=True,
-        text=True,
+    _, out = on_edge(
+        dc,
+        node_venv,
+        tmp_path / "notebook",
+        "edge_ha.py",
+        str(dc.dir),
+        name,
+        result=name,
         timeout=2000,
-        check=False,
     )
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    out = json.loads((notebook / f"{name}.json").read_text())
     assert "error" not in out and "strike_error" not in out, out
     assert out["kernel_host"] == "edge"
     for kind, pair in (("nn", NAMENODES), ("rm", RESOURCEMANAGERS)):

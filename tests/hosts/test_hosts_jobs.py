@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import shutil
-import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 import pytest
-from conftest import on  # tests/hosts/conftest.py
+from conftest import on, on_edge  # tests/hosts/conftest.py
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 HERE = Path(__file__).parent
@@ -35,23 +32,8 @@ print(json.dumps([app["state"], app["finalStatus"]]))
 
 
 def _edge_job(cluster, venv: Path, notebook: Path, name: str) -> dict:
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(cluster.dir)]
-    script = [str(venv / "bin" / "python"), "edge_job.py", name]
-    env = {**os.environ, "TONY_JUPYTER_HOME": str(notebook.parent / "tony-home")}
-    res = subprocess.run(
-        [*cmd, "edge", "--", *script],
-        cwd=notebook,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        check=False,
-    )
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    res, out = on_edge(cluster, venv, notebook, "edge_job.py", name, result=name)
     assert "are other hosts: this kernel's venv" in res.stderr  # said, not silent
-    result = notebook / f"{name}.json"
-    assert result.exists(), res.stdout[-3000:] + res.stderr[-3000:]
-    out = json.loads(result.read_text())
     if "error" in out:
         return out
     app = on(cluster, "edge", sys.executable, "-c", _APP, out["job_id"])
@@ -65,9 +47,6 @@ def test_mwms_from_a_kernel_on_the_edge_runs_on_workers_without_its_venv(
     hosts_cluster, node_venv, tmp_path
 ):
     notebook = tmp_path / "notebook"
-    notebook.mkdir()
-    for script in ("edge_job.py", "edge_kernel.py"):  # the script and what it imports
-        shutil.copy(HERE / script, notebook)
     run = uuid.uuid4().hex[:6]
     first = _edge_job(hosts_cluster, node_venv, notebook, f"hosts-mwms-{run}-1")
     assert "error" not in first, first
@@ -126,9 +105,6 @@ def test_a_blocked_way_from_the_edge_to_the_nodes_is_named_not_waited_out(
         assert "FAIL  notebook host -> node" in doc.stdout, doc.stdout
         assert "pass  hdfs" in doc.stdout and "pass  resourcemanager" in doc.stdout, doc.stdout
         notebook = tmp_path / "notebook"
-        notebook.mkdir()
-        for script in ("edge_job.py", "edge_kernel.py"):  # the script and what it imports
-            shutil.copy(HERE / script, notebook)
         name = f"hosts-blocked-{uuid.uuid4().hex[:6]}"
         out = _edge_job(hosts_cluster, node_venv, notebook, name)
     finally:
@@ -148,23 +124,16 @@ def test_a_blocked_way_from_the_edge_to_the_nodes_is_named_not_waited_out(
 def test_ps_shard_hdfs_data_session_warm_am_tensorboard_and_history_from_the_edge(
     hosts_cluster, node_venv, tmp_path
 ):
-    notebook = tmp_path / "notebook"
-    notebook.mkdir()
-    for script in ("edge_features.py", "edge_kernel.py"):  # the script and what it imports
-        shutil.copy(HERE / script, notebook)
     name = f"hosts-features-{uuid.uuid4().hex[:6]}"
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(hosts_cluster.dir)]
-    res = subprocess.run(
-        [*cmd, "edge", "--", str(node_venv / "bin" / "python"), "edge_features.py", name],
-        cwd=notebook,
-        env={**os.environ, "TONY_JUPYTER_HOME": str(tmp_path / "tony-home")},
-        capture_output=True,
-        text=True,
+    _, out = on_edge(
+        hosts_cluster,
+        node_venv,
+        tmp_path / "notebook",
+        "edge_features.py",
+        name,
+        result=name,
         timeout=2000,
-        check=False,
     )
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    out = json.loads((notebook / f"{name}.json").read_text())
     print(json.dumps({k: v.get("seconds") for k, v in out.items()}))
     errors = {k: v["error"] for k, v in out.items() if "error" in v}
     assert not errors, "\n".join(f"{k}: {v}" for k, v in errors.items())

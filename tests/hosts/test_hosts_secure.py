@@ -9,7 +9,6 @@ import json
 import math
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import on, on_edge  # tests/hosts/conftest.py
 
 from tony_jupyter.devcluster import DevCluster, netns
 from tony_jupyter.devcluster.hosts import host_address
@@ -73,20 +73,7 @@ def _alice_env(cluster: DevCluster) -> dict[str, str]:
 
 def _on_edge(cluster, venv: Path, notebook: Path, env: dict, *args: str) -> dict:
     """edge_secure.py MODE NAME run by the venv's Python on the edge; its JSON."""
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(cluster.dir)]
-    script = [str(venv / "bin" / "python"), "edge_secure.py", *args]
-    res = subprocess.run(
-        [*cmd, "edge", "--", *script],
-        cwd=notebook,
-        env={**os.environ, "TONY_JUPYTER_HOME": str(notebook.parent / "tony-home"), **env},
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        check=False,
-    )
-    result = notebook / f"{args[1]}.json"
-    assert res.returncode == 0 and result.exists(), res.stdout[-3000:] + res.stderr[-3000:]
-    return json.loads(result.read_text())
+    return on_edge(cluster, venv, notebook, "edge_secure.py", *args, result=args[1], env=env)[1]
 
 
 def test_principals_name_their_hosts_and_the_kdc_runs_on_master(secure_hosts):
@@ -114,15 +101,7 @@ def test_principals_name_their_hosts_and_the_kdc_runs_on_master(secure_hosts):
     curl = "curl -s -o /dev/null -w '%{http_code} ' "
     rm = f"{secure_hosts.rm_url}/ws/v1/cluster/info"
     probe = f"{curl}--negotiate -u : {rm}; {curl}{rm}; echo; klist"
-    got = subprocess.run(
-        [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(secure_hosts.dir)]
-        + ["edge", "--", "bash", "-c", probe],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    got = on(secure_hosts, "edge", "bash", "-c", probe, env=env)
     codes, _, tickets = got.stdout.partition("\n")
     assert codes.split() == ["200", "401"], got.stdout + got.stderr
     assert "Default principal: alice@DEVCLUSTER.TEST" in tickets, got.stdout + got.stderr
@@ -138,9 +117,6 @@ def _pids(cluster: DevCluster, host: str) -> list[int]:
 @pytest.mark.timeout(1500)
 def test_no_ticket_on_the_edge_is_refused_before_submit(secure_hosts, node_venv, tmp_path):
     notebook = tmp_path / "notebook"
-    notebook.mkdir()
-    for script in ("edge_secure.py", "edge_kernel.py"):  # the script and what it imports
-        shutil.copy(HERE / script, notebook)
     alice = _alice_env(secure_hosts)
     name = f"hosts-noticket-{uuid.uuid4().hex[:6]}"
     before = _on_edge(secure_hosts, node_venv, notebook, alice, "left", f"{name}-before")
@@ -157,9 +133,6 @@ def test_no_ticket_on_the_edge_is_refused_before_submit(secure_hosts, node_venv,
 @pytest.mark.timeout(1500)  # the first job packs the venv (TensorFlow) on the kernel's side
 def test_mwms_as_alice_from_the_edge_with_tokens_naming_master(secure_hosts, node_venv, tmp_path):
     notebook = tmp_path / "notebook"
-    notebook.mkdir()
-    for script in ("edge_secure.py", "edge_kernel.py"):  # the script and what it imports
-        shutil.copy(HERE / script, notebook)
     name = f"hosts-secure-mwms-{uuid.uuid4().hex[:6]}"
     out = _on_edge(secure_hosts, node_venv, notebook, _alice_env(secure_hosts), "job", name)
     print(json.dumps(out))

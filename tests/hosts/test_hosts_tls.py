@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import on, on_edge  # tests/hosts/conftest.py
 
 from tony_jupyter.devcluster import DevCluster
 
@@ -86,14 +85,7 @@ def test_every_daemon_serves_https_under_its_hosts_name(tls_hosts):
         )
     }
     plain = f"http://master:{layout.ports('resourcemanager')['http']}/"
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(tls_hosts.dir)]
-    res = subprocess.run(
-        [*cmd, "edge", "--", sys.executable, "-c", _PROBE, json.dumps(urls), plain],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    res = on(tls_hosts, "edge", sys.executable, "-c", _PROBE, json.dumps(urls), plain)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     out = json.loads(res.stdout.splitlines()[-1])
     assert set(urls) == {"resourcemanager", "namenode", "datanode", "datanode2", "nm1", "nm2"}
@@ -127,23 +119,8 @@ def base_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_job_from_the_edge_over_https_and_its_tensorboard_through_the_rm_proxy(
     tls_hosts, base_venv, tmp_path
 ):
-    notebook = tmp_path / "notebook"
-    notebook.mkdir()
-    for script in ("edge_tls.py", "edge_kernel.py"):  # the script and what it imports
-        shutil.copy(HERE / script, notebook)
     name = f"hosts-tls-{uuid.uuid4().hex[:6]}"
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(tls_hosts.dir)]
-    res = subprocess.run(
-        [*cmd, "edge", "--", str(base_venv / "bin" / "python"), "edge_tls.py", name],
-        cwd=notebook,
-        env={**os.environ, "TONY_JUPYTER_HOME": str(tmp_path / "tony-home")},
-        capture_output=True,
-        text=True,
-        timeout=1500,
-        check=False,
-    )
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    out = json.loads((notebook / f"{name}.json").read_text())
+    _, out = on_edge(tls_hosts, base_venv, tmp_path / "notebook", "edge_tls.py", name, result=name)
     assert "error" not in out, out["error"]
     assert out["kernel_host"] == "edge" and out["where"] == "worker1", out  # the default queue
     # The task verified WebHDFS against its own localized copy of the notebook's CA bundle.
