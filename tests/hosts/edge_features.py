@@ -86,21 +86,11 @@ time.sleep(40)  # room for the kernel to open TensorBoard while the job runs
 """
 
 
-def wait_app_end(app_id: str, timeout: float = 120) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        app = requests.get(f"{RM}/ws/v1/cluster/apps/{app_id}", params=USER, timeout=10)
-        app = app.json()["app"]
-        if app["state"] in ("FINISHED", "FAILED", "KILLED") or time.monotonic() > deadline:
-            return app
-        time.sleep(0.5)
-
-
 def ps(ip, out: dict) -> None:
     flags = "--chief --workers 1 --ps 1 --memory 768m --no-tensorboard --pull ps_devices,losses"
     job = ip.run_cell_magic("tony", f"{flags} --async --name edge-ps", PS)
     job.result(timeout=900)
-    app = wait_app_end(job.job_id)
+    app = edge_kernel.wait_app_end(job.job_id)
     losses = ip.user_ns["losses"]
     out["ps"] = {
         "job_id": job.job_id,
@@ -153,7 +143,7 @@ def session(ip, out: dict) -> None:
         ip.run_line_magic("tony", "session stop")
         os.environ.pop(warm.warm.YARN_IDLE, None)
         warm.discard()
-    app = wait_app_end(spare.app_id)
+    app = edge_kernel.wait_app_end(spare.app_id)
     out["session"] = {
         "handed_to_warm_am": handed,
         "cells": [first, second],
@@ -182,7 +172,7 @@ def tensorboard(ip, out: dict) -> None:
         "tracking": tracking,
         "runs": runs,
         "page_ok": page.ok and "tb-relative-root" in page.text,
-        "final": wait_app_end(job.job_id)["finalStatus"],
+        "final": edge_kernel.wait_app_end(job.job_id)["finalStatus"],
     }
 
 

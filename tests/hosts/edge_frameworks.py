@@ -116,16 +116,6 @@ def jupyter_server(home: Path) -> tuple[subprocess.Popen, str, dict]:
         time.sleep(0.5)
 
 
-def wait_app_end(app_id: str, timeout: float = 120) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        app = requests.get(f"{RM}/ws/v1/cluster/apps/{app_id}", params=USER, timeout=10)
-        app = app.json()["app"]
-        if app["state"] in ("FINISHED", "FAILED", "KILLED") or time.monotonic() > deadline:
-            return app
-        time.sleep(0.5)
-
-
 def until(what: str, timeout: float, probe):
     deadline = time.monotonic() + timeout
     while not (got := probe()):
@@ -189,7 +179,7 @@ def ddp(ip, out: dict, base: str, auth: dict, tag: str) -> None:
         with fs.open_output_stream(path) as f:
             f.write(b"go")
     job.result(timeout=600)
-    app = wait_app_end(job.job_id)
+    app = edge_kernel.wait_app_end(job.job_id)
     record = json.loads((jobs_dir() / job.job_id / "yarn.json").read_text())
     out["ddp"] = {
         "job_id": job.job_id,
@@ -216,7 +206,7 @@ def jax(ip, out: dict) -> None:
     flags = "--framework jax --workers 2 --memory 1g --no-tensorboard --pull seen"
     job = ip.run_cell_magic("tony", f"{flags} --async --name edge-jax", JAX)
     job.result(timeout=900)
-    app = wait_app_end(job.job_id)
+    app = edge_kernel.wait_app_end(job.job_id)
     out["jax"] = {
         "job_id": job.job_id,
         "seen": ip.user_ns["seen"],

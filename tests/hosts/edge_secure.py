@@ -72,15 +72,6 @@ def _spnego() -> requests.Session:
     return http
 
 
-def wait_app_end(http: requests.Session, app_id: str, timeout: float = 120) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        app = http.get(f"{RM}/ws/v1/cluster/apps/{app_id}", timeout=10).json()["app"]
-        if app["state"] in ("FINISHED", "FAILED", "KILLED") or time.monotonic() > deadline:
-            return app
-        time.sleep(0.5)
-
-
 def job(name: str) -> dict:
     ip = edge_kernel.kernel()
     flags = f"--workers 2 --memory 1g --pull {PULL} --async --no-tensorboard --name {name}"
@@ -97,7 +88,7 @@ def job(name: str) -> dict:
     for task in ("worker:0", "worker:1"):
         text, _ = client.logs(task)
         hosts[task] = next(x.split()[1] for x in text.splitlines() if x.startswith("HOST "))
-    app = wait_app_end(_spnego(), handle.job_id)
+    app = edge_kernel.wait_app_end(handle.job_id, http=_spnego())
     return {
         "job_id": handle.job_id,
         "seconds": seconds,
