@@ -1,5 +1,6 @@
-"""What the edge scripts share (the edge_*.py beside it: each runs on the edge host as a notebook's kernel would, through `devcluster exec edge`, and
-imports this module from beside it)."""
+"""What the edge scripts share (the edge_*.py beside it: each runs on the edge host as a
+notebook's kernel would, through `devcluster exec edge`, and imports this module from beside
+it)."""
 
 from __future__ import annotations
 
