@@ -31,7 +31,7 @@ history.history["loss"][-1]
 """
 
 
-def wait_for_server(uri: str, timeout: float = 180) -> float:
+def wait_for_server(uri: str, timeout: float = 300) -> float:
     """Seconds until the tracking server answers its health route."""
     t0 = time.monotonic()
     while True:

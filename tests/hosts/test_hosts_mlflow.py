@@ -46,7 +46,9 @@ def tracking_server(cluster, root: Path) -> tuple[supervise.Process, int]:
     server += ["--artifacts-destination", str(root / "artifacts")]
     server += ["--allowed-hosts", f"{EDGE}:{port},{address}:{port}"]  # the Host headers sent
     cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(cluster.dir)]
-    proc = supervise.start([*cmd, EDGE, "--", *server], cwd=root, log=root / "server.log")
+    # No job runner (its consumer processes, its queue in /dev/shm): runs are all it stores here.
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    proc = supervise.start([*cmd, EDGE, "--", *server], env=env, cwd=root, log=root / "server.log")
     return proc, port
 
 

@@ -146,7 +146,7 @@ def mlflow_stand_in(code: int, obj: object, seen: list | None = None):
     from helpers.fakehttp import reply, serving
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
+        def do_GET(self):
             if seen is not None:
                 seen.append((self.path, self.headers.get("Authorization")))
             if isinstance(obj, str):
@@ -172,7 +172,10 @@ def test_a_tracking_server_that_answers_passes_naming_the_experiment(monkeypatch
     with mlflow_stand_in(404, missing, seen) as uri:
         check = doctor._mlflow_answers("mlflow tracking", uri)
     assert check.ok, check
-    assert check.detail == f"{uri} answers; experiment 'digits' does not exist yet: the first run makes it"
+    assert (
+        check.detail
+        == f"{uri} answers; experiment 'digits' does not exist yet: the first run makes it"
+    )
     path, auth = seen[0]
     assert path == "/api/2.0/mlflow/experiments/get-by-name?experiment_name=digits"
     assert auth == "Bearer t0ken"  # as MLflow's client would send it
@@ -184,9 +187,24 @@ def test_a_tracking_server_that_answers_passes_naming_the_experiment(monkeypatch
 @pytest.mark.parametrize(
     ("code", "obj", "detail", "fix"),
     [
-        (401, {"error_code": "UNAUTHENTICATED"}, "refused this host (HTTP 401)", "MLFLOW_TRACKING_TOKEN"),
-        (404, "<html>Not Found</html>", "answered HTTP 404 to MLflow's REST API, not MLflow's JSON: <html>", "naming an MLflow tracking server"),
-        (200, "<html>a web page</html>", "answered HTTP 200 to MLflow's REST API, not MLflow's JSON", "naming an MLflow"),
+        (
+            401,
+            {"error_code": "UNAUTHENTICATED"},
+            "refused this host (HTTP 401)",
+            "MLFLOW_TRACKING_TOKEN",
+        ),
+        (
+            404,
+            "<html>Not Found</html>",
+            "answered HTTP 404 to MLflow's REST API, not MLflow's JSON: <html>",
+            "naming an MLflow tracking server",
+        ),
+        (
+            200,
+            "<html>a web page</html>",
+            "answered HTTP 200 to MLflow's REST API, not MLflow's JSON",
+            "naming an MLflow",
+        ),
     ],
 )
 def test_a_tracking_uri_that_is_no_usable_mlflow_server_fails_with_the_fix(code, obj, detail, fix):
@@ -206,7 +224,10 @@ def test_a_tracking_server_that_is_not_there_is_named_with_its_port(tony_home, m
         monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{port}")
         assert cli.main(["doctor"]) == 1  # the local backend checks it too
     out = capsys.readouterr().out
-    assert f"FAIL  mlflow tracking  MLFLOW_TRACKING_URI=http://127.0.0.1:{port}: no answer from " in out
+    assert (
+        f"FAIL  mlflow tracking  MLFLOW_TRACKING_URI=http://127.0.0.1:{port}: no answer from "
+        in out
+    )
     assert f"127.0.0.1:{port} on this host (ConnectionError" in out, out
     assert f"fix: start the tracking server (mlflow server --host ADDRESS --port {port}," in out
 

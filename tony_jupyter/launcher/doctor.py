@@ -336,7 +336,10 @@ def _mlflow_answers(name: str, uri: str) -> Check:
     if os.environ.get("MLFLOW_TRACKING_TOKEN"):
         headers["Authorization"] = f"Bearer {os.environ['MLFLOW_TRACKING_TOKEN']}"
     elif os.environ.get("MLFLOW_TRACKING_USERNAME"):
-        auth = (os.environ["MLFLOW_TRACKING_USERNAME"], os.environ.get("MLFLOW_TRACKING_PASSWORD", ""))
+        auth = (
+            os.environ["MLFLOW_TRACKING_USERNAME"],
+            os.environ.get("MLFLOW_TRACKING_PASSWORD", ""),
+        )
     verify: bool | str = os.environ.get("MLFLOW_TRACKING_SERVER_CERT_PATH") or True
     t = time.monotonic()
     try:
@@ -354,8 +357,9 @@ def _mlflow_answers(name: str, uri: str) -> Check:
             False,
             f"{MLFLOW_URI_ENV}={uri}: no answer from {where} on this host ({type(e).__name__}: "
             f"{e})",
-            f"start the tracking server (mlflow server --host ADDRESS --port {where.rpartition(':')[2]}, "
-            "ADDRESS one the nodes reach too), or set the URI of one that runs",
+            f"start the tracking server (mlflow server --host ADDRESS --port "
+            f"{where.rpartition(':')[2]}, ADDRESS one the nodes reach too), or set the URI of "
+            "one that runs",
             time.monotonic() - t,
         )
     took = time.monotonic() - t
