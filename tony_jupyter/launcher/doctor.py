@@ -1,7 +1,8 @@
 """``tony-jupyter doctor`` and ``%tony doctor``: what a first job needs, checked from the
 notebook's host and from one short probe container on the cluster, each check printed with
 pass or fail and, when it fails, the fix. Nothing is left behind: the probe's application is
-killed (if it has not ended) and its HDFS write is removed.
+killed (if it has not ended) and its HDFS write is removed. With ``MLFLOW_TRACKING_URI`` set, where
+the chief would log the job's MLflow run is checked too: from here, and from the probe's node.
 
 Without ``HADOOP_CONF_DIR`` it checks what the local backend needs.
 """
@@ -341,6 +342,8 @@ def _mlflow_answers(name: str, uri: str) -> Check:
             os.environ.get("MLFLOW_TRACKING_PASSWORD", ""),
         )
     verify: bool | str = os.environ.get("MLFLOW_TRACKING_SERVER_CERT_PATH") or True
+    if os.environ.get("MLFLOW_TRACKING_INSECURE_TLS", "").lower() == "true":
+        verify = False  # the user's own setting for MLflow's client, which the tasks use too
     t = time.monotonic()
     try:
         r = requests.get(
