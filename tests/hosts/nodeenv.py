@@ -30,6 +30,9 @@ BASE_ROOTS = [r for r in ROOTS if r not in _TF]
 # not import without them, even on a CPU), and no triton (1 GB, for torch.compile on a GPU).
 FRAMEWORK_ROOTS = ["torch", "jax", *BASE_ROOTS]
 FRAMEWORK_OMIT = ("triton",)
+# The chief's MLflow run and the client that reads it back (test_hosts_mlflow.py): in the
+# TensorFlow venv only, which that test's job uses.
+ROOTS += ["mlflow-skinny"]
 CUDA = ("nvidia-", "cuda-")
 
 

@@ -134,3 +134,136 @@ def test_the_report_marks_each_check_and_its_fix():
     assert out.splitlines()[0].startswith("  pass  resourcemanager")
     assert "FAIL  python on the nodes  3.9 there" in out and "fix: --pack-env" in out
     assert "skip  probe container" in out and out.endswith("1 passed, 1 failed in 1.2 s")
+
+
+# --- MLflow: MLFLOW_TRACKING_URI checked from this host, and the way to it from a node ---------
+
+
+def mlflow_stand_in(code: int, obj: object, seen: list | None = None):
+    """A server answering every GET with ``code`` and ``obj`` (JSON; a str: as text)."""
+    from http.server import BaseHTTPRequestHandler
+
+    from helpers.fakehttp import reply, serving
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            if seen is not None:
+                seen.append((self.path, self.headers.get("Authorization")))
+            if isinstance(obj, str):
+                body = obj.encode()
+                self.send_response(code)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            else:
+                reply(self, code, obj)
+
+        def log_message(self, *args):
+            pass
+
+    return serving(Handler)
+
+
+def test_a_tracking_server_that_answers_passes_naming_the_experiment(monkeypatch):
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "digits")
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "t0ken")
+    seen: list = []
+    missing = {"error_code": "RESOURCE_DOES_NOT_EXIST", "message": "no experiment"}
+    with mlflow_stand_in(404, missing, seen) as uri:
+        check = doctor._mlflow_answers("mlflow tracking", uri)
+    assert check.ok, check
+    assert (
+        check.detail
+        == f"{uri} answers; experiment 'digits' does not exist yet: the first run makes it"
+    )
+    path, auth = seen[0]
+    assert path == "/api/2.0/mlflow/experiments/get-by-name?experiment_name=digits"
+    assert auth == "Bearer t0ken"  # as MLflow's client would send it
+    with mlflow_stand_in(200, {"experiment": {"experiment_id": "1"}}) as uri:
+        check = doctor._mlflow_answers("mlflow tracking", uri + "/")
+    assert check.ok and check.detail.endswith("experiment 'digits' exists"), check
+
+
+@pytest.mark.parametrize(
+    ("code", "obj", "detail", "fix"),
+    [
+        (
+            401,
+            {"error_code": "UNAUTHENTICATED"},
+            "refused this host (HTTP 401)",
+            "MLFLOW_TRACKING_TOKEN",
+        ),
+        (
+            404,
+            "<html>Not Found</html>",
+            "answered HTTP 404 to MLflow's REST API, not MLflow's JSON: <html>",
+            "naming an MLflow tracking server",
+        ),
+        (
+            200,
+            "<html>a web page</html>",
+            "answered HTTP 200 to MLflow's REST API, not MLflow's JSON",
+            "naming an MLflow",
+        ),
+    ],
+)
+def test_a_tracking_uri_that_is_no_usable_mlflow_server_fails_with_the_fix(code, obj, detail, fix):
+    with mlflow_stand_in(code, obj) as uri:
+        check = doctor._mlflow_answers("mlflow tracking", uri)
+    assert check.ok is False and detail in check.detail, check
+    assert fix in check.fix, check
+
+
+def test_a_tracking_server_that_is_not_there_is_named_with_its_port(tony_home, monkeypatch, capsys):
+    import socket
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: refused
+        port = closed.getsockname()[1]
+        monkeypatch.delenv("TONY_YARN_RM_URL", raising=False)
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{port}")
+        assert cli.main(["doctor"]) == 1  # the local backend checks it too
+    out = capsys.readouterr().out
+    assert (
+        f"FAIL  mlflow tracking  MLFLOW_TRACKING_URI=http://127.0.0.1:{port}: no answer from "
+        in out
+    )
+    assert f"127.0.0.1:{port} on this host (ConnectionError" in out, out
+    assert f"fix: start the tracking server (mlflow server --host ADDRESS --port {port}," in out
+
+
+def test_a_file_store_fails_only_where_the_nodes_are_other_hosts(tmp_path):
+    uri = (tmp_path / "mlruns").as_uri()
+    # addresses, not names: nothing to resolve (198.18.0.21: the devcluster's worker1, not here)
+    check = doctor._mlflow_local_store("mlflow tracking", uri, ["198.18.0.21", "127.0.0.1"])
+    assert check.ok is False
+    assert check.detail == (
+        f"MLFLOW_TRACKING_URI={uri} is a store in files, but the nodes (198.18.0.21) are other "
+        "hosts: the chief would log the job's run on its node's disk, never seen here"
+    )
+    assert "run an MLflow tracking server the nodes reach" in check.fix
+    assert doctor._mlflow_local_store("mlflow tracking", uri, ["127.0.0.1"]).ok is True
+    assert doctor._mlflow_local_store("mlflow tracking", uri, None).ok is None  # no RM
+
+
+def test_a_tracking_server_a_node_cannot_reach_is_named_with_host_and_port():
+    targets = {"master:8020": "NameNode (RPC)", **doctor._mlflow_target("http://edge:5000/")}
+    assert targets["edge:5000"] == "MLflow tracking server"
+    assert doctor._mlflow_target("https://mlflow.example") == {
+        "mlflow.example:443": "MLflow tracking server"
+    }
+    assert doctor._mlflow_target("file:///tmp/mlruns") == {}
+    report = {
+        "version": "{}.{}.{}".format(*sys.version_info[:3]),
+        "reached": [
+            {"address": "master:8020", "ok": True, "ms": 1},
+            {"address": "edge:5000", "ok": False, "error": "[Errno 111] Connection refused"},
+        ],
+    }
+    d = doctor.Doctor()
+    d._probe_report(report, "worker1", "/usr/bin/python3", targets)
+    (failed,) = [c for c in d.checks if c.ok is False]
+    assert failed.name == "node -> MLflow tracking server"
+    assert failed.detail.startswith("worker1 could not reach edge:5000: [Errno 111] Connection")
+    assert "mlflow server --host edge --port 5000, not 127.0.0.1" in failed.fix
+    assert "port 5000 open from the cluster's nodes" in failed.fix

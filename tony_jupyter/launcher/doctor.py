@@ -1,7 +1,8 @@
 """``tony-jupyter doctor`` and ``%tony doctor``: what a first job needs, checked from the
 notebook's host and from one short probe container on the cluster, each check printed with
 pass or fail and, when it fails, the fix. Nothing is left behind: the probe's application is
-killed (if it has not ended) and its HDFS write is removed.
+killed (if it has not ended) and its HDFS write is removed. With ``MLFLOW_TRACKING_URI`` set, where
+the chief would log the job's MLflow run is checked too: from here, and from the probe's node.
 
 Without ``HADOOP_CONF_DIR`` it checks what the local backend needs.
 """
@@ -30,6 +31,10 @@ CONNECT_TIMEOUT_S = 3.0
 UNREACHED_S = 10.0  # the probe's node answering no connection from here this long: a verdict
 EPHEMERAL = (32768, 60999)  # Linux's default net.ipv4.ip_local_port_range
 FRAMEWORKS = ("tensorflow", "torch", "jax")
+MLFLOW_URI_ENV = "MLFLOW_TRACKING_URI"  # forwarded to the tasks (spec.py)
+MLFLOW_SERVER = "MLflow tracking server"  # the probe's target's name
+# MLflow's stores that are files on the chief's own disk ("" : a plain path)
+LOCAL_STORES = ("", "file", "sqlite")
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,23 @@ class Doctor:
                 f"none of {', '.join(FRAMEWORKS)} is installed for {sys.executable}",
                 f"{sys.executable} -m pip install tensorflow (or torch, or jax)",
             )
+        if os.environ.get(MLFLOW_URI_ENV):
+            self.mlflow(os.environ[MLFLOW_URI_ENV], [])  # the tasks run on this host
+
+    # --- MLflow, when MLFLOW_TRACKING_URI is set (the chief logs the job's run there) ---------
+
+    def mlflow(self, uri: str, node_hosts: list[str] | None) -> None:
+        """From this host: an http(s) tracking URI answers as an MLflow server; a file store
+        (a path, file:, sqlite:) is only seen by nodes that share this host's disk. The way
+        from a node to a tracking server is the probe's (``_mlflow_target``)."""
+        name = "mlflow tracking"
+        u = urlparse(uri)
+        if u.scheme in ("http", "https"):
+            self.checks.append(_mlflow_answers(name, uri))
+        elif u.scheme in LOCAL_STORES:
+            self.checks.append(_mlflow_local_store(name, uri, node_hosts))
+        else:
+            self.skip(name, f"{MLFLOW_URI_ENV}={uri}: a {u.scheme}: store is not checked")
 
     # --- a YARN cluster --------------------------------------------------------------------
 
@@ -111,6 +133,8 @@ class Doctor:
         if rm_ok:
             self.check("queue", lambda: _queue(cluster.rm, self.queue))
             self.check("nodes", lambda: _nodes(cluster.rm))
+        if os.environ.get(MLFLOW_URI_ENV):
+            self.mlflow(os.environ[MLFLOW_URI_ENV], _node_hosts(cluster.rm) if rm_ok else None)
         if cluster.secure and rm_ok and hdfs_ok:
             self.check("delegation tokens", lambda: _tokens(cluster))
         if not self.probe:
@@ -125,7 +149,7 @@ class Doctor:
 
         python = self.python or sys.executable
         conf, rm = cluster.conf, cluster.rm
-        targets = _targets(conf)
+        targets = {**_targets(conf), **_mlflow_target(os.environ.get(MLFLOW_URI_ENV, ""))}
         # In Linux's default ephemeral range (net.ipv4.ip_local_port_range), where a job's AM
         # and TensorBoard get their ports: a firewall that blocks those blocks the probe too.
         port = random.randint(EPHEMERAL[0], EPHEMERAL[1] - probe.PORTS)
@@ -175,6 +199,16 @@ class Doctor:
             name = f"node -> {targets.get(hit['address'], hit['address'])}"
             if hit.get("ok"):
                 self.checks.append(Check(name, True, f"{hit['address']} in {hit.get('ms')} ms"))
+            elif targets.get(hit["address"]) == MLFLOW_SERVER:
+                host, _, port = hit["address"].rpartition(":")
+                self.fail(
+                    name,
+                    f"{node} could not reach {hit['address']}: {hit.get('error')} (the chief "
+                    f"logs the job's MLflow run there, from {MLFLOW_URI_ENV})",
+                    f"a tracking server that listens on an address of {host} the nodes reach "
+                    f"(mlflow server --host {host} --port {port}, not 127.0.0.1), and port "
+                    f"{port} open from the cluster's nodes; or {MLFLOW_URI_ENV} naming one",
+                )
             else:
                 self.fail(
                     name,
@@ -252,6 +286,13 @@ def _nodes(rm) -> str:
     return f"{len(nodes)} RUNNING ({hosts}): {mem} MB and {cores} vcores free"
 
 
+def _node_hosts(rm) -> list[str] | None:
+    try:
+        return [str(n.get("nodeHostName")) for n in rm.nodes()]
+    except TonyError:
+        return None
+
+
 def _tokens(cluster) -> str:
     renewer = cluster.conf.rm_principal
     cluster.rm.delegation_token(renewer)
@@ -272,6 +313,108 @@ def _targets(conf) -> dict[str, str]:
                 "ResourceManager (web)"
             )
     return out
+
+
+def _mlflow_target(uri: str) -> dict[str, str]:
+    """The tracking server's host:port, for the probe to reach from its node (an http(s) URI
+    only: a file store has no address)."""
+    u = urlparse(uri)
+    if u.scheme not in ("http", "https") or not u.hostname:
+        return {}
+    return {f"{u.hostname}:{u.port or (443 if u.scheme == 'https' else 80)}": MLFLOW_SERVER}
+
+
+def _mlflow_answers(name: str, uri: str) -> Check:
+    """Whether the tracking server at ``uri`` answers this host as MLflow's REST API does (the
+    experiment the run goes to: found, or not yet made), with the credentials MLflow's client
+    would send from this environment."""
+    import requests
+
+    u = urlparse(uri)
+    where = f"{u.hostname}:{u.port or (443 if u.scheme == 'https' else 80)}"
+    experiment = os.environ.get("MLFLOW_EXPERIMENT_NAME") or "Default"
+    headers, auth = {}, None
+    if os.environ.get("MLFLOW_TRACKING_TOKEN"):
+        headers["Authorization"] = f"Bearer {os.environ['MLFLOW_TRACKING_TOKEN']}"
+    elif os.environ.get("MLFLOW_TRACKING_USERNAME"):
+        auth = (
+            os.environ["MLFLOW_TRACKING_USERNAME"],
+            os.environ.get("MLFLOW_TRACKING_PASSWORD", ""),
+        )
+    verify: bool | str = os.environ.get("MLFLOW_TRACKING_SERVER_CERT_PATH") or True
+    if os.environ.get("MLFLOW_TRACKING_INSECURE_TLS", "").lower() == "true":
+        verify = False  # the user's own setting for MLflow's client, which the tasks use too
+    t = time.monotonic()
+    try:
+        r = requests.get(
+            uri.rstrip("/") + "/api/2.0/mlflow/experiments/get-by-name",
+            params={"experiment_name": experiment},
+            headers=headers,
+            auth=auth,
+            verify=verify,
+            timeout=CONNECT_TIMEOUT_S * 2,
+        )
+    except requests.RequestException as e:
+        return Check(
+            name,
+            False,
+            f"{MLFLOW_URI_ENV}={uri}: no answer from {where} on this host ({type(e).__name__}: "
+            f"{e})",
+            f"start the tracking server (mlflow server --host ADDRESS --port "
+            f"{where.rpartition(':')[2]}, ADDRESS one the nodes reach too), or set the URI of "
+            "one that runs",
+            time.monotonic() - t,
+        )
+    took = time.monotonic() - t
+    try:
+        body = r.json()
+    except ValueError:
+        body = None  # not MLflow's JSON
+    body = body if isinstance(body, dict) else None
+    if r.status_code in (401, 403):
+        return Check(
+            name,
+            False,
+            f"the tracking server at {where} refused this host (HTTP {r.status_code})",
+            "its credentials: MLFLOW_TRACKING_TOKEN (or MLFLOW_TRACKING_USERNAME and _PASSWORD) "
+            "here, and passed to the job with --env, which forwards no secret by itself",
+            took,
+        )
+    found = r.status_code == 200 and body is not None and "experiment" in body
+    if found or (body or {}).get("error_code") == "RESOURCE_DOES_NOT_EXIST":
+        made = "exists" if found else "does not exist yet: the first run makes it"
+        return Check(name, True, f"{uri} answers; experiment {experiment!r} {made}", seconds=took)
+    return Check(
+        name,
+        False,
+        f"{where} answered HTTP {r.status_code} to MLflow's REST API"
+        + ("" if body is not None else ", not MLflow's JSON")
+        + f": {' '.join(r.text.split())[:200]}",
+        f"{MLFLOW_URI_ENV} naming an MLflow tracking server (http://HOST:PORT of `mlflow server`)",
+        took,
+    )
+
+
+def _mlflow_local_store(name: str, uri: str, node_hosts: list[str] | None) -> Check:
+    """A store in files: the chief writes the run on its node's disk, which only a node on
+    this host (or one that mounts the same path) shares."""
+    from .yarn.packenv import is_this_host, this_hosts_addresses
+
+    if node_hosts is None:
+        return Check(name, None, f"{MLFLOW_URI_ENV}={uri}: the nodes are not known (no RM)")
+    here = this_hosts_addresses()
+    elsewhere = sorted(h for h in node_hosts if not is_this_host(h, here))
+    if not elsewhere:
+        return Check(name, True, f"{uri}: a store in files, which the nodes (this host) share")
+    return Check(
+        name,
+        False,
+        f"{MLFLOW_URI_ENV}={uri} is a store in files, but the nodes ({', '.join(elsewhere[:3])}"
+        f"{', ...' if len(elsewhere) > 3 else ''}) are other hosts: the chief would log the "
+        "job's run on its node's disk, never seen here",
+        "run an MLflow tracking server the nodes reach (mlflow server --host ADDRESS --port "
+        f"PORT) and set {MLFLOW_URI_ENV}=http://HOST:PORT",
+    )
 
 
 def _probe_context(app_id, queue, python, port, targets, user) -> dict:
