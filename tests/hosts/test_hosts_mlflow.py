@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import on  # tests/hosts/conftest.py
+from conftest import exec_argv, on, on_edge  # tests/hosts/conftest.py
 
 from tony_jupyter import supervise
 from tony_jupyter.devcluster.hosts import EDGE, host_address
@@ -45,10 +43,10 @@ def tracking_server(cluster, root: Path) -> tuple[supervise.Process, int]:
     server += ["--workers", "1", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}"]
     server += ["--artifacts-destination", str(root / "artifacts")]
     server += ["--allowed-hosts", f"{EDGE}:{port},{address}:{port}"]  # the Host headers sent
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(cluster.dir)]
     # No job runner (its consumer processes, its queue in /dev/shm): runs are all it stores here.
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
-    proc = supervise.start([*cmd, EDGE, "--", *server], env=env, cwd=root, log=root / "server.log")
+    argv = exec_argv(cluster, EDGE, *server)
+    proc = supervise.start(argv, env=env, cwd=root, log=root / "server.log")
     return proc, port
 
 
@@ -67,35 +65,27 @@ def test_the_chief_on_a_worker_host_logs_one_run_to_a_tracking_server_on_the_edg
 ):
     root = tmp_path / "mlflow-server"
     root.mkdir()
-    notebook = tmp_path / "notebook"
-    notebook.mkdir()
-    for script in ("edge_mlflow.py", "edge_kernel.py"):  # the script and what it imports
-        shutil.copy(HERE / script, notebook)
     name = f"hosts-mlflow-{uuid.uuid4().hex[:6]}"
     server, port = tracking_server(hosts_cluster, root)
     try:
         uri = f"http://{EDGE}:{port}"
-        env = {**os.environ, "TONY_JUPYTER_HOME": str(tmp_path / "tony-home")}
-        env.update(MLFLOW_TRACKING_URI=uri, MLFLOW_EXPERIMENT_NAME=EXPERIMENT)
-        cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec"]
-        script = [str(node_venv / "bin" / "python"), "edge_mlflow.py", name]
-        res = subprocess.run(
-            [*cmd, "--dir", str(hosts_cluster.dir), EDGE, "--", *script]
-            + [str(hosts_cluster.hosts.python)],
-            cwd=notebook,
+        env = {"MLFLOW_TRACKING_URI": uri, "MLFLOW_EXPERIMENT_NAME": EXPERIMENT}
+        _, out = on_edge(
+            hosts_cluster,
+            node_venv,
+            tmp_path / "notebook",
+            "edge_mlflow.py",
+            name,
+            str(hosts_cluster.hosts.python),
+            result=name,
             env=env,
-            capture_output=True,
-            text=True,
             timeout=2000,
-            check=False,
         )
         log = (root / "server.log").read_text()[-2000:]
         assert server.poll() is None, f"the tracking server exited: {log}"
     finally:
         server.stop(grace=10)
     assert not left_of(root), left_of(root)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:] + log
-    out = json.loads((notebook / f"{name}.json").read_text())
     assert "error" not in out, out["error"]
     assert out["kernel_host"] == EDGE and out["uri"] == uri
 
