@@ -25,6 +25,7 @@ ADDRESSES = {
     "master": "198.18.0.11",
     "worker1": "198.18.0.21",
     "worker2": "198.18.0.22",
+    "worker3": "198.18.0.23",
 }
 _CONNECT = """
 import socket, sys
@@ -141,10 +142,12 @@ def test_the_cluster_serves_the_edge_by_host_name(hosts_cluster):
     assert seen["nodes"] == {
         "worker1:8041": ["RUNNING", []],
         "worker2:8141": ["RUNNING", ["gpu"]],
+        "worker3:8241": ["RUNNING", ["gpu"]],
     }
     assert [a.split(":")[0] for a in seen["datanodes"]] == [
         ADDRESSES["worker1"],
         ADDRESSES["worker2"],
+        ADDRESSES["worker3"],
     ]
 
 
