@@ -24,6 +24,7 @@ from ..spec import JobSpec
 from . import elastic, recovery, rules, views
 from .deadlines import Deadlines
 from .events import EventLog
+from .exclusions import Exclusions
 from .metrics import MetricLog
 from .provider import Provider
 from .recovery import ENDPOINT_SECRETS
@@ -79,6 +80,7 @@ class Coordinator:
         self._turn_listeners: list = []  # ... on a change of the job's course (subscribe)
         self.metrics = MetricLog()  # each task's progress and resource use over time
         self.deadlines = Deadlines()  # when each task's heartbeats are due
+        self.exclusions = Exclusions(spec.exclusion_wait_s)  # hosts of lost tasks (exclusions.py)
         JobDir(job_dir).logs.mkdir(parents=True, exist_ok=True)
 
     # --- events ---------------------------------------------------------------------------
@@ -308,6 +310,7 @@ class Coordinator:
         if self.state in TERMINAL_JOB_STATES:
             return
         now = self.clock()
+        self._lift_exclusions(now)
         for rule in rules.TIMER_RULES:
             verdict = rule(self, now)
             if verdict is not None:
@@ -320,6 +323,7 @@ class Coordinator:
             return
         if verdict.task_failed:
             self.move_task(verdict.task, TaskState.FAILED, reason="missed heartbeats")
+            verdict = self._exclude_host(verdict)
         if elastic.finished(self):  # a straggler of a completed elastic job
             self._check_done()
             return
@@ -327,6 +331,29 @@ class Coordinator:
             self._replace(verdict.task, verdict.reason)
             return
         self._fail_attempt(verdict.task, verdict.reason)
+
+    def _exclude_host(self, verdict: rules.Verdict) -> rules.Verdict:
+        """The host of a task lost by missed heartbeats sits out the next launches (its tasks
+        may be cut off there, alive: exclusions.py); the verdict's reason says so."""
+        task = verdict.task
+        assert task is not None
+        where = self.provider.placement(task.id, task.attempt)
+        if where is None or not self.exclusions.on:
+            return verdict
+        if self.exclusions.exclude(where.host, self.clock()):
+            self.provider.exclude_hosts([where.host], [])
+        why = f"{verdict.reason}; its host {where.host} is excluded from the next placements"
+        return rules.Verdict(why, task, verdict.task_failed)
+
+    def _lift_exclusions(self, now: float) -> None:
+        if not self.exclusions.since:
+            return
+        waiting = self.provider.unallocated(self.attempt)
+        due = self.exclusions.due(now, self.attempt_started if waiting else None)
+        if due:
+            self.exclusions.lift(due)
+            self.provider.exclude_hosts([], due)
+            log.info("%s: hosts let back in: %s", self.job_id, ", ".join(due))
 
     def _replace(self, task: Task, why: str) -> None:
         """Elastic: launch the next attempt of ``task`` alone; the other tasks go on."""
