@@ -85,3 +85,5 @@ def test_sidecar_stops_the_task_when_its_attempt_is_over(stale_am, tmp_path):
     assert StaleAM.heartbeats >= 1
     assert proc.returncode == -15, out.decode()[-2000:]  # SIGTERM from the sidecar
     assert b"Traceback" not in out, out.decode()[-2000:]
+    # ... and says why, in the task's log.
+    assert b"the AM refused this task's heartbeat (410: attempt 1 is over)" in out, out.decode()
