@@ -1,12 +1,11 @@
 """The exclusion of a lost task's host (am/exclusions.py): the rule alone, then through the
 Coordinator with a fake provider that says where it put each task and what it excluded."""
 
+from tests.am.test_coordinator import Clock, FakeProvider
 from tony_jupyter.am.coordinator import Coordinator
 from tony_jupyter.am.exclusions import MAX_S, Exclusions
 from tony_jupyter.am.provider import Placement
 from tony_jupyter.options import parse_job_args
-
-from tests.am.test_coordinator import Clock, FakeProvider
 
 
 def test_a_host_is_let_back_in_when_tasks_waited_for_a_container_or_after_max_s():

@@ -318,32 +318,30 @@ class Coordinator:
                 return
 
     def _apply(self, verdict: rules.Verdict) -> None:
-        if verdict.task is None:
-            self._finish(JobState.FAILED, verdict.reason)
+        task, why = verdict.task, verdict.reason
+        if task is None:
+            self._finish(JobState.FAILED, why)
             return
         if verdict.task_failed:
-            self.move_task(verdict.task, TaskState.FAILED, reason="missed heartbeats")
-            verdict = self._exclude_host(verdict)
+            self.move_task(task, TaskState.FAILED, reason="missed heartbeats")
+            why = self._exclude_host(task, why)
         if elastic.finished(self):  # a straggler of a completed elastic job
             self._check_done()
             return
-        if elastic.replaceable(self, verdict.task):
-            self._replace(verdict.task, verdict.reason)
+        if elastic.replaceable(self, task):
+            self._replace(task, why)
             return
-        self._fail_attempt(verdict.task, verdict.reason)
+        self._fail_attempt(task, why)
 
-    def _exclude_host(self, verdict: rules.Verdict) -> rules.Verdict:
+    def _exclude_host(self, task: Task, why: str) -> str:
         """The host of a task lost by missed heartbeats sits out the next launches (its tasks
-        may be cut off there, alive: exclusions.py); the verdict's reason says so."""
-        task = verdict.task
-        assert task is not None
+        may be cut off there, alive: exclusions.py); the reason given says so."""
         where = self.provider.placement(task.id, task.attempt)
         if where is None or not self.exclusions.on:
-            return verdict
+            return why
         if self.exclusions.exclude(where.host, self.clock()):
             self.provider.exclude_hosts([where.host], [])
-        why = f"{verdict.reason}; its host {where.host} is excluded from the next placements"
-        return rules.Verdict(why, task, verdict.task_failed)
+        return f"{why}; its host {where.host} is excluded from the next placements"
 
     def _lift_exclusions(self, now: float) -> None:
         if not self.exclusions.since:
