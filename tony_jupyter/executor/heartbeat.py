@@ -21,6 +21,9 @@ from .. import tokens
 from ..protocol import Beat, HeartbeatAnswer, HeartbeatRequest
 from .link import AMLink, BeatStream, Stale
 
+# How long a task the AM refused (410) has after its SIGTERM before it is killed.
+STOP_GRACE_S = 5.0
+
 
 class Heartbeater:
     """The task side: hands progress (and the running session cell) to the sidecar."""
@@ -121,9 +124,20 @@ def _beat(
                     os.kill(parent, signal.SIGINT)
             except Stale as e:
                 # The attempt is over (a newer one runs: this host was cut off, say).
-                print(f"[tony] the AM refused this task's heartbeat (410: {e}); ending it",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"[tony] the AM refused this task's heartbeat (410: {e}); ending it",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 os.kill(parent, signal.SIGTERM)
+                # TensorFlow's coordination service (MultiWorkerMirroredStrategy) catches
+                # SIGTERM as a preemption notice and trains on: what outlives the grace is
+                # killed, as YARN's NodeManager does after its own SIGTERM.
+                deadline = time.monotonic() + STOP_GRACE_S
+                while os.getppid() == parent and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                if os.getppid() == parent:
+                    os.killpg(os.getpgid(0), signal.SIGKILL)
                 return
             except OSError:
                 if time.monotonic() - last_ok > give_up_s:
