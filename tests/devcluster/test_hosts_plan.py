@@ -24,7 +24,8 @@ def test_every_address_is_in_the_network_test_range_and_names_fit_linux():
     assert len(set(addresses)) == 8
     assert all(ipaddress.ip_address(a) in TESTS_NET for a in addresses)
     # The edge is on no private network; each worker is.
-    assert [h.name for h in topology.hosts if h.private_address] == ["worker1", "worker2", "worker3"]
+    workers = ["worker1", "worker2", "worker3"]
+    assert [h.name for h in topology.hosts if h.private_address] == workers
     links = [topology.bridge, topology.private_bridge]
     links += [topology.veth(h, p) for h in topology.hosts for p in (False, True)]
     assert len(set(links)) == len(links) and max(map(len, links)) <= 15  # IFNAMSIZ - 1
@@ -113,9 +114,10 @@ def test_each_daemon_binds_its_own_host(tmp_path):
     # worker3 is worker2's twin in the gpu partition; two copies of every block on HDFS.
     nm3 = (layout.nm_conf("nm3") / "yarn-site.xml").read_text()
     assert "<value>gpu</value>" in nm3
-    assert "<name>dfs.replication</name><value>2</value>" in (
-        layout.conf / "hdfs-site.xml"
-    ).read_text()
+    assert (
+        "<name>dfs.replication</name><value>2</value>"
+        in (layout.conf / "hdfs-site.xml").read_text()
+    )
     assert layout.service_names[-3:] == ("datanode2", "nm3", "datanode3")
     one_host = Layout(tmp_path)
     assert not {"datanode2", "nm3", "datanode3"} & set(one_host.service_names)
