@@ -187,8 +187,8 @@ def test_link_down_cuts_a_host_off_and_up_plugs_it_back_in(hosts_cluster):
         back = _devcluster(hosts_cluster, "link", "worker2", "up")
     assert back.returncode == 0, back.stderr
     assert connect("edge", ADDRESSES["worker2"]) == 0
-    wrong = _devcluster(hosts_cluster, "link", "worker3", "down")
-    assert wrong.returncode == 1 and "No host named 'worker3'" in wrong.stderr
+    wrong = _devcluster(hosts_cluster, "link", "worker4", "down")
+    assert wrong.returncode == 1 and "No host named 'worker4'" in wrong.stderr
 
 
 def test_down_removes_every_namespace_link_mount_and_process(hosts_cluster):
