@@ -118,6 +118,10 @@ def test_executor_env_is_the_one_definition_of_the_tony_variables():
     assert "TONY_CONTAINER_ID" not in env  # None: not set
     back = ExecutorEnv.from_env(env)
     assert back.attempt == 2 and back.session is True and back.heartbeat_ms == 1000
+    # The sidecar's limit without the AM: twice the AM's (8 x 1 s) unless set (am-lost-sec).
+    assert back.am_lost_limit == 16.0
+    longer = ExecutorEnv.from_env({**env, "TONY_AM_LOST_S": "600.0"})
+    assert longer.am_lost_s == 600.0 and longer.am_lost_limit == 600.0
 
 
 def test_an_event_keeps_its_flat_json_form():

@@ -81,6 +81,16 @@ def test_tony_keys_carry_over():
     assert spec.untracked == ("ps", "x")
 
 
+def test_the_lost_host_keys_of_our_own():
+    _, spec = parse_job_args("--workers 1")
+    assert spec.exclusion_wait_s == 30 and spec.am_lost_s == 0  # defaults: exclusion on, 2x
+    line = "--conf tony.task.exclusion-wait-sec=0 --conf tony.task.am-lost-sec=600"
+    _, spec = parse_job_args(f"--workers 1 {line}")
+    assert spec.exclusion_wait_s == 0 and spec.am_lost_s == 600
+    with pytest.raises(SpecError, match="tony.task.am-lost-sec: expected a whole number"):
+        parse_job_args("--workers 1 --conf tony.task.am-lost-sec=soon")
+
+
 def test_conf_file_in_tony_xml_format(tmp_path):
     xml = tmp_path / "tony.xml"
     xml.write_text("""<?xml version="1.0"?><configuration>

@@ -80,6 +80,12 @@ class JobSpec:
     untracked: tuple[str, ...] = ("ps",)
     heartbeat_interval_ms: int = 1000
     max_missed_heartbeats: int = 8
+    # A task's sidecar ends the task after this long without an answer from the AM (0: twice
+    # the AM's missed-heartbeat limit).
+    am_lost_s: float = 0.0
+    # The host of a task lost by missed heartbeats sits out the next attempts until tasks have
+    # waited this long for a container (am/exclusions.py); 0: no exclusion.
+    exclusion_wait_s: float = 30.0
     registration_timeout_s: float = 120.0  # from the task's container running (past localizing)
     localization_timeout_s: float = 1800.0  # YARN: a NodeManager fetching and unpacking its files
     completion_grace_s: float = 30.0
@@ -195,6 +201,8 @@ _JOB_KEYS = {
     "tony.task.heartbeat-interval-ms": "heartbeat_interval_ms",
     "tony.task.max-missed-heartbeats": "max_missed_heartbeats",
     "tony.task.registration-timeout-sec": "registration_timeout_s",
+    "tony.task.am-lost-sec": "am_lost_s",
+    "tony.task.exclusion-wait-sec": "exclusion_wait_s",
     "tony.task.localization-timeout-sec": "localization_timeout_s",
     "tony.task.completion-grace-sec": "completion_grace_s",
     "tony.am.memory": "am_memory",
@@ -301,6 +309,8 @@ class SpecBuilder:
             self.job[what] = whole(value, key, minimum=1)
         elif what in (
             "registration_timeout_s",
+            "am_lost_s",
+            "exclusion_wait_s",
             "localization_timeout_s",
             "completion_grace_s",
             "am_linger_s",

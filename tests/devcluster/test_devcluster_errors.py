@@ -416,16 +416,17 @@ def test_hosts_secure_config_names_each_daemons_host(tmp_path) -> None:
     assert hdfs["dfs.namenode.kerberos.principal"] == "nn/_HOST@DEVCLUSTER.TEST"
     assert hdfs["dfs.datanode.kerberos.principal"] == "dn/_HOST@DEVCLUSTER.TEST"
     assert yarn["yarn.nodemanager.principal"] == "nm/_HOST@DEVCLUSTER.TEST"
-    for nm, host in (("nm1", "worker1"), ("nm2", "worker2")):
+    for i, (nm, host) in enumerate((("nm1", "worker1"), ("nm2", "worker2"), ("nm3", "worker3"))):
         props = _props(layout.nm_conf(nm) / "yarn-site.xml")
         assert props["yarn.nodemanager.principal"] == f"nm/{host}@DEVCLUSTER.TEST"
-        assert props["yarn.nodemanager.address"] == f"{host}:{8041 + 100 * (nm == 'nm2')}"
+        assert props["yarn.nodemanager.address"] == f"{host}:{8041 + 100 * i}"
+    workers = ("worker1", "worker2", "worker3")
     assert service_principals(True) == {
         "nn": ["nn/master@DEVCLUSTER.TEST"],
-        "dn": ["dn/worker1@DEVCLUSTER.TEST", "dn/worker2@DEVCLUSTER.TEST"],
+        "dn": [f"dn/{h}@DEVCLUSTER.TEST" for h in workers],
         "rm": ["rm/master@DEVCLUSTER.TEST"],
-        "nm": ["nm/worker1@DEVCLUSTER.TEST", "nm/worker2@DEVCLUSTER.TEST"],
-        "HTTP": [f"HTTP/{h}@DEVCLUSTER.TEST" for h in ("master", "worker1", "worker2")],
+        "nm": [f"nm/{h}@DEVCLUSTER.TEST" for h in workers],
+        "HTTP": [f"HTTP/{h}@DEVCLUSTER.TEST" for h in ("master", *workers)],
     }
     assert kerberos.kdc_address(layout) == ("198.18.0.11", 9088)
     assert kerberos.kdc_address(Layout(tmp_path, 0, secure=True)) == ("127.0.0.1", 9088)

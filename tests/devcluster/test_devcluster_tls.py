@@ -45,10 +45,10 @@ def test_the_server_certificate_is_signed_by_the_ca_for_localhost_and_the_hosts(
     san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     # localhost for the one-host cluster, and each host of `up --hosts` (with --ha, master2)
     # by name and address
-    names = ["localhost", "edge", "master", "worker1", "worker2", "master2"]
+    names = ["localhost", "edge", "master", "worker1", "worker2", "worker3", "master2"]
     assert san.get_values_for_type(x509.DNSName) == names
     addresses = ["127.0.0.1", "198.18.0.10", "198.18.0.11", "198.18.0.21", "198.18.0.22"]
-    addresses += ["198.18.0.12"]
+    addresses += ["198.18.0.23", "198.18.0.12"]
     assert san.get_values_for_type(x509.IPAddress) == list(map(ipaddress.ip_address, addresses))
     assert ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     assert ca.subject in [c.subject for c in chain]  # the chain it presents ends at the CA

@@ -21,10 +21,11 @@ def test_every_address_is_in_the_network_test_range_and_names_fit_linux():
     assert Topology.for_dir(Path("/some/cluster")) == topology != Topology.for_dir(Path("/x"))
     addresses = [h.address for h in topology.hosts]
     addresses += [h.private_address for h in topology.hosts if h.private_address]
-    assert len(set(addresses)) == 6
+    assert len(set(addresses)) == 8
     assert all(ipaddress.ip_address(a) in TESTS_NET for a in addresses)
     # The edge is on no private network; each worker is.
-    assert [h.name for h in topology.hosts if h.private_address] == ["worker1", "worker2"]
+    workers = ["worker1", "worker2", "worker3"]
+    assert [h.name for h in topology.hosts if h.private_address] == workers
     links = [topology.bridge, topology.private_bridge]
     links += [topology.veth(h, p) for h in topology.hosts for p in (False, True)]
     assert len(set(links)) == len(links) and max(map(len, links)) <= 15  # IFNAMSIZ - 1
@@ -38,7 +39,7 @@ def test_ha_adds_master2_for_the_second_of_each_pair(tmp_path):
     assert topology.prefix == Topology.for_dir(Path("/some/cluster")).prefix  # one cluster
     assert topology.names == (*HOST_NAMES, MASTER2)
     addresses = [h.address for h in topology.hosts]
-    assert len(set(addresses)) == 5 and ipaddress.ip_address(addresses[-1]) in TESTS_NET
+    assert len(set(addresses)) == 6 and ipaddress.ip_address(addresses[-1]) in TESTS_NET
     links = [topology.veth(h, p) for h in topology.hosts for p in (False, True)]
     assert len(set(links)) == len(links) and max(map(len, links)) <= 15
     assert f"{topology.host(MASTER2).address}\t{MASTER2}\n" in topology.hosts_file()
@@ -105,14 +106,23 @@ def test_each_daemon_binds_its_own_host(tmp_path):
     core = (layout.conf / "core-site.xml").read_text()
     yarn = (layout.conf / "yarn-site.xml").read_text()
     assert "hdfs://master:8020" in core and "<value>master:8032</value>" in yarn
-    for nm, host in (("nm1", "worker1"), ("nm2", "worker2")):
+    for nm, host in (("nm1", "worker1"), ("nm2", "worker2"), ("nm3", "worker3")):
         assert (
             f"<value>{host}:{layout.ports(nm)['rpc']}</value>"
             in (layout.nm_conf(nm) / "yarn-site.xml").read_text()
         )
-    assert layout.service_names[-1] == "datanode2"
-    assert "datanode2" not in Layout(tmp_path).service_names
-    assert set(HOST_NAMES) == {"edge", "master", "worker1", "worker2"}
+    # worker3 is worker2's twin in the gpu partition; two copies of every block on HDFS.
+    nm3 = (layout.nm_conf("nm3") / "yarn-site.xml").read_text()
+    assert "<value>gpu</value>" in nm3
+    assert (
+        "<name>dfs.replication</name><value>2</value>"
+        in (layout.conf / "hdfs-site.xml").read_text()
+    )
+    assert layout.service_names[-3:] == ("datanode2", "nm3", "datanode3")
+    one_host = Layout(tmp_path)
+    assert not {"datanode2", "nm3", "datanode3"} & set(one_host.service_names)
+    assert one_host.nodemanagers == ("nm1", "nm2")
+    assert set(HOST_NAMES) == {"edge", "master", "worker1", "worker2", "worker3"}
 
 
 def test_a_one_host_cluster_keeps_127_0_0_1(tmp_path):

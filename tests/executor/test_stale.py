@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
+from tony_jupyter.executor.heartbeat import STOP_GRACE_S
 
 
 class StaleAM(BaseHTTPRequestHandler):
@@ -58,7 +62,7 @@ def stale_am():
     server.server_close()
 
 
-def test_sidecar_stops_the_task_when_its_attempt_is_over(stale_am, tmp_path):
+def _executor(stale_am, tmp_path, **popen) -> tuple[int, bytes]:
     env = {
         **os.environ,
         "TONY_TASK_ID": "worker:0",
@@ -75,6 +79,7 @@ def test_sidecar_stops_the_task_when_its_attempt_is_over(stale_am, tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        **popen,
     )
     try:
         out, _ = proc.communicate(timeout=30)
@@ -82,6 +87,26 @@ def test_sidecar_stops_the_task_when_its_attempt_is_over(stale_am, tmp_path):
         os.killpg(proc.pid, 9)
         out, _ = proc.communicate()
         pytest.fail(f"the task ran on after its attempt was over:\n{out.decode()[-2000:]}")
+    return proc.returncode, out
+
+
+def test_sidecar_stops_the_task_when_its_attempt_is_over(stale_am, tmp_path):
+    code, out = _executor(stale_am, tmp_path)
     assert StaleAM.heartbeats >= 1
-    assert proc.returncode == -15, out.decode()[-2000:]  # SIGTERM from the sidecar
+    assert code == -15, out.decode()[-2000:]  # SIGTERM from the sidecar
     assert b"Traceback" not in out, out.decode()[-2000:]
+    # ... and says why, in the task's log.
+    assert b"the AM refused this task's heartbeat (410: attempt 1 is over)" in out, out.decode()
+
+
+def test_a_task_that_ignores_sigterm_is_killed_after_the_grace(stale_am, tmp_path):
+    # As TensorFlow's coordination service does under MultiWorkerMirroredStrategy (it takes
+    # SIGTERM for a preemption notice): an ignored signal stays ignored across exec.
+    def ignore_sigterm() -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    started = time.monotonic()
+    code, out = _executor(stale_am, tmp_path, preexec_fn=ignore_sigterm)
+    assert code == -9, out.decode()[-2000:]  # SIGKILL, STOP_GRACE_S after the SIGTERM
+    assert time.monotonic() - started >= STOP_GRACE_S
+    assert b"the AM refused this task's heartbeat (410" in out, out.decode()

@@ -25,6 +25,7 @@ ADDRESSES = {
     "master": "198.18.0.11",
     "worker1": "198.18.0.21",
     "worker2": "198.18.0.22",
+    "worker3": "198.18.0.23",
 }
 _CONNECT = """
 import socket, sys
@@ -141,10 +142,12 @@ def test_the_cluster_serves_the_edge_by_host_name(hosts_cluster):
     assert seen["nodes"] == {
         "worker1:8041": ["RUNNING", []],
         "worker2:8141": ["RUNNING", ["gpu"]],
+        "worker3:8241": ["RUNNING", ["gpu"]],
     }
     assert [a.split(":")[0] for a in seen["datanodes"]] == [
         ADDRESSES["worker1"],
         ADDRESSES["worker2"],
+        ADDRESSES["worker3"],
     ]
 
 
@@ -184,8 +187,8 @@ def test_link_down_cuts_a_host_off_and_up_plugs_it_back_in(hosts_cluster):
         back = _devcluster(hosts_cluster, "link", "worker2", "up")
     assert back.returncode == 0, back.stderr
     assert connect("edge", ADDRESSES["worker2"]) == 0
-    wrong = _devcluster(hosts_cluster, "link", "worker3", "down")
-    assert wrong.returncode == 1 and "No host named 'worker3'" in wrong.stderr
+    wrong = _devcluster(hosts_cluster, "link", "worker4", "down")
+    assert wrong.returncode == 1 and "No host named 'worker4'" in wrong.stderr
 
 
 def test_down_removes_every_namespace_link_mount_and_process(hosts_cluster):

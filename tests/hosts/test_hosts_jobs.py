@@ -86,7 +86,7 @@ def test_a_blocked_way_from_the_edge_to_the_nodes_is_named_not_waited_out(
 ):
     # A firewall between the notebook's host and the nodes' ephemeral ports (where a job's AM
     # and TensorBoard listen): the masters and the DataNodes stay reachable.
-    workers = "198.18.0.16/28"  # worker1 (.21) and worker2 (.22), not the master (.11)
+    workers = "198.18.0.16/28"  # worker1 (.21), worker2 (.22), worker3 (.23), not the master (.11)
     block = ["to", workers, "ipproto", "tcp", "dport", "32768-60999", "prohibit", "pref", "100"]
     added = on(hosts_cluster, "edge", "ip", "rule", "add", *block)
     assert added.returncode == 0, added.stderr

@@ -83,7 +83,8 @@ def test_principals_name_their_hosts_and_the_kdc_runs_on_master(secure_hosts):
     kdc_pid = int(layout.pid_file("kdc").read_text().split()[0])
     assert kdc_pid in _pids(secure_hosts, "master")
     logins = {}
-    for name in ("namenode", "resourcemanager", "datanode", "datanode2", "nm1", "nm2"):
+    names = ("namenode", "resourcemanager", "datanode", "datanode2", "datanode3", "nm1", "nm2")
+    for name in (*names, "nm3"):
         text = layout.log_file(name).read_text()
         logins[name] = text.split("Login successful for user ", 1)[1].split()[0]
     assert logins == {
@@ -93,6 +94,8 @@ def test_principals_name_their_hosts_and_the_kdc_runs_on_master(secure_hosts):
         "datanode2": "dn/worker2@DEVCLUSTER.TEST",
         "nm1": "nm/worker1@DEVCLUSTER.TEST",
         "nm2": "nm/worker2@DEVCLUSTER.TEST",
+        "datanode3": "dn/worker3@DEVCLUSTER.TEST",
+        "nm3": "nm/worker3@DEVCLUSTER.TEST",
     }
     # On the edge: a ticket from `env --host edge --user alice`, and SPNEGO to HTTP/master;
     # without one, the RM answers 401.

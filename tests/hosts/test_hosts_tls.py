@@ -82,13 +82,19 @@ def test_every_daemon_serves_https_under_its_hosts_name(tls_hosts):
             ("datanode2", "/"),
             ("nm1", "/ws/v1/node/info"),
             ("nm2", "/ws/v1/node/info"),
+            ("datanode3", "/"),
+            ("nm3", "/ws/v1/node/info"),
         )
     }
     plain = f"http://master:{layout.ports('resourcemanager')['http']}/"
     res = on(tls_hosts, "edge", sys.executable, "-c", _PROBE, json.dumps(urls), plain)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     out = json.loads(res.stdout.splitlines()[-1])
-    assert set(urls) == {"resourcemanager", "namenode", "datanode", "datanode2", "nm1", "nm2"}
+    assert set(urls) == {"resourcemanager", "namenode", "datanode", "datanode2", "datanode3"} | {
+        "nm1",
+        "nm2",
+        "nm3",
+    }
     # (A DataNode's web root redirects to its status page, on its own host: followed.)
     assert out["codes"] == dict.fromkeys(urls, 200), out
     assert out["plain_http"] == "ConnectionError", out

@@ -24,6 +24,7 @@ from ..spec import JobSpec
 from . import elastic, recovery, rules, views
 from .deadlines import Deadlines
 from .events import EventLog
+from .exclusions import Exclusions
 from .metrics import MetricLog
 from .provider import Provider
 from .recovery import ENDPOINT_SECRETS
@@ -79,6 +80,7 @@ class Coordinator:
         self._turn_listeners: list = []  # ... on a change of the job's course (subscribe)
         self.metrics = MetricLog()  # each task's progress and resource use over time
         self.deadlines = Deadlines()  # when each task's heartbeats are due
+        self.exclusions = Exclusions(spec.exclusion_wait_s)  # hosts of lost tasks (exclusions.py)
         JobDir(job_dir).logs.mkdir(parents=True, exist_ok=True)
 
     # --- events ---------------------------------------------------------------------------
@@ -308,6 +310,7 @@ class Coordinator:
         if self.state in TERMINAL_JOB_STATES:
             return
         now = self.clock()
+        self._lift_exclusions(now)
         for rule in rules.TIMER_RULES:
             verdict = rule(self, now)
             if verdict is not None:
@@ -315,18 +318,40 @@ class Coordinator:
                 return
 
     def _apply(self, verdict: rules.Verdict) -> None:
-        if verdict.task is None:
-            self._finish(JobState.FAILED, verdict.reason)
+        task, why = verdict.task, verdict.reason
+        if task is None:
+            self._finish(JobState.FAILED, why)
             return
         if verdict.task_failed:
-            self.move_task(verdict.task, TaskState.FAILED, reason="missed heartbeats")
+            self.move_task(task, TaskState.FAILED, reason="missed heartbeats")
+            why = self._exclude_host(task, why)
         if elastic.finished(self):  # a straggler of a completed elastic job
             self._check_done()
             return
-        if elastic.replaceable(self, verdict.task):
-            self._replace(verdict.task, verdict.reason)
+        if elastic.replaceable(self, task):
+            self._replace(task, why)
             return
-        self._fail_attempt(verdict.task, verdict.reason)
+        self._fail_attempt(task, why)
+
+    def _exclude_host(self, task: Task, why: str) -> str:
+        """The host of a task lost by missed heartbeats sits out the next launches (its tasks
+        may be cut off there, alive: exclusions.py); the reason given says so."""
+        where = self.provider.placement(task.id, task.attempt)
+        if where is None or not self.exclusions.on:
+            return why
+        if self.exclusions.exclude(where.host, self.clock()):
+            self.provider.exclude_hosts([where.host], [])
+        return f"{why}; its host {where.host} is excluded from the next placements"
+
+    def _lift_exclusions(self, now: float) -> None:
+        if not self.exclusions.since:
+            return
+        waiting = self.provider.unallocated(self.attempt)
+        due = self.exclusions.due(now, self.attempt_started if waiting else None)
+        if due:
+            self.exclusions.lift(due)
+            self.provider.exclude_hosts([], due)
+            log.info("%s: hosts let back in: %s", self.job_id, ", ".join(due))
 
     def _replace(self, task: Task, why: str) -> None:
         """Elastic: launch the next attempt of ``task`` alone; the other tasks go on."""

@@ -39,6 +39,7 @@ def executor_env(job_id: str, spec: JobSpec, url: str, job_dir: Path) -> dict:
         chief=spec.chief_id,
         heartbeat_ms=spec.heartbeat_interval_ms,
         max_missed=spec.max_missed_heartbeats,
+        am_lost_s=spec.am_lost_s,
         checkpoint_dir=str(JobDir(job_dir).checkpoints),
         # Relative: each executor resolves it against its own cwd (executor/main.py). On YARN
         # that is the task's container, where the chief's TensorBoard reads; the AM's dir is

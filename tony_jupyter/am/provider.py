@@ -69,6 +69,11 @@ class Provider(abc.ABC):
         """The events an earlier AM attempt of this job recorded; [] on the first."""
         return []
 
+    def exclude_hosts(self, add: list[str], remove: list[str]) -> None:  # noqa: B027 - optional
+        """Keep ``add`` out of the placement of every task launched from now on and let
+        ``remove`` back in (am/exclusions.py; YARN: the RM's blacklist of this application).
+        Local processes run on this host alone: nothing to exclude."""
+
     def unallocated(self, attempt: int) -> list[str]:
         """Tasks of ``attempt`` still waiting for somewhere to run (YARN: a container)."""
         return []

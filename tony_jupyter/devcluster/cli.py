@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import failover, hostrun, maven, netns
 from .cluster import DevCluster
-from .config import DATANODE2, HA_SERVICES, KDC, SERVICE_NAMES
+from .config import HA_SERVICES, HOSTS_ONLY_NAMES, KDC, SERVICE_NAMES
 from .errors import DevClusterError
 from .ha import NAMESERVICE
 from .hosts import EDGE, HOST_NAMES, MASTER2
@@ -130,7 +130,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     env.add_argument("--host", help="on an `up --hosts` cluster: for a shell on this host")
     logs = sub.add_parser("logs", parents=[common], help="print the end of a daemon's log")
-    names = (KDC, *SERVICE_NAMES, DATANODE2.name, *(s.name for s in HA_SERVICES))
+    names = (KDC, *SERVICE_NAMES, *HOSTS_ONLY_NAMES, *(s.name for s in HA_SERVICES))
     logs.add_argument("service", choices=names)
     logs.add_argument("-n", "--lines", type=int, default=50, help="lines to show (default 50)")
     return parser

@@ -26,11 +26,11 @@ from . import (
     tls,
 )
 from .config import (
-    DATANODE2,
+    ALL_NODEMANAGERS,
     HA_SERVICES,
+    HOSTS_ONLY_NAMES,
     KDC,
     MAX_PORT_OFFSET,
-    NODEMANAGERS,
     SERVICE_NAMES,
     Layout,
     write_config,
@@ -369,9 +369,9 @@ class DevCluster:
         gone it retries the connection until it is killed. The KDC goes last, whether or not
         this object thinks the cluster is a secure one.
         """
-        others = (*SERVICE_NAMES, DATANODE2.name, *(s.name for s in HA_SERVICES))
-        masters = [name for name in others if name not in (*NODEMANAGERS, ZOOKEEPER)]
-        for group in (NODEMANAGERS, masters, [ZOOKEEPER, KDC]):
+        others = (*SERVICE_NAMES, *HOSTS_ONLY_NAMES, *(s.name for s in HA_SERVICES))
+        masters = [name for name in others if name not in (*ALL_NODEMANAGERS, ZOOKEEPER)]
+        for group in (ALL_NODEMANAGERS, masters, [ZOOKEEPER, KDC]):
             pid_files = [self.layout.pid_file(name) for name in group]
             for pid_file in process.stop_all(pid_files):
                 log.info("stopped %s", pid_file.stem)
@@ -412,9 +412,12 @@ class DevCluster:
         HDFS's /tmp and the users' homes made (again: it changes nothing made before)."""
         if self.layout.ha:
             failover.activate(self, self._check_alive, timeout)
-        nm_ports = {nm: self.layout.ports(nm)["rpc"] for nm in NODEMANAGERS}
+        nm_ports = {nm: self.layout.ports(nm)["rpc"] for nm in self.layout.nodemanagers}
         urls = (self.rm_url, self.webhdfs_url)
-        wait_ready(*urls, nm_ports, self.http, self._check_alive, timeout, self.layout.logs)
+        datanodes = sum(1 for name in self.layout.service_names if name.startswith("datanode"))
+        wait_ready(
+            *urls, nm_ports, self.http, self._check_alive, timeout, self.layout.logs, datanodes
+        )
         if self.security is not None:
             kerberos.make_hdfs_homes(self.webhdfs_url, self.http, self.users)
 

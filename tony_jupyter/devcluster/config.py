@@ -24,13 +24,17 @@ GPU_RESOURCE = "yarn.io/gpu"
 # The default partition (nm1) fits an AM and 4 one-vcore workers with room (more for a bench).
 NM_MEMORY_MB = int(os.environ.get("TONY_DEVCLUSTER_NM_MEMORY_MB") or 6144)
 NM_VCORES = int(os.environ.get("TONY_DEVCLUSTER_NM_VCORES") or 8)
-# nm2 (the gpu partition) fits the mission's `--workers 8 --gpus 1` beside its AM.
+# nm2 (the gpu partition) fits the mission's `--workers 8 --gpus 1` beside its AM; on
+# `up --hosts` nm3 (worker3) is its twin in the same partition.
 NM2_GPUS, NM2_VCORES = 8, 12
+GPU_NODEMANAGERS = ("nm2", "nm3")
 
 
 def nm_resources(nm: str) -> tuple[int, int, int]:
     """What a NodeManager declares: memory (MB), vcores, counted GPUs."""
-    return (NM_MEMORY_MB, NM2_VCORES, NM2_GPUS) if nm == "nm2" else (NM_MEMORY_MB, NM_VCORES, 0)
+    if nm in GPU_NODEMANAGERS:
+        return NM_MEMORY_MB, NM2_VCORES, NM2_GPUS
+    return NM_MEMORY_MB, NM_VCORES, 0
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,18 @@ SERVICES: tuple[ServiceSpec, ...] = (
 SERVICE_NAMES = tuple(s.name for s in SERVICES)
 # `up --hosts` only: worker2's own DataNode, at the same ports as worker1's on its own address.
 DATANODE2 = ServiceSpec("datanode2", SERVICES[1].main_class, 256, SERVICES[1].ports)
+# `up --hosts` only: worker3, a second node of the gpu partition, so that a job there goes on
+# while one of its hosts is cut off: its NodeManager (ports of its own, 824x, as the RM tells
+# NodeIds apart by them in the readiness check) and its DataNode (as worker2's).
+NM3 = ServiceSpec("nm3", _NM_CLASS, 384, {"rpc": 8241, "localizer": 8240, "http": 8242})
+DATANODE3 = ServiceSpec("datanode3", SERVICES[1].main_class, 256, SERVICES[1].ports)
+HOSTS_ONLY = (DATANODE2, NM3, DATANODE3)
+HOSTS_ONLY_NAMES = tuple(s.name for s in HOSTS_ONLY)
 NODEMANAGERS = ("nm1", "nm2")
+ALL_NODEMANAGERS = (*NODEMANAGERS, NM3.name)
+# On `up --hosts`, HDFS keeps two copies of every block on three DataNodes: a host cut off
+# leaves a copy of everything (the job's environment, its checkpoints) on the others.
+HOSTS_REPLICATION = 2
 # `up --ha` only: the second NameNode and ResourceManager, and ZooKeeper (``ha.py``).
 HA_SERVICES = tuple(ServiceSpec(name, *spec) for name, spec in ha.SERVICES.items())
 # A secure cluster's MIT KDC, beside the daemons: no JVM, started and stopped with them.
@@ -76,7 +91,7 @@ _KDC_PORTS = {"kdc": 9088}
 
 
 def service(name: str) -> ServiceSpec:
-    for spec in (*SERVICES, DATANODE2, *HA_SERVICES):
+    for spec in (*SERVICES, *HOSTS_ONLY, *HA_SERVICES):
         if spec.name == name:
             return spec
     raise KeyError(name)
@@ -117,9 +132,14 @@ class Layout:
     @property
     def service_names(self) -> tuple[str, ...]:
         """Every process `up` starts, in start order."""
-        names = (*SERVICE_NAMES, DATANODE2.name) if self.hosts else SERVICE_NAMES
+        names = (*SERVICE_NAMES, *HOSTS_ONLY_NAMES) if self.hosts else SERVICE_NAMES
         names = ha.service_names(names) if self.ha else names
         return (KDC, *names) if self.secure else names
+
+    @property
+    def nodemanagers(self) -> tuple[str, ...]:
+        """The NodeManagers this cluster runs (nm3 on `up --hosts` only)."""
+        return ALL_NODEMANAGERS if self.hosts else NODEMANAGERS
 
     def ports(self, name: str) -> dict[str, int]:
         base = _KDC_PORTS if name == KDC else service(name).ports
@@ -217,7 +237,7 @@ class Layout:
         """Classpath of daemon ``name`` (its own conf dir first), or the clients' (the AM's)."""
         client = name is None and self.client_lib.is_symlink()  # another release (maven.py)
         entries = [str(self.conf), f"{self.client_lib if client else self.lib}/*"]
-        if name in NODEMANAGERS:
+        if name in ALL_NODEMANAGERS:
             entries.insert(0, str(self.nm_conf(name)))
             if nodefs.compiled(self.root):
                 entries.append(str(nodefs.classes(self.root)))
@@ -250,7 +270,7 @@ def _core_site(layout: Layout, user: str) -> dict[str, object]:
 def _hdfs_site(layout: Layout) -> dict[str, object]:
     nn, dn = layout.ports("namenode"), layout.ports("datanode")
     nn_host, dn_host = layout.host_of("namenode"), layout.host_of("datanode")
-    return {
+    props: dict[str, object] = {
         "dfs.replication": 1,
         "dfs.permissions.enabled": "true",  # real checks: the staging permission test needs them
         "dfs.namenode.name.dir": f"file://{layout.data / 'nn'}",
@@ -266,6 +286,14 @@ def _hdfs_site(layout: Layout) -> dict[str, object]:
         # Default 30 s: a restarted NN would sit in safe mode long after its one DN reported.
         "dfs.namenode.safemode.extension": 0,
     }
+    if layout.hosts:
+        props["dfs.replication"] = HOSTS_REPLICATION
+        # A DataNode silent for 10 s (a host cut off) is read from and written to last, not
+        # after the 10.5 minutes that make it dead (Hadoop's defaults: never, 30 s).
+        props["dfs.namenode.avoid.read.stale.datanode"] = "true"
+        props["dfs.namenode.avoid.write.stale.datanode"] = "true"
+        props["dfs.namenode.stale.datanode.interval"] = 10_000
+    return props
 
 
 def _yarn_site_shared(layout: Layout, container_path: str) -> dict[str, object]:
@@ -345,7 +373,7 @@ def _yarn_site_nm(layout: Layout, nm: str) -> dict[str, object]:
     }
     if layout.secure:
         props["yarn.nodemanager.principal"] = sec.nm_principal(layout.hosts, host)
-    if nm == "nm2":
+    if nm in GPU_NODEMANAGERS:
         # Counted only: no yarn.nodemanager.resource-plugins, which would run nvidia-smi.
         props[f"yarn.nodemanager.resource-type.{GPU_RESOURCE}"] = NM2_GPUS
         props["yarn.nodemanager.node-labels.provider"] = "config"
@@ -396,7 +424,7 @@ def write_config(
         files["zoo.cfg"] = ha.zoo_cfg(layout.host_of, layout.ports, layout.data)
     for name, text in files.items():
         (layout.conf / name).write_text(text, encoding="utf-8")
-    for nm in NODEMANAGERS:
+    for nm in layout.nodemanagers:
         nm_dir = layout.nm_conf(nm)
         nm_dir.mkdir(parents=True, exist_ok=True)
         props = {**yarn, **_yarn_site_nm(layout, nm)}

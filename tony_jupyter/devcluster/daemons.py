@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import ha, hostrun, process
 from .clusterview import ClusterView
-from .config import DATANODE2, HA_SERVICES, KDC, SERVICE_NAMES, Layout, service
+from .config import DATANODE2, HA_SERVICES, HOSTS_ONLY_NAMES, KDC, SERVICE_NAMES, Layout, service
 from .errors import DevClusterError
 from .hosts import SERVICE_HOSTS
 
@@ -34,7 +34,7 @@ _DAEMON_JVM_OPTS = (
 def clear_pid_files(cluster: ClusterView) -> None:
     """Drop pid files of dead daemons; refuse to start over a half-running cluster."""
     alive = []
-    for name in (*SERVICE_NAMES, DATANODE2.name, *(s.name for s in HA_SERVICES), KDC):
+    for name in (*SERVICE_NAMES, *HOSTS_ONLY_NAMES, *(s.name for s in HA_SERVICES), KDC):
         pid_file = cluster.layout.pid_file(name)
         if process.is_stale(pid_file):
             entry = process.read_pid(pid_file)
@@ -71,21 +71,25 @@ def daemon_cmd(cluster: ClusterView, name: str, java_home: Path) -> list[str]:
         cmd += ha.daemon_args(name, cluster.layout.data, cluster.layout.conf)
     if cluster.hosts is None:
         return cmd
-    if name == DATANODE2.name:
-        cmd += _datanode2_args(cluster)
+    if name in _OTHER_DATANODES:
+        cmd += _datanode_args(cluster, name)
     return cluster.hosts.command(SERVICE_HOSTS[name], cmd)
 
 
-def _datanode2_args(cluster: ClusterView) -> list[str]:
-    """worker2's DataNode: the shared hdfs-site names worker1's; Hadoop's generic options
-    (which the DataNode parses) move it to its own host and data dir."""
-    host, ports = SERVICE_HOSTS[DATANODE2.name], cluster.layout.ports(DATANODE2.name)
+# `up --hosts`: the DataNodes beyond worker1's, each with its data dir.
+_OTHER_DATANODES = {DATANODE2.name: "dn2", "datanode3": "dn3"}
+
+
+def _datanode_args(cluster: ClusterView, name: str) -> list[str]:
+    """worker2's or worker3's DataNode: the shared hdfs-site names worker1's; Hadoop's generic
+    options (which the DataNode parses) move it to its own host and data dir."""
+    host, ports = SERVICE_HOSTS[name], cluster.layout.ports(name)
     props = {
         "dfs.datanode.address": f"{host}:{ports['data']}",
         "dfs.datanode.http.address": f"{host}:{ports['http']}",
         "dfs.datanode.ipc.address": f"{host}:{ports['ipc']}",
         "dfs.datanode.hostname": host,
-        "dfs.datanode.data.dir": f"file://{cluster.layout.data / 'dn2'}",
+        "dfs.datanode.data.dir": f"file://{cluster.layout.data / _OTHER_DATANODES[name]}",
     }
     if cluster.layout.tls:
         props["dfs.datanode.https.address"] = f"{host}:{ports['https']}"

@@ -35,11 +35,12 @@ from pathlib import Path
 from .errors import DevClusterError
 
 EDGE = "edge"
-HOST_NAMES = (EDGE, "master", "worker1", "worker2")
+HOST_NAMES = (EDGE, "master", "worker1", "worker2", "worker3")
 # `up --hosts --ha` only: the second of each pair of masters.
 MASTER2 = "master2"
 ALL_HOST_NAMES = (*HOST_NAMES, MASTER2)
-# The daemons' hosts; nm2's worker2 keeps the GPU resource and the `gpu` label.
+# The daemons' hosts; worker2 and worker3 (nm2, nm3) make the `gpu` partition, with the GPU
+# resource: a job there survives the loss of one of them (tests/hosts/test_hosts_faults.py).
 SERVICE_HOSTS = {
     "kdc": "master",
     "namenode": "master",
@@ -51,8 +52,10 @@ SERVICE_HOSTS = {
     "datanode2": "worker2",
     "nm1": "worker1",
     "nm2": "worker2",
+    "datanode3": "worker3",
+    "nm3": "worker3",
 }
-_OCTET = {EDGE: 10, "master": 11, MASTER2: 12, "worker1": 21, "worker2": 22}
+_OCTET = {EDGE: 10, "master": 11, MASTER2: 12, "worker1": 21, "worker2": 22, "worker3": 23}
 PUBLIC_NET, PRIVATE_NET = "198.18.0", "198.19.0"
 # Names of every namespace and interface of one cluster start with this and its tag.
 PREFIX = "tj"

@@ -12,7 +12,6 @@ import psutil
 
 from . import daemons, process, ready
 from .clusterview import ClusterView
-from .config import NODEMANAGERS
 from .errors import DevClusterError
 
 log = logging.getLogger("tony_jupyter.devcluster.cluster")
@@ -67,7 +66,7 @@ def start_node(cluster: ClusterView, name: str, timeout: float = 180.0) -> None:
                 f"{name} exited while starting again; its log is {log_file}; it ends "
                 f"with:\n{process.tail(log_file)}"
             )
-        nm_ports = {nm: cluster.layout.ports(nm)["rpc"] for nm in NODEMANAGERS}
+        nm_ports = {nm: cluster.layout.ports(nm)["rpc"] for nm in cluster.layout.nodemanagers}
         if not ready.yarn_pending(cluster.rm_url, nm_ports, cluster.http):
             # The old registration stays RUNNING until the new NM's first status update,
             # which carries a health report made after it started.
@@ -91,8 +90,9 @@ def restart_node(cluster: ClusterView, name: str, timeout: float = 180.0) -> lis
 
 
 def nm_pid_file(cluster: ClusterView, name: str) -> Path:
-    if name not in NODEMANAGERS:
+    if name not in cluster.layout.nodemanagers:
         raise DevClusterError(
-            f"No NodeManager named {name!r}; choose one of: {', '.join(NODEMANAGERS)}."
+            f"No NodeManager named {name!r}; choose one of: "
+            f"{', '.join(cluster.layout.nodemanagers)}."
         )
     return cluster.layout.pid_file(name)

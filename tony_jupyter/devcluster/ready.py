@@ -7,6 +7,7 @@ daemon that is still starting.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 import requests
 
-from .config import GPU_LABEL, GPU_RESOURCE, nm_resources
+from .config import GPU_LABEL, GPU_NODEMANAGERS, GPU_RESOURCE, nm_resources
 from .errors import DevClusterError
 
 _TIMEOUT = 5.0
@@ -69,16 +70,17 @@ def ensure_gpu_label(rm_url: str, user: str | None, http: Any = requests) -> Non
 
 
 def yarn_pending(rm_url: str, nm_rpc_ports: dict[str, int], http: Any = requests) -> list[str]:
-    """Both NMs RUNNING with the declared resources and labels; ``nm_rpc_ports`` names each NM's
-    port, the part of its NodeId that tells them apart."""
+    """Every NM RUNNING with the declared resources and labels; ``nm_rpc_ports`` names each
+    NM's port, the part of its NodeId that tells them apart."""
     try:
         nodes = rm_nodes(rm_url, http)
     except (requests.RequestException, ValueError):
         return ["ResourceManager REST API"]
     by_port = {int(str(n.get("id", ":0")).rsplit(":", 1)[-1]): n for n in nodes}
     pending = []
-    for nm, labels in (("nm1", []), ("nm2", [GPU_LABEL])):
-        node = by_port.get(nm_rpc_ports[nm])
+    for nm, port in nm_rpc_ports.items():
+        labels = [GPU_LABEL] if nm in GPU_NODEMANAGERS else []
+        node = by_port.get(port)
         if node is None or node.get("state") != "RUNNING":
             state = "not registered" if node is None else node.get("state")
             pending.append(f"{nm} RUNNING (is {state})")
@@ -92,8 +94,11 @@ def yarn_pending(rm_url: str, nm_rpc_ports: dict[str, int], http: Any = requests
     return pending
 
 
-def hdfs_pending(webhdfs_url: str, user: str | None, http: Any = requests) -> list[str]:
-    """NameNode out of safe mode with a live DataNode, then a WebHDFS write + read round trip."""
+def hdfs_pending(
+    webhdfs_url: str, user: str | None, http: Any = requests, datanodes: int = 1
+) -> list[str]:
+    """NameNode out of safe mode with ``datanodes`` live DataNodes, then a WebHDFS write + read
+    round trip."""
     try:
         resp = http.get(
             f"{webhdfs_url}/jmx",
@@ -106,8 +111,12 @@ def hdfs_pending(webhdfs_url: str, user: str | None, http: Any = requests) -> li
         return ["NameNode web server"]
     if info.get("Safemode"):
         return ["NameNode out of safe mode"]
-    if info.get("LiveNodes", "{}") in ("{}", ""):
-        return ["a live DataNode"]
+    try:
+        live = len(json.loads(info.get("LiveNodes") or "{}"))
+    except ValueError:
+        live = 0
+    if live < datanodes:
+        return [f"{datanodes} live DataNode(s) (has {live})"]
     payload = b"tony-jupyter devcluster readiness probe\n"
     url = f"{webhdfs_url}/webhdfs/v1{_PROBE_PATH}"
     try:
@@ -135,6 +144,7 @@ def wait_usable(
     check_alive: Callable[[], None],
     timeout: float,
     logs: Path,
+    datanodes: int = 1,
 ) -> None:
     """Until YARN and HDFS are usable (the gpu label added first); ``check_alive`` raises when
     a daemon died, which no wait would mend."""
@@ -150,7 +160,7 @@ def wait_usable(
             except (requests.RequestException, ValueError):
                 pass
         pending = yarn_pending(rm_url, nm_rpc_ports, http) if labelled else ["ResourceManager"]
-        pending += hdfs_pending(webhdfs_url, None, http)
+        pending += hdfs_pending(webhdfs_url, None, http, datanodes)
         if not pending:
             return
         time.sleep(0.25)

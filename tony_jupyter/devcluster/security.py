@@ -58,9 +58,11 @@ _DAEMON_KINDS = {
     "namenode": "nn",
     "datanode": "dn",
     "datanode2": "dn",
+    "datanode3": "dn",
     "resourcemanager": "rm",
     "nm1": "nm",
     "nm2": "nm",
+    "nm3": "nm",
 }
 
 

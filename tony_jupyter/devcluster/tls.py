@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 # Hadoop's default HTTPS ports (the plain cluster's http ports' counterparts), shifted with the
 # cluster's port offset like the rest. The NMs keep their 804x / 814x pattern.
 HTTPS_PORTS = {"namenode": 9871, "datanode": 9865, "resourcemanager": 8090, "nm1": 8044}
-HTTPS_PORTS |= {"nm2": 8144, "datanode2": 9865}
+HTTPS_PORTS |= {"nm2": 8144, "datanode2": 9865, "nm3": 8244, "datanode3": 9865}
 # `up --ha --tls`: the second NameNode and ResourceManager, 10 above their first's (as their
 # other ports are in ha.py).
 HTTPS_PORTS |= {"namenode2": 9881, "resourcemanager2": 8190}

@@ -13,12 +13,16 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 from typing import Any
 
 from .. import tokens
 from ..protocol import Beat, HeartbeatAnswer, HeartbeatRequest
 from .link import AMLink, BeatStream, Stale
+
+# How long a task the AM refused (410) has after its SIGTERM before it is killed.
+STOP_GRACE_S = 5.0
 
 
 class Heartbeater:
@@ -29,7 +33,7 @@ class Heartbeater:
         self._last = b""
 
     @classmethod
-    def fork(cls, link, interval: float, max_missed: int) -> Heartbeater:
+    def fork(cls, link, interval: float, give_up_s: float) -> Heartbeater:
         """Fork the sidecar now: before the task starts a thread (fork copies only this one)
         or opens a connection (the child must not share the parent's sockets)."""
         progress_r, progress_w = os.pipe()
@@ -40,7 +44,7 @@ class Heartbeater:
             os.close(progress_w)
             os.close(command_r)
             try:
-                _beat(link, parent, progress_r, command_w, interval, max_missed)
+                _beat(link, parent, progress_r, command_w, interval, give_up_s)
             finally:
                 os._exit(0)
         os.close(progress_r)
@@ -64,7 +68,7 @@ class Heartbeater:
 
 
 def _beat(
-    link, parent: int, progress_fd: int, command_fd: int, interval: float, max_missed: int
+    link, parent: int, progress_fd: int, command_fd: int, interval: float, give_up_s: float
 ) -> None:
     import psutil  # here, in the forked sidecar: the task's start does not wait for it
 
@@ -118,11 +122,25 @@ def _beat(
                 if answer.command == "interrupt" and cell == state["cell"]:
                     os.write(command_fd, f"{cell}\n".encode())
                     os.kill(parent, signal.SIGINT)
-            except Stale:
-                os.kill(parent, signal.SIGTERM)  # the attempt is over
+            except Stale as e:
+                # The attempt is over (a newer one runs: this host was cut off, say).
+                print(
+                    f"[tony] the AM refused this task's heartbeat (410: {e}); ending it",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                os.kill(parent, signal.SIGTERM)
+                # TensorFlow's coordination service (MultiWorkerMirroredStrategy) catches
+                # SIGTERM as a preemption notice and trains on: what outlives the grace is
+                # killed, as YARN's NodeManager does after its own SIGTERM.
+                deadline = time.monotonic() + STOP_GRACE_S
+                while os.getppid() == parent and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                if os.getppid() == parent:
+                    os.killpg(os.getpgid(0), signal.SIGKILL)
                 return
             except OSError:
-                if time.monotonic() - last_ok > interval * max_missed * 2:
+                if time.monotonic() - last_ok > give_up_s:
                     # The AM is gone (killed, or its host lost): take the task down with us
                     # rather than leave it running as an orphan.
                     os.killpg(os.getpgid(0), signal.SIGKILL)

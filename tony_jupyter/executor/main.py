@@ -101,7 +101,7 @@ def main() -> int:
         return 143
     except LinkError as e:
         return unreachable(task_id, host, am, e)
-    beat = Heartbeater.fork(am, env.heartbeat_ms / 1000.0, env.max_missed)
+    beat = Heartbeater.fork(am, env.heartbeat_ms / 1000.0, env.am_lost_limit)
     logs = LogCapture()
     bg = Background(am, logs, beat)
     reaper.flush_before_exit(bg.flush)

@@ -28,6 +28,7 @@ class ExecutorEnv(Record):
     chief: str = ""
     heartbeat_ms: int = 1000
     max_missed: int = 8
+    am_lost_s: float = 0.0  # the sidecar ends its task after this long unanswered (0: 2x above)
     checkpoint_dir: str = ""
     tensorboard_dir: str = ""
     tensorboard: bool = True
@@ -51,6 +52,13 @@ class ExecutorEnv(Record):
     credentials_file: str | None = None  # secure YARN: the job's tokens (tokens.tokens_env)
     credentials_version: str | None = None
     hdfs_token: str | None = None
+
+    @property
+    def am_lost_limit(self) -> float:
+        """Seconds without an answer from the AM after which a task's sidecar ends the task
+        (``tony.task.am-lost-sec``; by default twice the AM's missed-heartbeat limit, so that
+        the AM declares the task lost first)."""
+        return self.am_lost_s or self.heartbeat_ms / 1000.0 * self.max_missed * 2
 
     @staticmethod
     def var(name: str) -> str:
@@ -78,6 +86,8 @@ class ExecutorEnv(Record):
                 kw[f.name] = raw == "1"
             elif hint is int:
                 kw[f.name] = int(raw)
+            elif hint is float:
+                kw[f.name] = float(raw)
             else:
                 kw[f.name] = raw
         return cls(**kw)

@@ -208,6 +208,17 @@ class YarnProvider(Provider):
             c = getattr(self.by_task.get((task_id, attempt)), "container", None)
         return None if c is None else Placement(str(c.getNodeId().getHost()), str(c.getId()))
 
+    def exclude_hosts(self, add: list[str], remove: list[str]) -> None:
+        J = self.J
+        with self.lock:  # goes with the next allocate
+            additions, removals = J.ArrayList(), J.ArrayList()
+            for host in add:
+                additions.add(host)
+            for host in remove:
+                removals.add(host)
+            self.amrm.updateBlacklist(additions, removals)
+        log.info("hosts excluded from placement: +%s -%s", add, remove)
+
     def request(self, launch: Launch) -> None:
         J, task = self.J, launch.task
         res = J.Resource.newInstance(int(task.memory_mb), int(task.vcores))
