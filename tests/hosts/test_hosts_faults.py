@@ -23,6 +23,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import exec_argv  # tests/hosts/conftest.py
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 HERE = Path(__file__).parent
@@ -82,10 +83,9 @@ def test_a_host_cut_off_mid_training_is_replaced_and_fenced_when_it_comes_back(
     for script in ("edge_fault.py", "edge_kernel.py"):  # the script and what it imports
         shutil.copy(HERE / script, notebook)
     name = f"hosts-cut-{uuid.uuid4().hex[:6]}"
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(hosts_cluster.dir)]
     env = {**os.environ, "TONY_JUPYTER_HOME": str(tmp_path / "tony-home")}
     proc = subprocess.Popen(
-        [*cmd, "edge", "--", str(node_venv / "bin" / "python"), "edge_fault.py", name],
+        exec_argv(hosts_cluster, "edge", str(node_venv / "bin" / "python"), "edge_fault.py", name),
         cwd=notebook,
         env=env,
         stdout=subprocess.PIPE,

@@ -97,7 +97,7 @@ def test_the_chief_on_a_worker_host_logs_one_run_to_a_tracking_server_on_the_edg
     file_store = out["doctor_file_store"]["text"]
     assert not out["doctor_file_store"]["ok"], file_store
     assert "FAIL  mlflow tracking" in file_store, file_store
-    assert "(worker1, worker2) are other hosts" in file_store, file_store
+    assert "(worker1, worker2, worker3) are other hosts" in file_store, file_store
     assert "fix: run an MLflow tracking server the nodes reach" in file_store, file_store
 
     # the job: one run named after it, finished, its spec as parameters (tests/test_mlflow.py's)
