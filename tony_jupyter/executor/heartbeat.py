@@ -130,9 +130,10 @@ def _beat(
                     flush=True,
                 )
                 os.kill(parent, signal.SIGTERM)
-                # TensorFlow's coordination service (MultiWorkerMirroredStrategy) catches
-                # SIGTERM as a preemption notice and trains on: what outlives the grace is
-                # killed, as YARN's NodeManager does after its own SIGTERM.
+                # With its coordination service on (MultiWorkerMirroredStrategy), TensorFlow
+                # installs a SIGTERM handler of its own (a preemption notice: "SIGTERM caught
+                # at ...") and trains on: what outlives the grace is killed, as YARN's
+                # NodeManager does after its own SIGTERM.
                 deadline = time.monotonic() + STOP_GRACE_S
                 while os.getppid() == parent and time.monotonic() < deadline:
                     time.sleep(0.1)
