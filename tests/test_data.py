@@ -426,3 +426,40 @@ def test_dataset_shuffle_windows_and_seed(tmp_path, tf, read_path, monkeypatch):
     again = passes(7)
     assert all((a == b).all() for a, b in zip(again, [first, second], strict=True))
     assert (passes(8, 1)[0] != first).any()
+
+
+_NO_PANDAS = """
+import sys
+
+
+class NoPandas:  # as on a node whose environment has no pandas
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "pandas":
+            raise ModuleNotFoundError("No module named 'pandas'", name=name)
+
+
+sys.meta_path.insert(0, NoPandas())
+from tony_jupyter import data
+ids = [int(i) for b in data.dataset(sys.argv[1], columns=["x", "y"], batch_size=50)
+       for i in b["x"].numpy().tolist()]
+print(len(ids), "pandas" in sys.modules)
+"""
+
+
+def test_a_task_without_pandas_reads_a_dataset_of_numbers(tmp_path, tf):
+    import subprocess
+    import sys
+
+    pq.write_table(
+        pa.table({"x": np.arange(120, dtype="int16"), "y": np.ones(120, dtype="float32")}),
+        tmp_path / "part-0.parquet",
+    )
+    got = subprocess.run(
+        [sys.executable, "-c", _NO_PANDAS, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert got.returncode == 0, got.stderr[-3000:]
+    assert got.stdout.split()[-2:] == ["120", "False"], got.stdout

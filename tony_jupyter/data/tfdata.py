@@ -41,7 +41,7 @@ def _column_spec(field):
 
     kind, width, t = column_type(field)
     if kind in ("float", "num"):
-        return tf.as_dtype(t.to_pandas_dtype()), width, kind  # type: ignore[attr-defined]
+        return tf.as_dtype(_numpy_dtype(t)), width, kind
     if kind in ("str", "bytes"):
         return tf.string, (), "str"
     raise DataError(
@@ -49,6 +49,14 @@ def _column_spec(field):
         "a number or string before writing (e.g. df[col] = df[col].astype('int64')), or leave "
         "it out with columns=[...]"
     )
+
+
+def _numpy_dtype(t):
+    """The NumPy dtype of an Arrow number type, without pandas: a task need not have it (and
+    pyarrow's ``DataType.to_pandas_dtype`` imports it, in some releases)."""
+    import pyarrow as pa
+
+    return pa.array([], type=t).to_numpy(zero_copy_only=False).dtype
 
 
 def _to_numpy(name: str, col, kind: str, width: tuple[int, ...]):
