@@ -11,9 +11,18 @@ import signal
 import pytest
 from helpers.jobs import private_home
 from helpers.yarn import Cluster, jobs_to_yarn
+from tiers import FULL_ONLY, matches
 
 if importlib.util.find_spec("tony_jupyter.devcluster.testing"):
     pytest_plugins = ["tony_jupyter.devcluster.testing"]
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests of tests/tiers.py's table are marked ``full``: the full tier only."""
+    for item in items:
+        if any(matches(item.nodeid, entry) for entry in FULL_ONLY):
+            item.add_marker(pytest.mark.full)
 
 
 @pytest.fixture

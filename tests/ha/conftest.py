@@ -14,6 +14,7 @@ send the test's jobs there."""
 from __future__ import annotations
 
 import getpass
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -23,7 +24,7 @@ from tony_jupyter.devcluster import DevCluster
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if "ha" in (config.getoption("markexpr") or "").split():
+    if re.search(r"\bha\b", config.getoption("markexpr") or ""):
         return
     skip = pytest.mark.skip(reason="kills the masters of its own HA devcluster: run with -m ha")
     for item in items:
@@ -36,7 +37,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 SHAPES = {"http": False, "tls": True}
 
 
-@pytest.fixture(scope="module", params=list(SHAPES))
+@pytest.fixture(scope="session", params=list(SHAPES))
 def ha_cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DevCluster]:

@@ -1,0 +1,53 @@
+"""Which tests run in the full tier only (``dev/test --full``, ``--area NAME``), not in CI's
+landing run, and which cheaper test still covers each in CI. tests/conftest.py marks them
+``full``; dev/suite.py deselects ``full`` in the fast and CI tiers.
+
+An entry is a test file, ``file::test`` (every parametrization of it), ``file::test[id]`` (one),
+or ``file::*[id]`` (every test of the file with that parametrization id).
+"""
+
+from __future__ import annotations
+
+FULL_ONLY: dict[str, str] = {
+    # --- the one-host devcluster (tests marked yarn) -------------------------------------------
+    "tests/tls": "HTTPS only: tests/ha/test_ha_jobs.py's [tls] jobs run on `up --ha --tls` in CI",
+    "tests/devcluster/test_devcluster_secure.py": "a second Kerberized cluster: tests/secure's "
+    "(KDC, SPNEGO, alice and bob's HDFS and YARN isolation) runs in CI",
+    "tests/devcluster/test_devcluster_yarn.py::test_down_leaves_no_process": "a second start "
+    "of the plain cluster: its `down` at the end of the yarn partition is the same code",
+    "tests/yarn/test_yarn_scale.py": "many workers on one cluster: test_yarn_training.py's "
+    "jobs in CI",
+    "tests/yarn/test_yarn_damaged_records.py": "the HDFS history fuzz (up to 300 s): "
+    "tests/test_damaged_records.py's fuzz of the same readers runs in CI",
+    "tests/yarn/test_yarn_fault_tolerance.py": "five kinds of fault on YARN: "
+    "tests/test_fault_tolerance.py (local, kill -9 and SIGSTOP) and tests/secure's worker "
+    "fault on HDFS checkpoints run in CI",
+    "tests/yarn/test_yarn_pack_env.py": "--pack-env on one host: the several-host job from the "
+    "edge packs and ships the venv in CI",
+    # --- HA (tests marked ha) ------------------------------------------------------------------
+    "tests/ha/test_ha_jobs.py::*[http]": "the HTTP shape of HA: the same tests on "
+    "`up --ha --tls` run in CI",
+    "tests/ha/test_ha_warm.py": "the warm AM through failovers: tests/ha/test_ha_jobs.py's "
+    "RM failover during a job runs in CI",
+    "tests/ha/secure": "Kerberized HA (its own cluster): tests/secure (Kerberos) and "
+    "tests/ha/test_ha_jobs.py[tls] (failovers) run in CI",
+    # --- several hosts (tests marked hosts) ----------------------------------------------------
+    "tests/hosts/test_hosts_frameworks.py": "a 2.25 GB torch+JAX node venv: tests/frameworks "
+    "(local) and the edge's TensorFlow job run in CI",
+    "tests/hosts/test_hosts_mlflow.py": "MLflow's server on the edge: tests/test_mlflow.py "
+    "(local, a real file store) runs in CI",
+    "tests/hosts/test_hosts_secure.py": "`up --hosts --secure`: tests/secure (one host) and "
+    "the plain several-host job run in CI",
+    "tests/hosts/test_hosts_tls.py": "`up --hosts --tls`: the HA TLS jobs run in CI",
+    "tests/hosts/test_hosts_ha.py": "`up --hosts --ha --tls`: tests/ha's failover jobs run in CI",
+    "tests/hosts/test_hosts_faults.py": "a host cut off mid-training: "
+    "test_hosts_cluster.py's link down/up and tests/test_fault_tolerance.py run in CI",
+}
+
+
+def matches(nodeid: str, entry: str) -> bool:
+    """Whether the test ``nodeid`` is the one ``entry`` names (the module's docstring)."""
+    if "::*" in entry:
+        path, suffix = entry.split("::*", 1)
+        return nodeid.startswith(path + "::") and nodeid.endswith(suffix)
+    return nodeid == entry or any(nodeid.startswith(entry + sep) for sep in ("::", "[", "/"))
