@@ -65,6 +65,8 @@ def test_every_full_tier_entry_names_a_test_that_exists_and_says_what_covers_it(
         assert len(cover) > 20, entry
         path = entry.split("::")[0]
         assert (ROOT / path).exists(), entry
+        if "[!" in entry:
+            assert entry.endswith("]")
         if "::" in entry and "::*" not in entry:
             name = entry.split("::")[1].split("[")[0]
             assert name in _tests_of(ROOT / path), entry
@@ -79,6 +81,10 @@ def test_an_entry_matches_its_file_its_test_and_a_parametrization_only():
     assert not matches("tests/ha/test_ha_jobs.py::test_x[tls]", "tests/ha/test_ha_jobs.py::*[http]")
     assert not matches("tests/ha/test_ha_jobs.py::test_xy", "tests/ha/test_ha_jobs.py::test_x")
     assert not matches("tests/hasty.py::test_x", "tests/ha")
+    assert matches(nodeid, "tests/ha/test_ha_jobs.py::test_x[!tls]")
+    assert not matches(
+        "tests/ha/test_ha_jobs.py::test_x[tls]", "tests/ha/test_ha_jobs.py::test_x[!tls]"
+    )
 
 
 def test_ci_deselects_the_full_tier_and_the_full_tier_runs_everything():

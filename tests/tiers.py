@@ -3,7 +3,8 @@ landing run, and which cheaper test still covers each in CI. tests/conftest.py m
 ``full``; dev/suite.py deselects ``full`` in the fast and CI tiers.
 
 An entry is a test file, ``file::test`` (every parametrization of it), ``file::test[id]`` (one),
-or ``file::*[id]`` (every test of the file with that parametrization id).
+``file::test[!id]`` (every parametrization but one) or ``file::*[id]`` (every test of the file
+with that parametrization id).
 """
 
 from __future__ import annotations
@@ -24,6 +25,27 @@ FULL_ONLY: dict[str, str] = {
     "fault on HDFS checkpoints run in CI",
     "tests/yarn/test_yarn_pack_env.py": "--pack-env on one host: the several-host job from the "
     "edge packs and ships the venv in CI",
+    # --- the local backend ----------------------------------------------------------------------
+    "tests/launcher/test_warm_frameworks.py::"
+    "test_a_job_whose_load_environment_differs_gets_a_fresh_interpreter[!XLA_FLAGS]": "the "
+    "rule for each variable: test_the_rule_no_spare_for_a_task_whose_load_variable_differs_or"
+    "_that_its_cell_sets (unit); the XLA_FLAGS case runs through real processes in CI",
+    "tests/launcher/test_warm_frameworks.py::"
+    "test_a_cell_that_sets_a_load_variable_gets_a_fresh_interpreter[!JAX_PLATFORMS]": "the "
+    "rule for each variable: the unit test above; the JAX_PLATFORMS case runs in CI",
+    "tests/launcher/test_warm_frameworks.py::test_a_warm_job_trains_in_spares_that_imported_its"
+    "_framework[!tensorflow--cell0-history,replicas-_check_mwms]": "PyTorch and JAX in warm "
+    "spares: the TensorFlow case runs in CI, and tests/frameworks trains PyTorch and JAX there",
+    "tests/frameworks/test_elastic.py::test_an_elastic_job_replaces_a_lost_worker_and_finishes": "an elastic PyTorch job through a lost worker (100 s): tests/am/test_elastic_rules.py (the "
+    "rules) and tests/test_fault_tolerance.py's lost worker run in CI",
+    "tests/test_notebooks.py::test_notebook_executes[!01-quickstart]": "the other notebooks: "
+    "the quickstart's runs in CI, and test_training.py (PS) and test_data_jobs.py (data) train "
+    "what they train",
+    "tests/test_fault_tolerance.py::test_lost_worker_resumes_from_checkpoint[kill-9]": "the "
+    "SIGSTOP case (a worker found lost by its missed heartbeats) runs in CI, and tests/secure's "
+    "worker fault",
+    "tests/test_mlflow.py::test_a_failing_cell_ends_its_run_failed": "the chief's MLflow run "
+    "(test_the_chief_logs_the_job_as_one_mlflow_run) runs in CI",
     # --- HA (tests marked ha) ------------------------------------------------------------------
     "tests/ha/test_ha_jobs.py::*[http]": "the HTTP shape of HA: the same tests on "
     "`up --ha --tls` run in CI",
@@ -47,6 +69,9 @@ FULL_ONLY: dict[str, str] = {
 
 def matches(nodeid: str, entry: str) -> bool:
     """Whether the test ``nodeid`` is the one ``entry`` names (the module's docstring)."""
+    if entry.endswith("]") and "[!" in entry:
+        test, kept = entry[:-1].split("[!", 1)
+        return nodeid.startswith(test + "[") and nodeid != f"{test}[{kept}]"
     if "::*" in entry:
         path, suffix = entry.split("::*", 1)
         return nodeid.startswith(path + "::") and nodeid.endswith(suffix)

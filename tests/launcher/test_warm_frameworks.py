@@ -139,6 +139,20 @@ JAX_FLAGS = f"--framework jax --workers 1 --memory 1g {FAST} --pull before,seen_
 
 
 @pytest.mark.parametrize("var", LOAD_VARIABLES)
+def test_the_rule_no_spare_for_a_task_whose_load_variable_differs_or_that_its_cell_sets(var):
+    """The rule the real cases below check through processes (one of them in CI, every one in
+    the full tier: tests/tiers.py): a variable a framework reads as it loads, set in the task's
+    environment but not the spare's, or set by the cell, sends the task to a fresh interpreter."""
+    value = VALUES.get(var, "cpu" if var == "JAX_PLATFORMS" else "1")
+    assert loadenv.imports_as("jax", {}, {})
+    assert not loadenv.imports_as("jax", {}, {var: value})
+    assert not loadenv.imports_as("jax", {var: value}, {})
+    assert loadenv.imports_alike(loadenv.load_env_writes("import os\n"), {})
+    writes = loadenv.load_env_writes(f"import os\nos.environ[{var!r}] = {value!r}\n")
+    assert not loadenv.imports_alike(writes, {})
+
+
+@pytest.mark.parametrize("var", LOAD_VARIABLES)
 def test_a_job_whose_load_environment_differs_gets_a_fresh_interpreter(
     shell, tony_home, monkeypatch, var
 ):
