@@ -277,8 +277,14 @@ def _follow(job: TonyJob, view) -> None:
     try:
         snap = follow(job.client, view, stop=stop)
     except Exception as e:  # noqa: BLE001 - never leave the cell waiting on a dead follower
-        snap = open_client(job.record).snapshot()
-        print(f"[tony] lost track of {job.job_id}: {e}")
+        # The view failed, not the job: it goes on, and its end (its value) is still waited
+        # for, without the view.
+        print(f"[tony] the view of {job.job_id} failed ({e}); waiting for the job without it")
+        try:
+            snap = job.wait()
+        except Exception as again:  # noqa: BLE001
+            snap = open_client(job.record).snapshot()
+            print(f"[tony] lost track of {job.job_id}: {again}")
     if snap.terminal:
         job.set_final(snap)
     else:

@@ -3,6 +3,7 @@ objects), the base of every record in :mod:`.protocol`."""
 
 from __future__ import annotations
 
+import math
 import sys
 import types
 import typing
@@ -78,7 +79,13 @@ class Record:
                     raise ValueError(f"{f.name!r} must be {wrong}")
             elif f.default is MISSING and f.default_factory is MISSING:
                 raise ValueError(f"body needs {f.name!r}")
-        return cls.checked(data)
+        rec = cls.checked(data)
+        rec.bound()
+        return rec
+
+    def bound(self) -> None:
+        """A message's bounds beyond its fields' types (sizes, ranges), checked by
+        :meth:`parse`: a ValueError naming the field that is out of them. None by default."""
 
 
 class Sparse(Record):
@@ -136,7 +143,7 @@ def _converts(hint: Any) -> bool:
 
 
 MAX_WHOLE = 1 << 62  # the largest whole number a message may carry (a log offset)
-_NAMES = {bool: "true or false", int: "a whole number", float: "a number", str: "a string"}
+_NAMES = {bool: "true or false", int: "a whole number", float: "a finite number", str: "a string"}
 
 
 def _wrong(hint: Any, value: Any) -> str | None:
@@ -151,13 +158,20 @@ def _wrong(hint: Any, value: Any) -> str | None:
         return None if None in wrongs else wrongs[0]
     if origin in (tuple, list):
         item = args[0] if args else Any
-        if not isinstance(value, list) or any(_wrong(item, v) for v in value):
-            return "a list" + ("" if item is Any else f" of {_plural(item)}")
+        said = "a list" + ("" if item is Any else f" of {_plural(item)}")
+        if not isinstance(value, list):
+            return said
+        for i, v in enumerate(value):
+            why = _wrong(item, v)
+            if why:
+                return f"{said} (item {i} is not {why})" if _converts(item) else said
         return None
     if origin is dict or hint is dict:
         item = args[-1] if args else Any
         if not isinstance(value, dict) or any(_wrong(item, v) for v in value.values()):
             return "a JSON object" + ("" if item is Any else f" of {_plural(item)}")
+        if any(_wrong(str, k) for k in value):
+            return "a JSON object whose keys are Unicode text"
         return None
     if isinstance(hint, type) and issubclass(hint, Record):
         try:
@@ -175,11 +189,25 @@ def _wrong(hint: Any, value: Any) -> str | None:
     if ok is None:
         return None
     wrong = not isinstance(value, ok) or (hint is not bool and isinstance(value, bool))
+    if not wrong and hint is str and not value.isascii():
+        try:  # JSON's "\ud800" reads as a lone surrogate, which no file or answer can hold
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "a string of Unicode text (a lone surrogate is not)"
+    if not wrong and hint is float:  # JSON has no NaN or Infinity; Python's json reads them
+        big = isinstance(value, int) and abs(value) > MAX_WHOLE  # past a float's range too
+        wrong = big or (isinstance(value, float) and not math.isfinite(value))
     return _NAMES[hint] if wrong else None
 
 
 def _plural(hint: Any) -> str:
-    names = {str: "strings", int: "whole numbers", float: "numbers", bool: "true or false"}
+    names = {str: "strings", int: "whole numbers", float: "finite numbers", bool: "true or false"}
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        said = [names.get(a, "JSON objects") for a in typing.get_args(hint) if a is not type(None)]
+        if float in typing.get_args(hint) and "whole numbers" in said:
+            said.remove("whole numbers")  # a finite number covers them
+        said += ["null"] if type(None) in typing.get_args(hint) else []
+        return ", ".join(said[:-1]) + " or " + said[-1] if len(said) > 1 else said[0]
     return names.get(hint, "JSON objects")
 
 

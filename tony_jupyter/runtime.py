@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import jobdir
-from .protocol import ExecutorEnv
+from .protocol import ExecutorEnv, clean_progress
 
 V = ExecutorEnv.var
 
@@ -27,8 +27,10 @@ mlflow_run: Any = None
 
 
 def current_progress() -> dict:
+    """What the task reported, as its heartbeats send it: within the bounds the AM checks (a
+    NaN loss as ``"nan"``; protocol.clean_progress)."""
     with _lock:
-        return dict(_progress)
+        return clean_progress(_progress)
 
 
 def merge_progress(values: dict) -> None:

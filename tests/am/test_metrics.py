@@ -3,7 +3,7 @@ downsampled as it ages: a stretched clock stands for a day-long job."""
 
 from tony_jupyter.am.events import EventLog
 from tony_jupyter.am.metrics import MAX_SAMPLES, RECENT_MAX, RECENT_S, MetricLog
-from tony_jupyter.protocol import Event, EventKind
+from tony_jupyter.protocol import Event, EventKind, Resources
 
 DAY_S = 24 * 3600
 
@@ -11,7 +11,9 @@ DAY_S = 24 * 3600
 def test_a_long_run_keeps_a_bounded_series_over_the_whole_run():
     log = MetricLog()
     for i in range(20 * MAX_SAMPLES):
-        log.add(1, "worker:0", float(i), {"step": i, "loss": 1 / (i + 1)}, {"cpu_percent": 50.0})
+        log.add(
+            1, "worker:0", float(i), {"step": i, "loss": 1 / (i + 1)}, Resources(cpu_percent=50.0)
+        )
     (samples,) = log.to_json()["attempts"]["1"].values()
     assert MAX_SAMPLES // 2 <= len(samples) <= MAX_SAMPLES
     assert samples[-RECENT_MAX // 2 :] == [  # the last ones: every sample
@@ -27,7 +29,8 @@ def test_samples_keep_numbers_and_resources_by_attempt_and_task():
     log = MetricLog()
     gpu = {"index": 0, "utilization": 87.0, "memory_used_mb": 3000.0, "memory_total_mb": 16e3}
     log.add(1, "worker:0", 1.0, {"step": 3, "loss": 0.5, "note": "text", "ok": True}, None)
-    log.add(2, "chief:0", 2.0, {}, {"cpu_percent": 99.5, "rss_bytes": 1 << 20, "gpus": [gpu]})
+    used = Resources.parse({"cpu_percent": 99.5, "rss_bytes": 1 << 20, "gpus": [gpu]})
+    log.add(2, "chief:0", 2.0, {}, used)
     got = log.to_json()["attempts"]
     assert got["1"]["worker:0"] == [{"t": 1.0, "step": 3, "loss": 0.5}]
     assert got["2"]["chief:0"] == [
@@ -47,7 +50,7 @@ def test_a_day_long_job_keeps_every_recent_point_and_a_coarser_past_in_flat_memo
     log = MetricLog()
     sizes = []
     for t in range(DAY_S):
-        log.add(1, "worker:0", float(t), {"step": t, "loss": 1.0}, {"rss_bytes": 1 << 20})
+        log.add(1, "worker:0", float(t), {"step": t, "loss": 1.0}, Resources(rss_bytes=1 << 20))
         if t % 3600 == 3599:
             (samples,) = log.to_json()["attempts"]["1"].values()
             sizes.append(len(samples))

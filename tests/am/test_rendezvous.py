@@ -14,7 +14,7 @@ from tornado.netutil import bind_sockets
 from tests.am.test_coordinator import make, register_all
 from tony_jupyter.am.api import make_app
 from tony_jupyter.am.http import WAKE_BATCH, AMState, Waiters
-from tony_jupyter.protocol import FailedAttempt, JobSnapshot, TaskView, token_verifier
+from tony_jupyter.protocol import FailedAttempt, JobSnapshot, Resources, TaskView, token_verifier
 
 TOKEN = "t" * 32
 _OWN: dict[str, str] = {}  # registration secret -> the task's own token
@@ -106,7 +106,7 @@ def test_the_snapshot_is_the_records_own_json_form(tmp_path):
     c, _, clock = make("--workers 2 --ps 1 --conf tony.application.num-retries=1", tmp_path)
     register_all(c)
     gpu = {"index": 0, "utilization": 50.0, "memory_used_mb": 10.0, "extra": 1}
-    resources = {"cpu_percent": 12.5, "gpus": [gpu, {"no": "index"}, "not a gpu"]}
+    resources = Resources.parse({"cpu_percent": 12.5, "gpus": [gpu]})
     c.heartbeat("worker:0", 1, {"step": 3, "time": 5.0, "loss": 0.25}, 1 << 20, resources)
     c.on_exit("worker:1", 1, 3, "it broke")  # attempt 2 starts
     c.register("worker:0", 2, "h2", 7, 7)

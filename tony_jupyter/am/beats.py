@@ -28,7 +28,7 @@ from dataclasses import replace
 
 from ..protocol import Beat, Credentials, ErrorAnswer, HeartbeatAnswer
 from .coordinator import StaleAttempt
-from .http import AMState, stale_answer
+from .http import AMState, read_record, stale_answer
 
 MAX_LINE = 1 << 16  # a heartbeat is small; its progress dict is the user's, within reason
 NOTHING = b'{"command":null}\n'
@@ -77,7 +77,7 @@ class BeatProtocol(asyncio.Protocol):
             if self.am.task_for(self.token) != self.task:  # revoked since the stream opened
                 return self._end(b"".join(out) + b'{"error":"token revoked","status":403}\n')
             try:
-                beat = Beat.parse(json.loads(line))
+                beat = read_record(line, Beat)
                 answer = answer_heartbeat(self.am, self.task, self.attempt, beat)
             except StaleAttempt as e:
                 return self._end(b"".join(out) + _line(stale_answer(e)))

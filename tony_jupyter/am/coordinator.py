@@ -18,8 +18,10 @@ from ..protocol import (
     ExecutorEnv,
     JobSnapshot,
     JobState,
+    Resources,
     TaskState,
 )
+from ..shown import redacted
 from ..spec import JobSpec
 from . import elastic, recovery, rules, views
 from .deadlines import Deadlines
@@ -237,7 +239,7 @@ class Coordinator:
         attempt: int,
         progress: dict | None,
         rss: int | None = None,
-        resources: dict | None = None,
+        resources: Resources | None = None,
     ) -> None:
         task = self.live_task(task_id, attempt)
         now = self.clock()
@@ -253,6 +255,7 @@ class Coordinator:
     def add_logs(self, task_id: str, attempt: int, text: str) -> None:
         if task_id not in self.tasks or attempt > self.tasks[task_id].attempt:
             raise StaleAttempt(f"{task_id} attempt {attempt} is over")
+        text = redacted(text)  # a URL's password (an MLflow library's error) never kept
         with open(self.log_path(task_id, attempt), "a", encoding="utf-8") as f:
             f.write(text)
         # Kept beside the events (on HDFS on YARN), so that a new AM attempt can restore them.

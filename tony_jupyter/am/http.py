@@ -154,15 +154,24 @@ def read_at(path, offset: int, limit: int) -> bytes:
         return f.read(limit)
 
 
+def read_record(data: bytes, record: type[R]) -> R:
+    """What a task or the notebook sent (a body, a heartbeat stream's line) as ``record``: a
+    ValueError when it is not JSON, nested past what Python's json reads, or naming the
+    field that is missing, not of its type or out of its bounds (``Record.parse``)."""
+    try:
+        b = json.loads(data or b"{}")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ValueError("body is not JSON") from None
+    except RecursionError:
+        raise ValueError("body is not JSON this program reads: nested too deeply") from None
+    return record.parse(b)
+
+
 def parse_body(chunks: list[bytes], record: type[R]) -> R:
     """A request's body as ``record``: the one place an AM reads a body. 400 when it is not
     JSON, or naming the field that is missing or not of its type."""
     try:
-        b = json.loads(b"".join(chunks) or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise web.HTTPError(400, "body is not JSON") from None
-    try:
-        return record.parse(b)
+        return read_record(b"".join(chunks), record)
     except ValueError as e:
         raise web.HTTPError(400, str(e)) from None
 

@@ -15,6 +15,8 @@ import math
 from collections import deque
 from typing import Any
 
+from ..protocol import Resources
+
 RECENT_S = 300.0  # every sample this recent is kept...
 RECENT_MAX = 384  # ...up to this many (a fast heartbeat keeps the last minute or so)
 OLDER_MAX = 256
@@ -22,7 +24,7 @@ MAX_SAMPLES = RECENT_MAX + OLDER_MAX
 PROGRESS_KEYS = ("step", "epoch", "batch")  # besides the numeric metrics
 
 
-def _sample(t: float, progress: dict | None, resources: dict | None) -> dict[str, Any]:
+def _sample(t: float, progress: dict | None, resources: Resources | None) -> dict[str, Any]:
     out: dict[str, Any] = {"t": round(t, 3)}
     for k, v in (progress or {}).items():
         if isinstance(v, bool):
@@ -31,17 +33,16 @@ def _sample(t: float, progress: dict | None, resources: dict | None) -> dict[str
             out[k] = v
         elif k in PROGRESS_KEYS and isinstance(v, (int, float)):
             out[k] = v
-    for k in ("cpu_percent", "rss_bytes"):
-        v = (resources or {}).get(k)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            out[k] = v
-    gpus = (resources or {}).get("gpus")
-    if isinstance(gpus, list) and gpus:
-        out["gpus"] = [
-            {k: g.get(k) for k in ("index", "utilization", "memory_used_mb")}
-            for g in gpus
-            if isinstance(g, dict)
-        ]
+    if resources is not None:
+        for k in ("cpu_percent", "rss_bytes"):
+            v = getattr(resources, k)
+            if v is not None:
+                out[k] = v
+        if resources.gpus:
+            out["gpus"] = [
+                {"index": g.index, "utilization": g.utilization, "memory_used_mb": g.memory_used_mb}
+                for g in resources.gpus
+            ]
     return out
 
 
@@ -78,7 +79,12 @@ class MetricLog:
         self.series: dict[tuple[int, str], Series] = {}
 
     def add(
-        self, attempt: int, task: str, t: float, progress: dict | None, resources: dict | None
+        self,
+        attempt: int,
+        task: str,
+        t: float,
+        progress: dict | None,
+        resources: Resources | None,
     ) -> None:
         key = (attempt, task)
         if key not in self.series:

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol import GpuUse, TaskState, TaskView, progress_time
+from ..protocol import Resources, TaskState, TaskView, progress_time
+from ..shown import redacted
 
+# A progress report stamped further ahead of the AM's clock than this does not hold off later
+# ones (the newest report wins, by its stamp): hosts' clocks differ by less.
+MAX_AHEAD_S = 86400.0
 _set = object.__setattr__  # TaskView is frozen: a change of the table's own record is explicit
 
 
@@ -35,32 +39,28 @@ class Task(TaskView):
         at: float,
         progress: dict[str, Any] | None = None,
         rss: int | None = None,
-        resources: dict[str, Any] | None = None,
+        resources: Resources | None = None,
     ) -> None:
         """A heartbeat at ``at``: its progress if not older than the task's (the sidecar's last
-        beat may come after the task's own final one), its memory, CPU and GPU use."""
+        beat may come after the task's own final one), its memory, CPU and GPU use: a
+        heartbeat's record, parsed and bounded at the AM's edge (protocol.Beat)."""
         _set(self, "last_heartbeat", at)
-        if progress and progress_time(progress) >= progress_time(self.progress or {}):
+        held = progress_time(self.progress or {})
+        if held > at + MAX_AHEAD_S:  # stamped far ahead (a task's clock, or a task's doing)
+            held = 0.0
+        if progress and progress_time(progress) >= held:
             _set(self, "progress", progress)
         if rss:
             _set(self, "rss_bytes", int(rss))
-        if resources:
-            cpu = resources.get("cpu_percent")
-            _set(self, "cpu_percent", float(cpu) if isinstance(cpu, (int, float)) else None)
-            _set(self, "gpus", gpu_uses(resources.get("gpus")))
+        if resources is not None:
+            _set(self, "cpu_percent", resources.cpu_percent)
+            _set(self, "gpus", resources.gpus)
             _set(self, "gpus_json", tuple(g.to_json() for g in self.gpus))
 
     def failed_with(self, traceback: str) -> None:
-        _set(self, "traceback", traceback)
+        _set(self, "traceback", redacted(traceback))
 
     def exited(self, code: int, at: float, diagnostics: str) -> None:
         _set(self, "exit_code", code)
         _set(self, "finished_at", at)
         _set(self, "diagnostics", diagnostics)
-
-
-def gpu_uses(gpus: object) -> tuple[GpuUse, ...]:
-    """A heartbeat's GPUs; entries that are not a GPU with an index are left out."""
-    if not isinstance(gpus, list):
-        return ()
-    return tuple(GpuUse.from_json(g) for g in gpus if isinstance(g, dict) and "index" in g)

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from .. import tokens
-from ..protocol import Beat, HeartbeatAnswer, HeartbeatRequest
+from ..protocol import Beat, HeartbeatAnswer, HeartbeatRequest, Resources
 from .link import AMLink, BeatStream, Stale
 
 # How long a task the AM refused (410) has after its SIGTERM before it is killed.
@@ -111,7 +111,8 @@ def _beat(
             pass
         if status not in stopped:
             try:
-                beat = Beat(state["progress"], used["rss_bytes"], used, have)
+                resources = Resources.from_json(used)
+                beat = Beat(state["progress"], used["rss_bytes"], resources, have)
                 answer, stream = _send(link, stream, interval, beat)
                 last_ok = time.monotonic()
                 newer = answer.credentials
@@ -158,7 +159,14 @@ def _send(
             return stream.beat(beat), stream
         except OSError:
             stream.close()
-    body = HeartbeatRequest(**beat.to_json(), task=link.task, attempt=link.attempt)
+    body = HeartbeatRequest(
+        progress=beat.progress,
+        rss=beat.rss,
+        resources=beat.resources,
+        credentials=beat.credentials,
+        task=link.task,
+        attempt=link.attempt,
+    )
     answer = link.send("executor/heartbeat", body, HeartbeatAnswer)
     port = answer.beats
     if isinstance(port, int):

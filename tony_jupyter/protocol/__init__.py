@@ -36,8 +36,11 @@ from .executor import (
     LogBatch,
     RegisterAnswer,
     RegisterRequest,
+    Resources,
     ResultRequest,
     TaskCall,
+    clean_progress,
+    progress_bound,
 )
 from .session import (
     CellList,
@@ -81,7 +84,7 @@ __all__ = [
     "FeedAnswer", "FeedLog", "GpuUse", "GuardConfig", "HeartbeatAnswer", "HeartbeatRequest",
     "JobSnapshot", "JobState", "JobSummary", "LogBatch", "LogsAnswer", "MetricsAnswer",
     "NextCellAnswer", "NoBody", "Ok", "ReasonBody", "RegisterAnswer", "RegisterRequest",
-    "ResultAnswer", "ResultRequest", "SpareJob", "SpareSecret", "SpareStatus", "SpareTask",
-    "StateAnswer", "TaskCall", "TaskState", "TaskSummary",
-    "TaskView", "progress_time", "token_verifier",
+    "Resources", "ResultAnswer", "ResultRequest", "SpareJob", "SpareSecret", "SpareStatus",
+    "SpareTask", "StateAnswer", "TaskCall", "TaskState", "TaskSummary",
+    "TaskView", "clean_progress", "progress_bound", "progress_time", "token_verifier",
 ]  # fmt: skip

@@ -94,3 +94,8 @@ class CellResultRequest(CellOutcome, TaskCall):
 
     cell: int
     logs: str | None = None
+
+    def bound(self) -> None:
+        super().bound()
+        if self.cell < 0:
+            raise ValueError("'cell' must be 0 or more")

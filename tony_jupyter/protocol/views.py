@@ -13,6 +13,9 @@ from typing import Any
 from ..records import Record
 from .states import DONE_TASK_STATES, SCHEMA_VERSION, TERMINAL_JOB_STATES, JobState, TaskState
 
+MAX_GPU_INDEX = 4096
+MAX_GPU_MEMORY_MB = 1 << 30  # a petabyte
+
 
 @dataclass(frozen=True)
 class GpuUse(Record):
@@ -22,6 +25,16 @@ class GpuUse(Record):
     utilization: float | None = None  # percent
     memory_used_mb: float | None = None
     memory_total_mb: float | None = None
+
+    def bound(self) -> None:
+        super().bound()
+        if not 0 <= self.index < MAX_GPU_INDEX:
+            raise ValueError(f"'index' must be from 0 to {MAX_GPU_INDEX - 1}")
+        if self.utilization is not None and not 0 <= self.utilization <= 100:
+            raise ValueError("'utilization' must be a percent, from 0 to 100")
+        for name in ("memory_used_mb", "memory_total_mb"):
+            if not 0 <= (getattr(self, name) or 0) <= MAX_GPU_MEMORY_MB:
+                raise ValueError(f"{name!r} must be from 0 to {MAX_GPU_MEMORY_MB} MB")
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ report show. No ipywidgets here, so the report can be built (and tested) anywher
 from __future__ import annotations
 
 import html
+import math
 import time
 
 from ..protocol import JobSnapshot, JobState, TaskState
@@ -31,7 +32,15 @@ PROGRESS_META = ("epoch", "epochs", "step", "steps", "batch", "time", "epoch_don
 
 
 def _num(value) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A finite number of what the AM stored, or None: renderers never raise on a value a
+    task sent (the AM bounds them, protocol.Beat; an older AM did not)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        x = float(value)
+    except OverflowError:  # a whole number past a float's range
+        return None
+    return x if math.isfinite(x) else None
 
 
 def fmt_duration(seconds: float | None) -> str:
@@ -83,7 +92,7 @@ def progress_fraction(p: dict) -> float | None:
 
 
 def _fmt_value(value) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    return f"{value:.4g}" if isinstance(value, float) else str(value)[:200]
 
 
 def progress_label(p: dict) -> str:
@@ -115,8 +124,8 @@ def task_rows(snap: JobSnapshot) -> list[dict]:
                 "step": p.get("step"),
                 "loss": _num(p.get("loss")),
                 "cpu_percent": _num(t.cpu_percent),
-                "rss_bytes": t.rss_bytes,
-                "gpus": [(g.utilization, g.memory_used_mb) for g in t.gpus],
+                "rss_bytes": _num(t.rss_bytes),
+                "gpus": [(_num(g.utilization), _num(g.memory_used_mb)) for g in t.gpus],
                 "exit_code": t.exit_code,
                 # a task's own attempt, shown where it is not the job's (a replaced worker)
                 "own_attempt": t.attempt if t.attempt != snap.attempt else None,
@@ -208,7 +217,7 @@ def tasks_table_html(rows: list[dict]) -> str:
             e(r["address"]),
             _state_span(r["state"]),
             age,
-            "" if r["step"] is None else e(str(r["step"])),
+            "" if r["step"] is None else e(_fmt_value(r["step"])),
             loss,
             "" if r["cpu_percent"] is None else f"{r['cpu_percent']:.0f}%",
             "" if not r["rss_bytes"] else f"{r['rss_bytes'] / 2**20:.0f} MiB",
