@@ -58,7 +58,7 @@ def submit(words: list[str]) -> int:
     except KeyboardInterrupt:
         snap = job.kill("interrupted (Ctrl-C)")
     job.client.release()
-    print(f"job {job.job_id}: {snap.state}" + (f" ({snap.reason})" if snap.reason else ""))
+    commands.show(f"job {job.job_id}: {snap.state}" + (f" ({snap.reason})" if snap.reason else ""))
     return 0 if snap.state == JobState.SUCCEEDED else 1
 
 
@@ -79,12 +79,12 @@ def main(argv: list[str] | None = None) -> int:
             from .launcher.doctor import doctor
 
             report, ok = doctor(rest)
-            print(report)
+            commands.show(report)
             return 0 if ok else 1
         commands.dispatch(cmd, rest)
         return 0
     except TonyError as e:
-        print(f"error: {e}", file=sys.stderr)
+        commands.show(f"error: {e}", file=sys.stderr)
         return 2 if isinstance(e, ValueError) else 1
 
 

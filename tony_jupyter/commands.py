@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 from .errors import SpecError
 from .launcher.clients import open_client
 from .launcher.history import all_jobs, open_job
 from .protocol import JobSnapshot
+from .shown import terminal_safe
 
 
 def _elapsed(snap: JobSnapshot) -> str:
@@ -100,7 +102,7 @@ def dispatch(cmd: str, args: list[str]) -> None:
     if cmd == "doctor":
         from .launcher.doctor import doctor
 
-        print(doctor(args)[0])  # the `tony-jupyter doctor` command exits 1 on a failed check
+        show(doctor(args)[0])  # the `tony-jupyter doctor` command exits 1 on a failed check
         return
     if cmd not in ("list", *need):
         raise SpecError(
@@ -109,10 +111,17 @@ def dispatch(cmd: str, args: list[str]) -> None:
     if len(args) < need.get(cmd, 0):
         raise SpecError(f"{cmd} needs a job id (see `list`)")
     if cmd == "list":
-        print(list_text())
+        show(list_text())
     elif cmd == "status":
-        print(status_text(args[0]))
+        show(status_text(args[0]))
     elif cmd == "logs":
-        print(logs_text(args[0], args[1] if len(args) > 1 else None))
+        show(logs_text(args[0], args[1] if len(args) > 1 else None))
     else:
-        print(kill_text(args[0]))
+        show(kill_text(args[0]))
+
+
+def show(text: str, file=None) -> None:
+    """Print text that holds what others wrote (a task's log, a job's name, a server's
+    answer): to a terminal or a notebook as text, its control characters replaced and URLs'
+    credentials redacted (shown.terminal_safe)."""
+    print(terminal_safe(text), file=file or sys.stdout)

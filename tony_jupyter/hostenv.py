@@ -1,4 +1,5 @@
-"""What of the notebook's environment a job's processes get: none of the Jupyter server's.
+"""What of the notebook's environment a job's processes get: none of the Jupyter server's, and
+a local task none of the notebook side's own (:data:`NOT_FOR_TASKS`) unless its job asks.
 
 A kernel inherits its server's environment: ``JUPYTER_TOKEN``, JupyterHub's
 ``JUPYTERHUB_API_TOKEN`` / ``JPY_API_TOKEN``, ``JUPYTER_RUNTIME_DIR`` (where ``jpserver-*.json``
@@ -17,6 +18,25 @@ from pathlib import Path
 # server's and JupyterHub's (JPY_API_TOKEN, JPY_SESSION_NAME, JPY_PARENT_PID).
 JUPYTER_PREFIXES = ("JUPYTER", "JPY_")
 RUNTIME_DIR = "JUPYTER_RUNTIME_DIR"
+
+
+# The notebook side's, in the environment a local AM starts with, but not a task's: where the
+# job records and their tokens are (TONY_JUPYTER_HOME: nothing in a task reads it, and a task
+# handed the path reads the job's token there), and MLflow's credentials, which a job forwards
+# only when asked (--env MLFLOW_TRACKING_TOKEN): a YARN task never sees the notebook's either.
+NOT_FOR_TASKS = (
+    "TONY_JUPYTER_HOME",
+    "MLFLOW_TRACKING_USERNAME",
+    "MLFLOW_TRACKING_PASSWORD",
+    "MLFLOW_TRACKING_TOKEN",
+)
+
+
+def for_task(host: Mapping[str, str], job: Mapping[str, str]) -> dict[str, str]:
+    """A local task's environment: its host's (the AM's) without the Jupyter server's and the
+    notebook side's own variables, then its job's (what ``--env`` asked for among them)."""
+    base = {k: v for k, v in host.items() if k not in NOT_FOR_TASKS}
+    return without_jupyter({**base, **job})
 
 
 def without_jupyter(env: Mapping[str, str]) -> dict[str, str]:

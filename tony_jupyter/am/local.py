@@ -73,8 +73,9 @@ class LocalProvider(Provider):
         self._markers: dict[tuple[str, int], list[dict[str, str]]] = {}
 
     def launch(self, task: TaskSpec, task_id: str, attempt: int, env: dict[str, str]) -> None:
-        # Without the Jupyter server's variables, also where an AM was started some other way.
-        full_env = hostenv.without_jupyter({**os.environ, **env})
+        # Without the Jupyter server's variables, also where an AM was started some other way,
+        # nor the notebook side's own (hostenv.NOT_FOR_TASKS) unless the job asks for them.
+        full_env = hostenv.for_task(os.environ, env)
         full_env[hostenv.RUNTIME_DIR] = hostenv.private_runtime_dir(self.job_dir)
         full_env[ExecutorEnv.var("bundle_dir")] = str(self.job_dir)
         full_env[ExecutorEnv.var("executor_host")] = HOST

@@ -9,19 +9,40 @@ and training goes on."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 from ..jobdir import JobDir
+from ..shown import redacted
 
 # What may be long in a spec: MLflow keeps parameter values up to 6,000 characters.
 MAX_PARAM = 6000
 # The spec's fields that are not the job's parameters (or could hold secrets: only the names of
 # --env variables are logged, not their values).
 NOT_PARAMS = ("schema_version", "principal", "keytab")
+
+
+# How long the chief waits for its MLflow run to start before its cell runs without one.
+START_BUDGET_S = 20.0
+# While it starts: MLflow's client's own retries, short (its defaults: 7 retries with a
+# backoff factor of 2 and a 120 s timeout each, minutes in all); a user's setting wins.
+QUICK_RETRIES = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
+
+
+@contextlib.contextmanager
+def _quick_retries():
+    added = {k: v for k, v in QUICK_RETRIES.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
 
 
 def wanted(env=os.environ) -> bool:
@@ -57,6 +78,34 @@ class Run:
 
     @classmethod
     def start(cls, bundle_dir: Path, job_id: str, attempt: int) -> Run | None:
+        """The run, started within ``START_BUDGET_S`` (said in the task's log before it waits):
+        MLflow's client retries an unreachable server for minutes, and the cell waits for
+        nothing but its own code. A run not started by then is given up (training goes on)."""
+        uri = redacted(os.environ.get("MLFLOW_TRACKING_URI", ""))
+        print(
+            f"[tony] starting the job's MLflow run at {uri} (up to {START_BUDGET_S:.0f} s)",
+            flush=True,
+        )
+        done: list[Run | None] = []
+        with _quick_retries():
+            t = threading.Thread(
+                target=lambda: done.append(cls._start(bundle_dir, job_id, attempt)),
+                name="tony-mlflow-start",
+                daemon=True,
+            )
+            t.start()
+            t.join(START_BUDGET_S)
+        if not done:
+            print(
+                f"[tony] no MLflow run: {uri} did not answer within {START_BUDGET_S:.0f} s; "
+                "training goes on without it",
+                flush=True,
+            )
+            return None
+        return done[0]
+
+    @classmethod
+    def _start(cls, bundle_dir: Path, job_id: str, attempt: int) -> Run | None:
         try:
             import mlflow
 
@@ -71,10 +120,11 @@ class Run:
                 },
             )
             mlflow.log_params(spec_params(spec))
-            print(f"[tony] MLflow run {run.info.run_id} at {mlflow.get_tracking_uri()}", flush=True)
+            where = redacted(mlflow.get_tracking_uri())
+            print(f"[tony] MLflow run {run.info.run_id} at {where}", flush=True)
             return cls(mlflow, run.info.run_id)
         except Exception as e:  # noqa: BLE001 - tracking is a convenience, training goes on
-            print(f"[tony] no MLflow run: {type(e).__name__}: {e}", flush=True)
+            print(f"[tony] no MLflow run: {type(e).__name__}: {redacted(str(e))}", flush=True)
             return None
 
     def log(self, values: dict, step: int | None) -> None:
@@ -90,11 +140,11 @@ class Run:
             at = int(step) if isinstance(step, (int, float)) else None
             self.mlflow.log_metrics(metrics, step=at, synchronous=False)
         except Exception as e:  # noqa: BLE001
-            print(f"[tony] MLflow metrics not logged: {e}", flush=True)
+            print(f"[tony] MLflow metrics not logged: {redacted(str(e))}", flush=True)
             self.broken = True
 
     def end(self, succeeded: bool) -> None:
         try:
             self.mlflow.end_run(status="FINISHED" if succeeded else "FAILED")
         except Exception as e:  # noqa: BLE001
-            print(f"[tony] MLflow run not ended: {e}", flush=True)
+            print(f"[tony] MLflow run not ended: {redacted(str(e))}", flush=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from ..errors import TonyError
+from ..shown import redacted
 from .client import home as tony_home
 from .yarn import probe
 
@@ -508,7 +509,8 @@ def text(checks: list[Check], seconds: float) -> str:
     passed = sum(c.ok is True for c in checks)
     failed = sum(c.ok is False for c in checks)
     lines.append(f"{passed} passed, {failed} failed in {seconds:.1f} s")
-    return "\n".join(lines)
+    # kept in a notebook by %tony doctor: no tracking URI's password in it
+    return redacted("\n".join(lines))
 
 
 def doctor(words: list[str]) -> tuple[str, bool]:

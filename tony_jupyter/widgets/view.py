@@ -15,6 +15,7 @@ from collections.abc import Callable
 import ipywidgets as w
 
 from ..protocol import JobSnapshot, JobState
+from ..shown import terminal_safe
 from . import render, tensorboard
 from .chart import MetricHistory, chart_html
 from .logbuffer import LogBuffer
@@ -277,8 +278,8 @@ class JobView:
             widget.close()
 
     def _say(self, line: str) -> None:
-        if self.mode == "text":
-            print(line, file=sys.stdout, flush=True)
+        if self.mode == "text":  # a terminal's (tony-jupyter submit) or a notebook's text
+            print(terminal_safe(line), file=sys.stdout, flush=True)
 
     def _say_changes(self) -> None:
         """Text fallback: print the job's and each task's state when it changes."""
