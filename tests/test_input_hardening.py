@@ -44,6 +44,10 @@ from tony_jupyter.options import parse_job_args
         ("--conf tony.containers.envs=A\0B=1", "holds a NUL character"),
         ("--conf tony.containers.envs=TONY_TOKEN=x", "TONY_TOKEN is tony-jupyter's own"),
         ("--conf tony.execution.envs=A=1,tony_am_url=x", "tony_am_url is tony-jupyter's own"),
+        # issue 42, finding 4: processes, not tasks
+        ("--framework pytorch --workers 1 --procs-per-task 100000", "100000 is above 64, the most"),
+        ("--framework pytorch --workers 1 --procs-per-task 65", "ask for more tasks (--workers N)"),
+        ("--framework pytorch --workers 8 --procs-per-task 64", "asks for 512 processes (8 tasks"),
     ],
 )
 def test_bad_input_is_a_usage_error_and_submits_nothing(shell, tony_home, line, message):
@@ -82,6 +86,15 @@ def test_the_local_backend_compares_the_ask_with_the_machine():
     assert "asks for 40.0 GB" in str(e.value) and "has 16.0 GB" in str(e.value)
     assert "--memory 512m" in str(e.value)
     check_capacity(spec, cores=16, memory_mb=64 * 1024)  # fits
+
+
+def test_the_local_backend_counts_processes_not_tasks():
+    _, spec = parse_job_args("--framework pytorch --workers 2 --procs-per-task 10")
+    with pytest.raises(SpecError) as e:
+        check_capacity(spec, cores=2, memory_mb=1 << 20)
+    assert "asks for 20 processes (2 tasks × --procs-per-task 10)" in str(e.value)
+    assert "at most 8 run here" in str(e.value) and "--procs-per-task N" in str(e.value)
+    check_capacity(spec, cores=8, memory_mb=1 << 20)  # 20 of at most 32: fits
 
 
 def test_the_am_never_lets_the_spec_override_tony_variables(tmp_path: Path):

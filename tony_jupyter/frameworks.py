@@ -44,6 +44,15 @@ def parse_framework(value: str, what: str = "--framework") -> str:
     raise SpecError(f"{what}={value}: tony-jupyter runs {', '.join(FRAMEWORKS)} jobs{why}")
 
 
+# torchrun's --nproc-per-node: one process per GPU (or core) of a node; more ranks are more tasks
+MAX_PROCS_PER_TASK = 64
+PROCS_ABOVE = (
+    f"--procs-per-task {{procs}} is above {MAX_PROCS_PER_TASK}, the most processes one task "
+    "starts (one per GPU or core of its node): for more ranks, ask for more tasks "
+    "(--workers N) with fewer processes each"
+)
+
+
 def check_tasks(job: dict, tasks: Sequence[Task]) -> None:
     """The task types and processes per task a framework allows (SpecBuilder.build)."""
     framework = str(job.get("framework", "tensorflow"))
@@ -58,6 +67,8 @@ def check_tasks(job: dict, tasks: Sequence[Task]) -> None:
             )
     if procs < 1:
         raise SpecError(f"--procs-per-task must be at least 1, got {procs}")
+    if procs > MAX_PROCS_PER_TASK:
+        raise SpecError(PROCS_ABOVE.format(procs=procs))
     if procs > 1 and framework != "pytorch":
         raise SpecError(
             f"--procs-per-task is for PyTorch jobs (torchrun's --nproc-per-node); a {name} job "

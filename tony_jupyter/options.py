@@ -10,7 +10,7 @@ import sys
 
 from . import numbers
 from .errors import SpecError
-from .frameworks import NAMES, missing_modules, parse_framework
+from .frameworks import MAX_PROCS_PER_TASK, NAMES, PROCS_ABOVE, missing_modules, parse_framework
 from .numbers import parse_memory
 from .spec import JobSpec, SpecBuilder
 from .srcdir import SrcDir, collect
@@ -36,6 +36,16 @@ def _count(flag: str):
             raise argparse.ArgumentTypeError(str(e).removeprefix(f"{flag}: ")) from None
 
     return parse
+
+
+def _procs(value: str) -> int:
+    """--procs-per-task's count, at most MAX_PROCS_PER_TASK (what the message says to do)."""
+    n = _count("--procs-per-task")(value)
+    if n > MAX_PROCS_PER_TASK:
+        raise argparse.ArgumentTypeError(
+            PROCS_ABOVE.format(procs=n).removeprefix("--procs-per-task ")
+        )
+    return n
 
 
 def _seconds(flag: str):
@@ -91,7 +101,7 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--procs-per-task",
-        type=_count("--procs-per-task"),
+        type=_procs,
         default=None,
         help="PyTorch: processes per task, each with its own LOCAL_RANK (torchrun's "
         "--nproc-per-node); at most --gpus when the tasks have GPUs",

@@ -63,4 +63,4 @@ class Task(TaskView):
     def exited(self, code: int, at: float, diagnostics: str) -> None:
         _set(self, "exit_code", code)
         _set(self, "finished_at", at)
-        _set(self, "diagnostics", diagnostics)
+        _set(self, "diagnostics", redacted(diagnostics))

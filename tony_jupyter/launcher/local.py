@@ -88,17 +88,24 @@ def await_am(proc: supervise.Process, files: jobdir.JobDir) -> outcome.Outcome:
 
 
 def check_capacity(spec: JobSpec, cores: int | None = None, memory_mb: int | None = None) -> None:
-    """The local backend starts one process per task on this machine: refuse, before anything
-    starts, an ask this machine cannot hold."""
+    """The local backend starts ``--procs-per-task`` processes per task on this machine (one by
+    default): refuse, before anything starts, an ask this machine cannot hold."""
     cores = cores or os.cpu_count() or 1
     memory_mb = memory_mb or psutil.virtual_memory().total >> 20
     tasks = sum(t.instances for t in spec.tasks)
+    procs = tasks * spec.procs_per_task
     most = max(MIN_TASKS, TASKS_PER_CORE * cores)
-    if tasks > most:
+    if procs > most:
+        asks = (
+            f"{tasks} tasks, one process each"
+            if spec.procs_per_task == 1
+            else f"{procs} processes ({tasks} task{'s' * (tasks > 1)} × --procs-per-task "
+            f"{spec.procs_per_task})"
+        )
         raise SpecError(
-            f"--backend local: the job asks for {tasks} tasks, one process each, on this machine "
-            f"with {cores} cores; at most {most} run here ({TASKS_PER_CORE} per core). Use fewer "
-            "(--workers N), or a cluster (--backend yarn)"
+            f"--backend local: the job asks for {asks}, on this machine with {cores} cores; at "
+            f"most {most} run here ({TASKS_PER_CORE} per core). Use fewer (--workers N, "
+            "--procs-per-task N), or a cluster (--backend yarn)"
         )
     asked = sum(t.instances * t.memory_mb for t in spec.tasks)
     if asked > memory_mb:
