@@ -21,10 +21,14 @@ itself to another value: else the task starts in a fresh interpreter.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -143,6 +147,45 @@ def preload(framework: str) -> None:
             return
 
 
+# How often a spare looks whether its parent is still there (end_with_parent).
+PARENT_POLL_S = 0.25
+_handed = threading.Event()  # in a spare: its job came (become), it is no spare any more
+_PR_SET_PDEATHSIG = 1
+
+
+def end_with_parent(signal_too: bool = False) -> None:
+    """In a spare, as it starts: it ends within a moment of its parent, whoever else holds the
+    write end of its stdin (a process the parent forked inherits it, and EOF never comes) and
+    whatever it is doing (an import of TensorFlow reads no stdin for tens of seconds on a busy
+    machine). A thread looks at its parent every ``PARENT_POLL_S``; ``signal_too``: Linux's
+    parent-death signal as well (SIGKILL: a spare has nothing to clean up), which comes while
+    an import holds the GIL, for a spare whose parent started it from its main thread (the
+    signal follows the thread that forked it: a kernel's spare AM, started from a timer
+    thread, would die with that thread). Both end once the spare is handed its job."""
+    parent = os.getppid()
+    if signal_too:
+        _parent_death_signal(signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(0)  # gone already, before the signal was asked for
+
+    def watch() -> None:
+        while not _handed.is_set():
+            if os.getppid() != parent:
+                os._exit(0)
+            time.sleep(PARENT_POLL_S)
+
+    threading.Thread(target=watch, name="tony-spare-parent", daemon=True).start()
+
+
+def _parent_death_signal(sig: int) -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 def wait_for_job(on_import: Callable[[], object] = lambda: None) -> dict | None:
     """In the spare: block until the job comes; None at EOF (the parent is gone). Told to
     import before (``Spare.import_now``): ``on_import()``, and wait on."""
@@ -156,6 +199,8 @@ def wait_for_job(on_import: Callable[[], object] = lambda: None) -> dict | None:
 
 def become(job: dict) -> None:
     """In the spare: become the process a fresh start would have made."""
+    _handed.set()  # a job's process now: it lives as long as its job, not its parent
+    _parent_death_signal(0)
     start_cwd = os.getcwd()
     os.environ.clear()  # wholesale: what the job's environment lacks is gone
     os.environ.update(job["env"])

@@ -58,6 +58,7 @@ def fitting(spares: list[warm.Spare], job_dir: Path) -> list[warm.Spare]:
 
 
 def serve(executors: int, spec_json: str = "") -> int:
+    warm.end_with_parent()  # the kernel: from a timer thread, maybe (no parent-death signal)
     env = dict(os.environ, PYTHONUNBUFFERED="1")  # as every task's (main.executor_env)
     argv = [sys.executable, "-m", "tony_jupyter.executor", "--spare"]
     planned = plan(min(executors, MAX_SPARE_EXECUTORS), spec_json)

@@ -12,6 +12,7 @@ from ..protocol import SpareSecret, SpareTask
 
 
 def serve(framework: str = "") -> int:
+    warm.end_with_parent(signal_too=True)  # its spare AM, from its main thread: am/spare.py
     import encodings.idna  # noqa: F401 - what a task imports before its user code: here,
     import secrets  # noqa: F401 - while idle, not once the task came
 

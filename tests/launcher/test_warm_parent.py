@@ -1,0 +1,82 @@
+"""A kernel's spare AM and its spare executors end with the kernel (issue 42, finding 7), also
+when another process holds the write end of the spare AM's stdin (a child the kernel forked
+inherits it, and EOF never comes), and while the spare executors import TensorFlow (which
+reads no stdin for tens of seconds on a busy machine). Real processes: a kernel, killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+KERNEL = """
+import os, sys, time
+from tony_jupyter.launcher import spare
+from tony_jupyter.options import parse_job_args
+spec = None
+if {framework!r}:
+    spec = parse_job_args("--workers 2 --no-tensorboard --framework " + {framework!r})[1]
+spare.start(2, spec)  # told to import its framework at once (no job before it)
+if {fork!r} and os.fork() == 0:  # a child of the kernel: it inherits the spare's stdin pipe
+    os.setsid()
+    time.sleep(600)
+    os._exit(0)
+print(spare._spare.proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def spare_family(framework: str = "", fork: bool = False):
+    """A kernel with its spare AM and 2 spare executors: (kernel, [AM, executors...])."""
+    code = KERNEL.format(framework=framework, fork=fork)
+    env = dict(os.environ, PYTHONPATH=os.getcwd())  # the spares run this checkout's code
+    kernel = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert kernel.stdout is not None
+    am = psutil.Process(int(kernel.stdout.readline()))
+    deadline = time.monotonic() + 60
+    while len(am.children()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    family = [am, *am.children()]
+    assert len(family) == 3
+    return kernel, family
+
+
+def forked_children(kernel: subprocess.Popen, am: psutil.Process) -> list[psutil.Process]:
+    return [p for p in psutil.Process(kernel.pid).children() if p.pid != am.pid]
+
+
+def test_a_spare_ends_with_its_kernel_though_a_forked_child_holds_its_stdin():
+    kernel, family = spare_family(fork=True)
+    holders = forked_children(kernel, family[0])
+    assert len(holders) == 1  # the kernel's forked child, with the pipe's write end
+    try:
+        kernel.kill()
+        kernel.wait()
+        gone, alive = psutil.wait_procs(family, timeout=10)
+        assert alive == [], [p.cmdline() for p in alive]
+    finally:
+        for p in holders:
+            p.send_signal(signal.SIGKILL)
+
+
+@pytest.mark.full
+def test_spare_executors_importing_tensorflow_end_with_their_kernel():
+    pytest.importorskip("tensorflow")
+    kernel, family = spare_family(framework="tensorflow")
+    executors = family[1:]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not all(
+        "tensorflow" in " ".join(m.path for m in p.memory_maps()) for p in executors
+    ):
+        time.sleep(0.1)  # their import has begun: its libraries are being mapped
+    kernel.kill()
+    kernel.wait()
+    gone, alive = psutil.wait_procs(family, timeout=10)
+    assert alive == [], [p.cmdline() for p in alive]
