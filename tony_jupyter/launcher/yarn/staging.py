@@ -4,7 +4,8 @@
 localize: spec.json, token (600), cell.py, names.pkl, bundle.json, and resources.json, the YARN
 local-resource entries (exact size and modificationTime, or the NodeManager refuses them).
 ``/user/<user>/.tony-jupyter/envs/`` caches the ``--pack-env`` archives (packenv.py), ``src/``
-the directories shipped with jobs (srcdir.py), each under its content hash.
+the directories shipped with jobs (srcdir.py), each under its content hash, used only while it
+is what this host uploaded there (uploads.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import os
 import posixpath
 import secrets
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +29,7 @@ from ...errors import BackendError
 from ...hadoopconf import Address
 from ...srcdir import SrcDir
 from ...tokens import HDFS_KIND, Token
-from . import transport
+from . import transport, uploads
 
 STAGING = ".tony-jupyter"
 ENVS = "envs"  # --pack-env archives, one per content hash, kept across jobs
@@ -211,6 +213,11 @@ class Staging:
         path = f"{d}/{digest}.tar.gz"
         st = self._call(f"reading {path}", self.client.status, path, strict=False)
         uploaded, pack_s, upload_s = 0, 0.0, 0.0
+        replaced = self._not_ours(path, st) if st is not None else None
+        if replaced is not None:  # used by no job of ours from now: a fresh upload replaces it
+            print(f"tony-jupyter: {replaced}: uploading it again", file=sys.stderr, flush=True)
+            self._call(f"deleting {path}", self.client.delete, path)
+            st = None
         if st is None:
             self._call(f"creating {d}", self.client.makedirs, d, permission="700")
             with tempfile.TemporaryDirectory(prefix=f"tony-{kind}-") as tmp:
@@ -232,6 +239,7 @@ class Staging:
                         uploaded = 0  # someone else's upload won; ours is thrown away
                     else:
                         self._call(f"renaming {part}", self.client.rename, part, path)
+                        self._record(path)
                 finally:
                     try:
                         self.client.delete(part)
@@ -253,7 +261,33 @@ class Staging:
             "pack_s": round(pack_s, 3),
             "upload_s": round(upload_s, 3),
         }
+        if replaced is not None:
+            info["replaced"] = replaced
         return entry, info
+
+    def _upload_key(self, path: str) -> str:
+        return f"{self.fs or ';'.join(self.address.urls)}{path}"
+
+    def _described(self, path: str, st: dict) -> uploads.Upload:
+        """``path`` as HDFS describes it: its status ``st`` and its checksum."""
+        try:
+            checksum = self.client.checksum(path)
+        except (HdfsError, requests.RequestException, ValueError, KeyError):
+            checksum = None  # a filesystem without checksums: length and time only
+        return uploads.Upload(int(st["length"]), int(st["modificationTime"]), checksum)
+
+    def _record(self, path: str) -> None:
+        st = self._call(f"reading {path}", self.client.status, path)
+        uploads.record(self._upload_key(path), self._described(path, st))
+
+    def _not_ours(self, path: str, st: dict) -> str | None:
+        """Why the cached archive at ``path`` is not what this host uploaded; None if it is
+        (uploads.py)."""
+        ours = uploads.recorded(self._upload_key(path))
+        if ours is None:
+            return f"the cached {path} is not one this host uploaded (no record of it here)"
+        differs = ours.differs(self._described(path, st))
+        return None if differs is None else f"the cached {path} was replaced: {differs}"
 
     def upload_json(self, app_id: str, name: str, obj) -> dict:
         return self.upload(app_id, {name: json.dumps(obj).encode()})[name]
