@@ -80,6 +80,9 @@ def test_doctor_never_prints_the_tracking_uris_password(tony_home, monkeypatch):
 
 def test_mlflow_start_waits_no_longer_than_its_stated_budget(tmp_path, monkeypatch, capfd):
     pytest.importorskip("mlflow")
+    from mlflow.tracking._tracking_service import utils
+
+    monkeypatch.setattr(utils, "_tracking_uri", None)  # from the environment, as in a task
     with socket.socket() as s:  # a server that takes the connection and never answers
         s.bind(("127.0.0.1", 0))
         s.listen(16)

@@ -95,14 +95,26 @@ class Run:
             )
             t.start()
             t.join(START_BUDGET_S)
+            run = done[0] if done else None
+            if run is not None:
+                run = run.resumed()
         if not done:
             print(
                 f"[tony] no MLflow run: {uri} did not answer within {START_BUDGET_S:.0f} s; "
                 "training goes on without it",
                 flush=True,
             )
+        return run
+
+    def resumed(self) -> Run | None:
+        """The run, active in this thread too (MLflow's active run is the starting thread's):
+        the cell's own ``mlflow.log_*`` calls and ours go to it."""
+        try:
+            self.mlflow.start_run(run_id=self.run_id)
+        except Exception as e:  # noqa: BLE001
+            print(f"[tony] no MLflow run: {type(e).__name__}: {redacted(str(e))}", flush=True)
             return None
-        return done[0]
+        return self
 
     @classmethod
     def _start(cls, bundle_dir: Path, job_id: str, attempt: int) -> Run | None:
