@@ -283,3 +283,16 @@ def test_the_renderers_never_raise_on_what_an_older_am_stored():
                                   "started": "x", "tasks": [task], "chief": TASK})  # fmt: skip
     renders(snap)
     assert "lots" not in render.report_html(snap, {})  # a value not a number: left out
+
+
+def test_a_view_that_fails_does_not_lose_the_jobs_value(shell, tony_home, monkeypatch, capsys):
+    """The one real case: the job's view raises on what it is given (as main's did on a GPU
+    sample ``"utilization": "x"``); the job succeeds and its value still reaches the cell."""
+    from tony_jupyter.widgets.view import JobView
+
+    def broken(self, snapshot):
+        raise ValueError("Unknown format code 'f' for object of type 'str'")
+
+    monkeypatch.setattr(JobView, "update", broken)
+    assert shell.run_cell_magic("tony", "--workers 1 --no-tensorboard", "41 + 1") == 42
+    assert "failed (Unknown format code" in capsys.readouterr().out
