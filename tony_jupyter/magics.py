@@ -133,10 +133,10 @@ class TonyMagics(Magics):
                 new = sessions.Session(spec, line, detach, src=src_dir(args))
                 new.start()
                 sessions.set_current(new)
-                print(new.describe())
+                commands.show(new.describe())
             elif sub == "status":
                 none = "no session; %tony session start --workers N"
-                print(current.describe() if current else none)
+                commands.show(current.describe() if current else none)
             elif sub == "stop":
                 if current is None:
                     raise SpecError("no session is running")
@@ -147,7 +147,7 @@ class TonyMagics(Magics):
                 if current is None:
                     raise SpecError("no session to restart; %tony session start --workers N")
                 current.restart()
-                print(current.describe())
+                commands.show(current.describe())
             else:
                 raise SpecError(f"unknown session command {sub!r}: start, status, stop, restart")
         except (SpecError, BundleError, sessions.SessionError) as e:
@@ -279,12 +279,14 @@ def _follow(job: TonyJob, view) -> None:
     except Exception as e:  # noqa: BLE001 - never leave the cell waiting on a dead follower
         # The view failed, not the job: it goes on, and its end (its value) is still waited
         # for, without the view.
-        print(f"[tony] the view of {job.job_id} failed ({e}); waiting for the job without it")
+        commands.show(
+            f"[tony] the view of {job.job_id} failed ({e}); waiting for the job without it"
+        )
         try:
             snap = job.wait()
         except Exception as again:  # noqa: BLE001
             snap = open_client(job.record).snapshot()
-            print(f"[tony] lost track of {job.job_id}: {again}")
+            commands.show(f"[tony] lost track of {job.job_id}: {again}")
     if snap.terminal:
         job.set_final(snap)
     else:
