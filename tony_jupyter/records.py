@@ -79,7 +79,10 @@ class Record:
                     raise ValueError(f"{f.name!r} must be {wrong}")
             elif f.default is MISSING and f.default_factory is MISSING:
                 raise ValueError(f"body needs {f.name!r}")
-        rec = cls.checked(data)
+        try:  # every field given is of its type (above): no second walk of them (checked)
+            rec = cls.from_json(data)
+        except (TypeError, ValueError, AttributeError, KeyError) as e:
+            raise ValueError(f"not a {cls.__name__} record: {e}") from None
         rec.bound()
         return rec
 
@@ -146,16 +149,34 @@ MAX_WHOLE = 1 << 62  # the largest whole number a message may carry (a log offse
 _NAMES = {bool: "true or false", int: "a whole number", float: "a finite number", str: "a string"}
 
 
+_SHAPES: dict[Any, tuple[Any, tuple]] = {}  # a hint's origin and arguments: every heartbeat asks
+
+
+def _shape(hint: Any) -> tuple[Any, tuple]:
+    got = _SHAPES.get(hint)
+    if got is None:
+        got = _SHAPES[hint] = (typing.get_origin(hint), typing.get_args(hint))
+    return got
+
+
 def _wrong(hint: Any, value: Any) -> str | None:
     """What ``value`` should have been for ``hint``, in the sender's words; None if it is."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint in _SCALARS:
+        return _wrong_scalar(hint, value)
+    origin, args = _shape(hint)
     if hint is Any:
         return None
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
-        wrongs = [_wrong(a, value) for a in args if a is not type(None)]
-        return None if None in wrongs else wrongs[0]
+        first = None
+        for a in args:
+            if a is not type(None):
+                wrong = _wrong(a, value)
+                if wrong is None:
+                    return None
+                first = first or wrong
+        return first
     if origin in (tuple, list):
         item = args[0] if args else Any
         said = "a list" + ("" if item is Any else f" of {_plural(item)}")
@@ -182,12 +203,14 @@ def _wrong(hint: Any, value: Any) -> str | None:
     if isinstance(hint, type) and issubclass(hint, Enum):
         known = [m.value for m in hint]
         return None if value in known else "one of " + ", ".join(map(str, known))
+    return None
+
+
+def _wrong_scalar(hint: Any, value: Any) -> str | None:
     if hint is int:
         whole = isinstance(value, int) and not isinstance(value, bool)
         return None if whole and abs(value) <= MAX_WHOLE else _NAMES[int]
-    ok = _SCALARS.get(hint)
-    if ok is None:
-        return None
+    ok = _SCALARS[hint]
     wrong = not isinstance(value, ok) or (hint is not bool and isinstance(value, bool))
     if not wrong and hint is str and not value.isascii():
         try:  # JSON's "\ud800" reads as a lone surrogate, which no file or answer can hold
