@@ -25,6 +25,9 @@ FULL_ONLY: dict[str, str] = {
     "fault on HDFS checkpoints run in CI",
     "tests/yarn/test_yarn_pack_env.py": "--pack-env on one host: the several-host job from the "
     "edge packs and ships the venv in CI",
+    "tests/yarn/test_yarn_cache_replaced.py": "a task overwrites the cached --pack-env archive "
+    "on HDFS (four jobs and a venv built): tests/launcher/test_cached_archives.py, the rule over "
+    "a fake HDFS client, runs in CI",
     # --- the local backend ----------------------------------------------------------------------
     "tests/launcher/test_warm_frameworks.py::"
     "test_a_job_whose_load_environment_differs_gets_a_fresh_interpreter[!XLA_FLAGS]": "the "

@@ -11,7 +11,7 @@ import pytest
 from bench.staging import build_env
 from tony_jupyter.launcher.client import jobs_dir
 
-pytestmark = [pytest.mark.yarn, pytest.mark.full]
+pytestmark = pytest.mark.yarn  # and the full tier's (tests/tiers.py)
 RUN = uuid.uuid4().hex[:6]
 RUNTIME = ["requests", "cloudpickle", "tornado", "psutil", "jpype1", "hdfs"]
 
