@@ -152,7 +152,11 @@ AREAS = (
     ),
     Area(
         "tls",
-        ("tony_jupyter/devcluster/tls.py", "tony_jupyter/launcher/yarn/transport.py", "tests/tls/*"),
+        (
+            "tony_jupyter/devcluster/tls.py",
+            "tony_jupyter/launcher/yarn/transport.py",
+            "tests/tls/*",
+        ),
         (("tls and not ha and not hosts", ("tests",)),),
         "HTTPS-only clusters",
     ),

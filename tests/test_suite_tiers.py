@@ -124,3 +124,9 @@ def test_a_partition_that_wrote_no_results_fails(tmp_path):
     argv = [sys.executable, "-c", "pass"]
     ok, line = suite._run_one("p", argv, 60, 1, tmp_path / "r.xml", tmp_path / "l")
     assert not ok and "no JUnit XML" in line
+
+
+def test_contributing_shows_the_path_map_as_the_code_has_it(capsys):
+    assert suite.main(["areas", "--table"]) == 0
+    table = capsys.readouterr().out.strip()
+    assert table in (ROOT / "CONTRIBUTING.md").read_text()

@@ -39,8 +39,10 @@ FULL_ONLY: dict[str, str] = {
     "tests/launcher/test_warm_frameworks.py::test_a_warm_job_trains_in_spares_that_imported_its"
     "_framework[!tensorflow--cell0-history,replicas-_check_mwms]": "PyTorch and JAX in warm "
     "spares: the TensorFlow case runs in CI, and tests/frameworks trains PyTorch and JAX there",
-    "tests/frameworks/test_elastic.py::test_an_elastic_job_replaces_a_lost_worker_and_finishes": "an elastic PyTorch job through a lost worker (100 s): tests/am/test_elastic_rules.py (the "
-    "rules) and tests/test_fault_tolerance.py's lost worker run in CI",
+    "tests/frameworks/test_elastic.py::test_an_elastic_job_replaces_a_lost_worker_and_finishes": (
+        "an elastic PyTorch job through a lost worker (100 s): tests/am/test_elastic_rules.py "
+        "(the rules) and tests/test_fault_tolerance.py's lost worker run in CI"
+    ),
     "tests/test_notebooks.py::test_notebook_executes[!01-quickstart]": "the other notebooks: "
     "the quickstart's runs in CI, and test_training.py (PS) and test_data_jobs.py (data) train "
     "what they train",
