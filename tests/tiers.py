@@ -16,6 +16,16 @@ FULL_ONLY: dict[str, str] = {
     "(KDC, SPNEGO, alice and bob's HDFS and YARN isolation) runs in CI",
     "tests/devcluster/test_devcluster_yarn.py::test_down_leaves_no_process": "a second start "
     "of the plain cluster: its `down` at the end of the yarn partition is the same code",
+    "tests/devcluster/test_devcluster_node_crash.py": "the devcluster's node restart, which the "
+    "full tier's fault tests use: CI's fault test (tests/secure's worker fault) kills a "
+    "container, not a node",
+    "tests/secure/test_secure_jobs.py::test_warm_session_outlives_the_tokens_max_lifetime": "a "
+    "session past the tokens' 60 s lifetime (74 s): tests/test_tokens.py (the token codec and "
+    "renewal) and the other secure jobs, each renewing its tokens every 20 s, run in CI",
+    "tests/secure/test_secure_jobs.py::test_parameter_server_training_with_chief_worker_and_ps": (
+        "PS training as alice: tests/test_training.py's PS job and test_mwms_trains_as_alice_"
+        "with_tokens_only run in CI"
+    ),
     "tests/yarn/test_yarn_scale.py": "many workers on one cluster: test_yarn_training.py's "
     "jobs in CI",
     "tests/yarn/test_yarn_damaged_records.py": "the HDFS history fuzz (up to 300 s): "
