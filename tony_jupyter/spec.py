@@ -22,7 +22,8 @@ from .numbers import MAX_SECONDS, parse_memory, shown, whole
 from .tonyconf import HARMLESS, NOT_APPLICABLE
 
 # Set in the notebook's environment, these reach every task as they are (the chief's MLflow run,
-# executor/mlflow_run.py). Credentials (MLFLOW_TRACKING_TOKEN...) go only where asked: --env.
+# executor/mlflow_run.py). Credentials (MLFLOW_TRACKING_TOKEN...) go only where asked:
+# --conf tony.containers.envs=NAME=VALUE.
 FORWARDED_ENV = (
     "MLFLOW_TRACKING_URI",
     "MLFLOW_EXPERIMENT_NAME",
