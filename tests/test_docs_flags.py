@@ -185,3 +185,45 @@ def test_the_check_catches_a_flag_and_a_command_that_do_not_exist():
     assert not check_text("`%%tony --workers 2 --pack-env` and `%tony run t.py --gpus 1`", "x")
     assert not check_text("`%tony session start --workers 2 --idle-timeout 60 --detach`", "x")
     assert not check_text("`tony-jupyter devcluster up --secure --hosts`", "x")
+
+
+PY_PATH = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.py)\b")
+WHERE = (ROOT, ROOT / "tony_jupyter", ROOT / "tests", ROOT / "dev")
+# Files of the user's that pages name as examples, not modules of ours.
+USERS_FILES = {
+    "train.py",
+    "scripts/train.py",
+    "jupyter_server_config.py",
+    "mnist_distributed.py",  # TonY's example, which tests/test_examples.py reads from shared/
+    "tony-examples/mnist-pytorch/mnist_distributed.py",
+}
+
+
+def _missing_modules(text: str) -> list[str]:
+    """The `.py` files a text names (a/b.py, as from the package, the checkout, tests/ or
+    dev/) that none of those has; a bare name (cell.py) is any file of that name there."""
+    missing = []
+    for path in PY_PATH.findall(text):
+        if path in USERS_FILES:
+            continue
+        if "/" in path:
+            found = any((base / path).is_file() for base in WHERE)
+        else:
+            found = any(next(base.rglob(path), None) for base in WHERE[1:]) or (
+                ROOT / path
+            ).is_file()
+        if not found:
+            missing.append(path)
+    return missing
+
+
+@pytest.mark.parametrize(
+    "page",
+    [*pages(), ROOT / "labextension/schema/protocol.schema.json"],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_the_modules_a_page_names_exist(page: Path):
+    """A page (and the labextension's schema, whose descriptions cite the Python side) names
+    only modules that exist: the schema cited launcher/coordinator.py long after it moved."""
+    missing = _missing_modules(page.read_text(encoding="utf-8"))
+    assert not missing, f"{page.name} names modules that do not exist: {sorted(set(missing))}"
