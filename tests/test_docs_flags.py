@@ -209,9 +209,9 @@ def _missing_modules(text: str) -> list[str]:
         if "/" in path:
             found = any((base / path).is_file() for base in WHERE)
         else:
-            found = any(next(base.rglob(path), None) for base in WHERE[1:]) or (
-                ROOT / path
-            ).is_file()
+            found = (
+                any(next(base.rglob(path), None) for base in WHERE[1:]) or (ROOT / path).is_file()
+            )
         if not found:
             missing.append(path)
     return missing
