@@ -146,3 +146,21 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path):
     assert links.returncode == 0, links.stderr
     page = (out / "reference" / "magic.html").read_text()
     assert "--keep-staging" in page and "--idle-timeout" in page
+
+
+def test_the_screenshots_the_docs_show_are_the_browser_tests():
+    """Every {tony-screenshot} of the pages, and the README's picture, is one that
+    tests/browser/test_lab.py takes into build/browser/ (its shot(page, NAME) calls)."""
+    import re
+
+    taken = set(
+        re.findall(r'shot\(page, "([\w-]+)"\)', (ROOT / "tests/browser/test_lab.py").read_text())
+    )
+    assert "1-widget-tensorboard" in taken
+    shown = set()
+    for page in DOCS.rglob("*.md"):
+        shown |= set(re.findall(r"\{tony-screenshot\} ([\w-]+)", page.read_text()))
+    readme = re.findall(r"\]\(build/browser/([\w-]+)\.png\)", (ROOT / "README.md").read_text())
+    assert readme and shown
+    assert shown | set(readme) <= taken
+    assert taken <= shown  # the docs show every one

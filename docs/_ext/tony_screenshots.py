@@ -5,6 +5,7 @@ without a browser."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 SHOTS = Path(__file__).resolve().parents[2] / "build" / "browser"
@@ -28,8 +29,8 @@ def setup(app):  # pragma: no cover - run by Sphinx
                 )
                 return [nodes.note("", nodes.paragraph(text=text))]
             self.env.note_dependency(str(shot))
-            rel = Path(self.env.relfn2path(str(shot), self.env.docname)[0])
-            return [nodes.image(uri=str(rel), alt=alt or name)]
+            here = Path(self.env.doc2path(self.env.docname)).parent
+            return [nodes.image(uri=os.path.relpath(shot, here), alt=alt or name)]
 
     app.add_directive("tony-screenshot", Screenshot)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
