@@ -164,3 +164,32 @@ def test_the_screenshots_the_docs_show_are_the_browser_tests():
     assert readme and shown
     assert shown | set(readme) <= taken
     assert taken <= shown  # the docs show every one
+
+
+def test_each_key_sets_a_field_of_the_spec_and_its_bounds_are_the_parsers():
+    """The configuration reference's columns come from spec.py's ConfKeys: each names a field
+    that exists, and the bounds it shows are the ones SpecBuilder enforces."""
+    from tony_jupyter.numbers import JAVA_INT_MAX
+    from tony_jupyter.spec import _PER_TYPE, JobSpec, TaskSpec
+
+    fields = {f"JobSpec.{f.name}" for f in dataclasses.fields(JobSpec)}
+    fields |= {f"TaskSpec.{f.name}" for f in dataclasses.fields(TaskSpec)}
+    for k in [*_JOB_KEYS.values(), *_PER_TYPE.values()]:
+        if k.what in ref.LIMITS:
+            continue
+        field = ref.SETS.get(k.what, k.what)
+        assert (field if "." in field else f"JobSpec.{field}") in fields, k
+    checked = 0
+    for key, k in _JOB_KEYS.items():
+        if k.kind != "whole":
+            continue
+        SpecBuilder().apply_conf(key, str(k.minimum))
+        with pytest.raises(SpecError, match="at least"):
+            SpecBuilder().apply_conf(key, str(k.minimum - 1))
+        if k.maximum != JAVA_INT_MAX:
+            SpecBuilder().apply_conf(key, str(k.maximum))
+            with pytest.raises(SpecError):
+                SpecBuilder().apply_conf(key, str(k.maximum + 1))
+            assert f"{k.minimum}..{k.maximum}" in ref.configuration()
+        checked += 1
+    assert checked >= 15

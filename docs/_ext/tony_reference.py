@@ -197,24 +197,30 @@ def cli_commands() -> dict[str, list[str]]:
 # --- TonY configuration keys ------------------------------------------------------------------
 
 
-def _spec_default(field: str) -> object:
+def _spec_default(field: str, where: str = "JobSpec") -> object:
     from tony_jupyter.spec import JobSpec, TaskSpec
 
-    for cls in (JobSpec, TaskSpec):
+    for cls in {"JobSpec": (JobSpec,), "TaskSpec": (TaskSpec,)}[where]:
         for f in dataclasses.fields(cls):
             if f.name == field and f.default is not MISSING:
                 return f.default
     return MISSING
 
 
-# A key's target in spec._JOB_KEYS that is not a JobSpec field by that name: the field it sets.
-_SETS = {
+# A ConfKey's slot that is not the JobSpec field it ends in (SpecBuilder._apply_job_key), and
+# the slots that end in none: limits checked as the spec is built.
+SETS = {
     "num_retries": "max_attempts",
     "timeout_ms": "timeout_s",
     "am_memory": "am_memory_mb",
-    "untracked": "untracked",
-    "node_label": "node_label",
+    "allocation_timeout_ms": "registration_timeout_s",
+    "memory_mb": "TaskSpec.memory_mb",
+    "instances": "TaskSpec.instances",
+    "vcores": "TaskSpec.vcores",
+    "gpus": "TaskSpec.gpus",
+    "node_label": "TaskSpec.node_label",
 }
+LIMITS = ("max_total_instances", "max_total_gpus")
 
 
 def conf_keys() -> list[str]:
@@ -224,32 +230,55 @@ def conf_keys() -> list[str]:
     return [*_JOB_KEYS, *(f"tony.{t}.{k}" for t in KNOWN_TYPES for k in _PER_TYPE_KEYS)]
 
 
+def _reads(k) -> str:
+    from tony_jupyter.numbers import JAVA_INT_MAX
+
+    if k.kind != "whole":
+        return {"memory": "size (2g, 512m; MB bare)", "pairs": "A=1,B=2", "names": "a,b"}.get(
+            k.kind, k.kind
+        )
+    top = "" if k.maximum == JAVA_INT_MAX else str(k.maximum)
+    unit = f" {k.unit}" if k.unit else ""
+    return f"whole{unit}, {k.minimum}..{top}"
+
+
+def _sets(what: str) -> str:
+    """The field a key sets and that field's default."""
+    if what in LIMITS:
+        return "(a limit checked as the job is built)"
+    field = SETS.get(what, what)
+    field = field if "." in field else f"JobSpec.{field}"
+    cls, _, name = field.rpartition(".")
+    default = _spec_default(name, cls)
+    return _code(field) + ("" if default is MISSING else f" = {_code(default)}")
+
+
+def _conf_rows(keys, prefix: str = "") -> list[tuple[str, ...]]:
+    rows = []
+    for key, k in keys.items():
+        if not k.help.strip():
+            raise MissingHelp(f"{prefix}{key} has no help text")
+        rows.append((_code(f"{prefix}{key}"), _reads(k), _sets(k.what), k.help))
+    return rows
+
+
 def configuration() -> str:
-    from tony_jupyter.spec import _JOB_KEYS, _PER_TYPE_KEYS, KNOWN_TYPES
+    from tony_jupyter.spec import _JOB_KEYS, _PER_TYPE, KNOWN_TYPES
     from tony_jupyter.tonyconf import HARMLESS, NOT_APPLICABLE
 
-    rows = []
-    for key, target in _JOB_KEYS.items():
-        field = _SETS.get(target, target)
-        default = _spec_default(field)
-        shown = "" if default is MISSING else _code(default)
-        rows.append((_code(key), _code(field), shown))
-    per_type = []
-    for what in _PER_TYPE_KEYS:
-        field = {"memory": "memory_mb", "node-label": "node_label"}.get(what, what)
-        default = _spec_default(field)
-        per_type.append((_code(f"tony.<type>.{what}"), _code(f"TaskSpec.{field}"), _code(default)))
+    header = ("key", "value", "sets (its default)", "what it does")
     ignored = [
         (_code(key), why, ", ".join(_code(v or '""') for v in HARMLESS.get(key, ())))
         for key, why in NOT_APPLICABLE.items()
     ]
     return (
-        "Honoured job keys, with the `JobSpec` field each sets and that field's default "
-        "(`tony_jupyter/spec.py`, `_JOB_KEYS`):\n\n"
-        + _table(("key", "sets", "default"), rows)
+        "Honoured (`ConfKey`s of `_JOB_KEYS` in `tony_jupyter/spec.py`, with the field of "
+        "`JobSpec` each sets and that field's default, in the field's own unit):\n\n"
+        + _table(header, _conf_rows(_JOB_KEYS))
         + f"\nPer task type, for `<type>` one of {', '.join(map(_code, KNOWN_TYPES))} (or a "
-        "custom type of lowercase letters, digits and `_`):\n\n"
-        + _table(("key", "sets", "default"), per_type)
+        "custom type of lowercase letters, digits and `_`; a parameter server or evaluator "
+        "gets no GPU unless asked):\n\n"
+        + _table(header, _conf_rows(_PER_TYPE, "tony.<type>."))
         + "\nAccepted and ignored, each said once with why (`tony_jupyter/tonyconf.py`); the "
         "values in the last column ask for nothing different and are not even said:\n\n"
         + _table(("key", "why it does not apply", "values taken silently"), ignored)
