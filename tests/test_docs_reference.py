@@ -40,7 +40,7 @@ def test_every_job_flag_is_in_the_magic_reference_with_its_help():
     for action in parser._actions:
         for flag in action.option_strings:
             assert f"`{flag}" in text, flag
-        assert " ".join(action.help.split()) in text, action.option_strings
+        assert ref._cell(action.help) in text, action.option_strings
 
 
 def test_session_flags_and_commands_are_in_the_reference():
@@ -100,7 +100,7 @@ def test_every_executor_variable_and_server_setting_is_in_the_reference():
     assert traits
     for name, trait in traits.items():
         assert f"`c.TonyJupyter.{name}`" in settings
-        assert " ".join(trait.help.split()) in settings
+        assert ref._cell(trait.help) in settings
 
 
 def test_every_am_route_is_in_the_http_reference():
@@ -193,3 +193,14 @@ def test_each_key_sets_a_field_of_the_spec_and_its_bounds_are_the_parsers():
             assert f"{k.minimum}..{k.maximum}" in ref.configuration()
         checked += 1
     assert checked >= 15
+
+
+def test_the_error_catalogue_lists_what_the_package_raises():
+    text = ref.errors()
+    found = ref.error_messages()
+    assert len(found) >= 150
+    assert {name for name, _, _, _ in found} >= {"SpecError", "BackendError", "UsageError"}
+    # one message of each kind, as the source words it
+    assert "unknown configuration key {key!r}" in text
+    assert "--workers 0: a job needs at least one worker (or --chief)" in text
+    assert "\\<" in ref._cell("a <name>") and "`<x>`" in ref._cell("in `<x>`")

@@ -26,8 +26,15 @@ class MissingHelp(Exception):
 
 
 def _cell(text: object) -> str:
-    """One Markdown table cell: no line breaks, pipes escaped."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """One Markdown table cell: no line breaks, pipes escaped; outside `code`, no HTML tag or
+    emphasis either (``<name>`` in a message is text)."""
+    text = " ".join(str(text).split())
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # a backtick without its pair: all of it is text
+        parts = [text.replace("`", "\\`")]
+    for i in range(0, len(parts), 2):
+        parts[i] = re.sub(r"([<>*\[\]])", r"\\\1", parts[i])
+    return "`".join(parts).replace("|", "\\|")
 
 
 def _code(text: object) -> str:
@@ -414,6 +421,92 @@ def http_api() -> str:
     )
 
 
+# --- every error the tool words -------------------------------------------------------------
+
+# What the catalogue lists: the package's own errors (and IPython's UsageError, one red line).
+USER_ERRORS = {
+    "SpecError": "bad job input, refused before anything is submitted",
+    "BundleError": "the cell or a name it needs cannot be shipped",
+    "UsageError": "a magic's bad input, one red line",
+    "BackendError": "the backend could not start or reach the job",
+    "JobNotFoundError": "no such job",
+    "DataError": "tony_jupyter.data could not read a dataset",
+    "UnsafeFileError": "a file name or archive member that would land outside its place",
+    "DamagedRecordError": "a job's record that cannot be read",
+    "SessionError": "a %tony session that cannot do what was asked",
+    "QuotaError": "an HDFS quota or a full disk",
+    "TonyError": "the base of the above",
+}
+
+
+def _template(node) -> str | None:
+    """A raised message as its source writes it, ``{...}`` where a value goes; None when it is
+    not a string made here."""
+    import ast
+
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                parts.append(str(v.value))
+            else:
+                conv = "" if v.conversion == -1 else "!" + chr(v.conversion)
+                parts.append("{" + ast.unparse(v.value) + conv + "}")
+        return "".join(parts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _template(node.left), _template(node.right)
+        if left is not None and right is not None:
+            return left + right
+        if left is not None:
+            return left + "{...}"
+    return None
+
+
+def error_messages() -> list[tuple[str, str, int, str]]:
+    """(error class, module, line, message template) of every ``raise X("...")`` of the
+    package whose class is in USER_ERRORS."""
+    import ast
+    from pathlib import Path
+
+    import tony_jupyter
+
+    root = Path(tony_jupyter.__file__).parent
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        module = str(path.relative_to(root.parent))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call)):
+                continue
+            func = node.exc.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            if name in USER_ERRORS and node.exc.args:
+                text = _template(node.exc.args[0])
+                if text:
+                    out.append((name, module, node.lineno, " ".join(text.split())))
+    return out
+
+
+def errors() -> str:
+    found = error_messages()
+    counts = {name: sum(1 for f in found if f[0] == name) for name in USER_ERRORS}
+    out = [
+        "Every message the package raises to its user, as its source writes it (`{...}` is "
+        f"filled in when it is raised): {len(found)} of them, from the `raise` statements of "
+        "these classes:\n\n",
+        _table(
+            ("error", "what it is", "messages"),
+            [(_code(n), what, str(counts[n])) for n, what in USER_ERRORS.items() if counts[n]],
+        ),
+    ]
+    modules = sorted({m for _, m, _, _ in found})
+    for module in modules:
+        rows = [(_code(n), text) for n, m, _, text in found if m == module]
+        out.append(f"\n## `{module}`\n\n" + _table(("error", "message"), rows))
+    return "".join(out)
+
+
 REFERENCES: dict[str, Callable[[], str]] = {
     "magic-flags": magic_flags,
     "session-flags": session_flags,
@@ -423,6 +516,7 @@ REFERENCES: dict[str, Callable[[], str]] = {
     "environment": environment,
     "server-extension": server_extension,
     "http-api": http_api,
+    "errors": errors,
 }
 
 
