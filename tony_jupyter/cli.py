@@ -10,15 +10,30 @@ from . import commands
 from .bundle import Bundle
 from .errors import TonyError
 
-USAGE = """\
-usage: tony-jupyter list
-       tony-jupyter status JOB
-       tony-jupyter logs JOB [TASK]
-       tony-jupyter kill JOB
-       tony-jupyter doctor [--python PATH] [--queue NAME] [--no-probe]
-       tony-jupyter submit SCRIPT [job flags, as for %%tony] [-- script args]
-       tony-jupyter devcluster {up,down,status,env,logs} ...
-"""
+# The subcommands: (name, arguments, what it does). The usage text and the docs' CLI reference
+# are made from this table; main() dispatches each name.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("list", "", "every job: this host's records, the HDFS history and the RM's running ones"),
+    ("status", "JOB", "a job's state, attempts, tasks and endpoints"),
+    ("logs", "JOB [TASK]", "a task's stdout/stderr (every task's without TASK)"),
+    ("kill", "JOB", "kill a job"),
+    ("doctor", "[--python PATH] [--queue NAME] [--no-probe]", "check what a first job needs"),
+    (
+        "submit",
+        "SCRIPT [job flags, as for %%tony] [-- script args]",
+        "run a script as a job and follow it here",
+    ),
+    (
+        "devcluster",
+        "SUBCOMMAND ...",
+        "a real Hadoop (HDFS + YARN) on this machine: tony-jupyter devcluster --help",
+    ),
+)
+USAGE = "".join(
+    f"{'usage:' if i == 0 else '      '} tony-jupyter {name} {args}".rstrip() + "\n"
+    for i, (name, args, _) in enumerate(COMMANDS)
+)
+NAMES = tuple(name for name, _, _ in COMMANDS)
 
 
 def submit(words: list[str]) -> int:
@@ -68,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0
     cmd, rest = argv[0], argv[1:]
+    if cmd not in NAMES:
+        print(f"error: unknown command {cmd!r}; try {', '.join(NAMES)}\n\n{USAGE}", file=sys.stderr)
+        return 2
     try:
         if cmd == "devcluster":
             from .devcluster.cli import main as devcluster_main

@@ -105,9 +105,7 @@ def dispatch(cmd: str, args: list[str]) -> None:
         show(doctor(args)[0])  # the `tony-jupyter doctor` command exits 1 on a failed check
         return
     if cmd not in ("list", *need):
-        raise SpecError(
-            f"unknown command {cmd!r}; try list, status, logs, kill, attach, run, doctor, help"
-        )
+        raise SpecError(f"unknown command {cmd!r}; try list, status, logs, kill, doctor")
     if len(args) < need.get(cmd, 0):
         raise SpecError(f"{cmd} needs a job id (see `list`)")
     if cmd == "list":

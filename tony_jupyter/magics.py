@@ -22,12 +22,39 @@ from .launcher import spare as spare_am
 from .launcher.clients import open_client
 from .launcher.history import open_job
 from .options import default_backend, job_parser, parse_job_args, src_dir
+from .spec import JobSpec
 
-HELP = """\
-%%tony [flags]            run the cell as a distributed TensorFlow job
-%tony run SCRIPT [flags] [-- script args]
-%tony list | status ID | logs ID [TASK] | kill ID | attach ID | doctor | help
-"""
+# %tony's subcommands: (name, arguments, what it does). HELP and the docs are made from this
+# table; TonyMagics.tony dispatches each name.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("run", "SCRIPT [flags] [-- script args]", "a script instead of a cell, as a job"),
+    ("list", "", "every job, also those of kernels that have died"),
+    ("status", "ID", "a job's state, attempts, tasks and endpoints"),
+    ("logs", "ID [TASK]", "a task's stdout/stderr"),
+    ("kill", "ID", "kill a job"),
+    ("attach", "ID", "the live widget of a job again"),
+    ("session", "start|status|stop|restart [flags]", "a warm cluster that runs cell after cell"),
+    ("doctor", "[--python PATH] [--queue NAME] [--no-probe]", "check what a first job needs"),
+    ("help", "", "this text and the job flags"),
+)
+NAMES = tuple(name for name, _, _ in COMMANDS)
+# %tony session start's own flags, besides the job flags: (flag, metavar, what it does).
+SESSION_FLAGS: tuple[tuple[str, str, str], ...] = (
+    (
+        "--idle-timeout",
+        "S",
+        f"stop the session after S seconds without a cell (default {JobSpec.idle_timeout_s:g})",
+    ),
+    ("--detach", "", "keep the session running when the kernel shuts down"),
+)
+HELP = "".join(
+    f"{usage}\n    {what}\n"
+    for usage, what in [
+        ("%%tony [flags]", "run the cell as a distributed TensorFlow, PyTorch or JAX job"),
+        *((f"%tony {name} {args}".rstrip(), what) for name, args, what in COMMANDS),
+        *((f"%tony session start {f} {meta}".rstrip(), what) for f, meta, what in SESSION_FLAGS),
+    ]
+)
 
 
 def _wait_processing_ui(thread: threading.Thread) -> None:
@@ -78,6 +105,8 @@ class TonyMagics(Magics):
             print(HELP + job_parser().format_help())
             return None
         cmd, rest = words[0], words[1:]
+        if cmd not in NAMES:
+            raise UsageError(f"unknown command {cmd!r}; try {', '.join(NAMES)}")
         if cmd == "run":
             return self._run_script(rest)
         if cmd == "session":
@@ -228,12 +257,13 @@ class TonyMagics(Magics):
 
 def _session_flags(words: list[str]) -> tuple[str, float | None, bool]:
     """Split %tony session start's own flags from the job flags."""
+    idle_flag, detach_flag = (flag for flag, _, _ in SESSION_FLAGS)
     idle, detach, rest = None, False, []
     it = iter(words)
     for w in it:
-        if w == "--detach":
+        if w == detach_flag:
             detach = True
-        elif w == "--idle-timeout":
+        elif w == idle_flag:
             value = next(it, None)
             if value is None:
                 raise SpecError("--idle-timeout takes a number of seconds")

@@ -89,6 +89,7 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
     p.add_argument(
         "--workers",
         type=_workers,
+        metavar="N|MIN:MAX",
         default=None,
         help="number of worker tasks (default 1 when no --chief); PyTorch: MIN:MAX for an "
         "elastic job (torchrun's --nnodes MIN:MAX), where a lost worker is replaced",
@@ -96,6 +97,7 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
     p.add_argument(
         "--framework",
         default=None,
+        metavar="NAME",
         help="tensorflow (default), pytorch or jax: the environment each task gets "
         "(tony.application.framework)",
     )
@@ -103,16 +105,23 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
         "--procs-per-task",
         type=_procs,
         default=None,
+        metavar="N",
         help="PyTorch: processes per task, each with its own LOCAL_RANK (torchrun's "
         "--nproc-per-node); at most --gpus when the tasks have GPUs",
     )
-    p.add_argument("--ps", type=_count("--ps"), default=0, help="number of parameter servers")
+    p.add_argument(
+        "--ps", type=_count("--ps"), default=0, metavar="N", help="number of parameter servers"
+    )
     p.add_argument("--chief", action="store_true", help="add a chief task")
     p.add_argument("--evaluator", action="store_true", help="add an evaluator task")
-    p.add_argument("--memory", help="memory per task, e.g. 2g (tony.<type>.memory per type)")
-    p.add_argument("--vcores", type=_count("--vcores"), help="vcores per task")
-    p.add_argument("--gpus", type=_count("--gpus"), help="GPUs per chief/worker task")
-    p.add_argument("--pull", default="", help="names to bring back from the chief: a,b")
+    p.add_argument(
+        "--memory", metavar="SIZE", help="memory per task, e.g. 2g (tony.<type>.memory per type)"
+    )
+    p.add_argument("--vcores", type=_count("--vcores"), metavar="N", help="vcores per task")
+    p.add_argument("--gpus", type=_count("--gpus"), metavar="N", help="GPUs per chief/worker task")
+    p.add_argument(
+        "--pull", default="", metavar="NAME[,NAME]", help="names to bring back from the chief: a,b"
+    )
     p.add_argument(
         "--shard",
         action="append",
@@ -121,18 +130,37 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
         help="split these DataFrames/Tables/arrays by rows: each chief/worker task gets its own "
         "rows (staged as Parquet)",
     )
-    p.add_argument("--name", default=None, help="job name")
-    p.add_argument("--max-attempts", type=_count("--max-attempts"), default=None)
+    p.add_argument("--name", default=None, metavar="NAME", help="job name")
     p.add_argument(
-        "--timeout", type=_seconds("--timeout"), default=None, help="seconds before the job fails"
+        "--max-attempts",
+        type=_count("--max-attempts"),
+        default=None,
+        metavar="N",
+        help="attempts of the whole job before it fails (default 1; tony.application.num-retries "
+        "+ 1)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_seconds("--timeout"),
+        default=None,
+        metavar="S",
+        help="seconds before the job fails",
     )
     p.add_argument("--async", dest="async_", action="store_true", help="return at once")
-    p.add_argument("--backend", choices=("local", "yarn"), default=None)
-    p.add_argument("--queue", default=None, help="YARN queue")
-    p.add_argument("--node-label", default=None, help="YARN node label for every task")
+    p.add_argument(
+        "--backend",
+        choices=("local", "yarn"),
+        default=None,
+        help="where the tasks run (default: yarn when HADOOP_CONF_DIR is set, else local)",
+    )
+    p.add_argument("--queue", default=None, metavar="NAME", help="YARN queue")
+    p.add_argument(
+        "--node-label", default=None, metavar="LABEL", help="YARN node label for every task"
+    )
     p.add_argument(
         "--python",
         default=None,
+        metavar="PATH",
         help="YARN: the Python executable on the cluster's nodes (default: this kernel's)",
     )
     p.add_argument(
@@ -148,12 +176,14 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
     p.add_argument(
         "--principal",
         default=None,
+        metavar="PRINCIPAL",
         help="YARN with Kerberos: log in as this principal (with --keytab; default: the "
         "ticket cache's, after kinit)",
     )
     p.add_argument(
         "--keytab",
         default=None,
+        metavar="PATH",
         help="YARN with Kerberos: the principal's keytab; tokens are then renewed past their "
         "maximum lifetime",
     )
@@ -169,7 +199,9 @@ def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a TonY configuration key, e.g. tony.ps.memory=1g",
     )
-    p.add_argument("--conf-file", action="append", default=[], help="TonY's tony.xml")
+    p.add_argument(
+        "--conf-file", action="append", default=[], metavar="PATH", help="TonY's tony.xml"
+    )
     p.add_argument(
         "--keras3",
         action="store_true",

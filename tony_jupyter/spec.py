@@ -18,11 +18,12 @@ from pathlib import Path
 from .errors import SpecError
 from .frameworks import check_tasks, parse_framework
 from .jobdir import JobDir
-from .numbers import MAX_SECONDS, parse_memory, shown, whole
+from .numbers import JAVA_INT_MAX, MAX_SECONDS, parse_memory, shown, whole
 from .tonyconf import HARMLESS, NOT_APPLICABLE
 
 # Set in the notebook's environment, these reach every task as they are (the chief's MLflow run,
-# executor/mlflow_run.py). Credentials (MLFLOW_TRACKING_TOKEN...) go only where asked: --env.
+# executor/mlflow_run.py). Credentials (MLFLOW_TRACKING_TOKEN...) go only where asked:
+# --conf tony.containers.envs=NAME=VALUE.
 FORWARDED_ENV = (
     "MLFLOW_TRACKING_URI",
     "MLFLOW_EXPERIMENT_NAME",
@@ -189,36 +190,179 @@ class JobSpec:
 
 # --- TonY configuration keys -------------------------------------------------------------
 
-_PER_TYPE_KEYS = ("instances", "memory", "vcores", "gpus", "node-label")
-_JOB_KEYS = {
-    "tony.application.name": "name",
-    "tony.application.queue": "queue",
-    "tony.yarn.queue": "queue",
-    "tony.application.num-retries": "num_retries",
-    "tony.application.timeout": "timeout_ms",
-    "tony.application.untracked.jobtypes": "untracked",
-    "tony.application.node-label": "node_label",
-    "tony.task.heartbeat-interval-ms": "heartbeat_interval_ms",
-    "tony.task.max-missed-heartbeats": "max_missed_heartbeats",
-    "tony.task.registration-timeout-sec": "registration_timeout_s",
-    "tony.task.am-lost-sec": "am_lost_s",
-    "tony.task.exclusion-wait-sec": "exclusion_wait_s",
-    "tony.task.localization-timeout-sec": "localization_timeout_s",
-    "tony.task.completion-grace-sec": "completion_grace_s",
-    "tony.am.memory": "am_memory",
-    "tony.am.vcores": "am_vcores",
-    "tony.am.linger-sec": "am_linger_s",
-    "tony.am.retry-count": "am_retries",
-    "tony.containers.envs": "env",
-    "tony.execution.envs": "env",
-    "tony.keras.legacy": "legacy_keras",
-    "tony.application.framework": "framework",
-    "tony.task.max-total-instances": "max_total_instances",
-    "tony.task.max-total-gpus": "max_total_gpus",
-    "tony.am.wait-client-signal-stop-timeout-sec": "am_linger_s",
-    "tony.container.allocation.timeout": "allocation_timeout_ms",
-    "tony.other.namenodes": "other_namenodes",
+
+@dataclass(frozen=True)
+class ConfKey:
+    """A TonY key tony-jupyter honours: the one declaration that SpecBuilder applies and the
+    docs' configuration reference lists (docs/_ext/tony_reference.py)."""
+
+    what: str  # the builder's slot: a JobSpec field, or how SpecBuilder._apply_job_key turns it
+    kind: str  # how its value reads: text, names (a,b), pairs (A=1,B=2), whole, memory, bool,
+    # framework
+    help: str
+    minimum: int = 0  # whole: the bounds
+    maximum: int = JAVA_INT_MAX
+    unit: str = ""  # whole: ms or s
+
+
+def _seconds(what: str, help: str) -> ConfKey:
+    return ConfKey(what, "whole", help, maximum=int(MAX_SECONDS), unit="s")
+
+
+_PER_TYPE: dict[str, ConfKey] = {
+    "instances": ConfKey("instances", "whole", "tasks of this type (--workers, --ps, ...)"),
+    "memory": ConfKey("memory_mb", "memory", "memory per task of this type, e.g. 2g (--memory)"),
+    "vcores": ConfKey("vcores", "whole", "vcores per task of this type (--vcores)", minimum=1),
+    "gpus": ConfKey("gpus", "whole", "GPUs per task of this type (--gpus)"),
+    "node-label": ConfKey("node_label", "text", "YARN: the node label of this type's tasks"),
 }
+_PER_TYPE_KEYS = tuple(_PER_TYPE)
+_ENV = "NAME=VALUE pairs set in every task's environment (not TONY_* names)"
+_JOB_KEYS: dict[str, ConfKey] = {
+    "tony.application.name": ConfKey("name", "text", "the job's name (--name)"),
+    "tony.application.queue": ConfKey("queue", "text", "YARN: the queue (--queue)"),
+    "tony.yarn.queue": ConfKey("queue", "text", "YARN: the queue, as tony.application.queue"),
+    "tony.application.num-retries": ConfKey(
+        "num_retries", "whole", "attempts after the first: --max-attempts is this + 1"
+    ),
+    "tony.application.timeout": ConfKey(
+        "timeout_ms",
+        "whole",
+        "the whole job's limit; 0: none (--timeout)",
+        maximum=MAX_MS,
+        unit="ms",
+    ),
+    "tony.application.untracked.jobtypes": ConfKey(
+        "untracked",
+        "names",
+        "task types whose end does not end the job (ps by default; with a "
+        "chief and parameter servers, ps and worker)",
+    ),
+    "tony.application.node-label": ConfKey(
+        "node_label", "text", "YARN: the node label of every task (--node-label)"
+    ),
+    "tony.task.heartbeat-interval-ms": ConfKey(
+        "heartbeat_interval_ms",
+        "whole",
+        "how often each task heartbeats",
+        minimum=1,
+        maximum=MAX_HEARTBEAT_MS,
+        unit="ms",
+    ),
+    "tony.task.max-missed-heartbeats": ConfKey(
+        "max_missed_heartbeats",
+        "whole",
+        "heartbeats a task may miss before it is lost and its attempt fails",
+        minimum=1,
+        maximum=MAX_MISSED_HEARTBEATS,
+    ),
+    "tony.task.registration-timeout-sec": _seconds(
+        "registration_timeout_s",
+        "a task not registered this long after its container runs fails the attempt",
+    ),
+    "tony.task.am-lost-sec": _seconds(
+        "am_lost_s",
+        "a task's sidecar ends the task after this long without an answer "
+        "from the AM; 0: twice the AM's missed-heartbeat limit",
+    ),
+    "tony.task.exclusion-wait-sec": _seconds(
+        "exclusion_wait_s",
+        "YARN: a lost task's host sits out the next attempts until "
+        "their tasks have waited this long for a container; 0: no exclusion",
+    ),
+    "tony.task.localization-timeout-sec": _seconds(
+        "localization_timeout_s",
+        "YARN: how long a NodeManager may fetch and unpack a container's files",
+    ),
+    "tony.task.completion-grace-sec": _seconds(
+        "completion_grace_s",
+        "tasks still running this long after the chief succeeded are stopped, and the job fails",
+    ),
+    "tony.am.memory": ConfKey("am_memory", "memory", "the AM's memory, e.g. 1g"),
+    "tony.am.vcores": ConfKey("am_vcores", "whole", "the AM's vcores", minimum=1),
+    "tony.am.linger-sec": _seconds(
+        "am_linger_s",
+        "how long the AM stays, after the job ends, for the notebook to read its result",
+    ),
+    "tony.am.retry-count": ConfKey(
+        "am_retries", "whole", "YARN: AM attempts after the first (a lost AM is restarted)"
+    ),
+    "tony.containers.envs": ConfKey("env", "pairs", _ENV),
+    "tony.execution.envs": ConfKey("env", "pairs", _ENV + ", as tony.containers.envs"),
+    "tony.keras.legacy": ConfKey(
+        "legacy_keras",
+        "bool",
+        "run tf.keras as Keras 2 (TF_USE_LEGACY_KERAS=1); false: Keras 3 (--keras3)",
+    ),
+    "tony.application.framework": ConfKey(
+        "framework", "framework", "tensorflow, pytorch or jax (--framework)"
+    ),
+    "tony.task.max-total-instances": ConfKey(
+        "max_total_instances",
+        "whole",
+        "the job may ask for at most this many tasks; -1: no limit",
+        minimum=-1,
+    ),
+    "tony.task.max-total-gpus": ConfKey(
+        "max_total_gpus",
+        "whole",
+        "the job may ask for at most this many GPUs; -1: no limit",
+        minimum=-1,
+    ),
+    "tony.am.wait-client-signal-stop-timeout-sec": _seconds(
+        "am_linger_s", "as tony.am.linger-sec (TonY's name for it)"
+    ),
+    "tony.container.allocation.timeout": ConfKey(
+        "allocation_timeout_ms",
+        "whole",
+        "above 0: sets tony.task.registration-timeout-sec",
+        minimum=-1,
+        maximum=MAX_MS,
+        unit="ms",
+    ),
+    "tony.other.namenodes": ConfKey(
+        "other_namenodes",
+        "names",
+        "secure YARN: NameNodes besides the default FS that the job needs delegation tokens for",
+    ),
+}
+
+
+def _read(key: str, k: ConfKey, value: str):
+    """A key's value as its ConfKey's kind reads it, within its bounds."""
+    if k.kind == "whole":
+        return whole(value, key, minimum=k.minimum, maximum=k.maximum)
+    if k.kind == "memory":
+        return parse_memory(value, key)
+    if k.kind == "bool":
+        return _parse_bool(value, key)
+    if k.kind == "framework":
+        return parse_framework(value, key)
+    if k.kind == "names":
+        return tuple(t.strip() for t in value.split(",") if t.strip())
+    if k.kind == "pairs":
+        return _pairs(key, value)
+    return value
+
+
+def _pairs(key: str, value: str) -> dict[str, str]:
+    env = {}
+    for pair in filter(None, (p.strip() for p in value.split(","))):
+        k, sep, v = pair.partition("=")
+        if not sep or not k:
+            raise SpecError(f"{key}: expected NAME=VALUE pairs, got {shown(pair)}")
+        if "\0" in pair:
+            raise SpecError(
+                f"{key}: {shown(pair)} holds a NUL character, which no environment "
+                "variable can; remove it"
+            )
+        if k.upper().startswith("TONY_"):
+            raise SpecError(
+                f"{key}: {k} is tony-jupyter's own (TONY_* variables tell each task its "
+                "AM, token and role); name your variable otherwise"
+            )
+        env[k] = v
+    return env
 
 
 @dataclass
@@ -273,77 +417,42 @@ class SpecBuilder:
         raise SpecError(f"unknown configuration key {key!r}{hint}")
 
     def _apply_type_key(self, type_: str, what: str, value: str, key: str) -> None:
-        if what == "instances":
-            self.instances[type_] = whole(value, key)
-        elif what == "memory":
-            self.memory[type_] = parse_memory(value, key)
-        elif what == "vcores":
-            self.vcores[type_] = whole(value, key, minimum=1)
-        elif what == "gpus":
-            self.gpus[type_] = whole(value, key)
-        else:
-            self.node_label[type_] = value
+        v = _read(key, _PER_TYPE[what], value)
+        slots = {
+            "instances": self.instances,
+            "memory": self.memory,
+            "vcores": self.vcores,
+            "gpus": self.gpus,
+            "node-label": self.node_label,
+        }
+        slots[what][type_] = v  # type: ignore[index]
 
-    def _apply_job_key(self, key: str, what: str, value: str) -> None:
-        if what in ("name", "queue"):
-            self.job[what] = value
-        elif what == "num_retries":
-            self.job["max_attempts"] = whole(value, key) + 1
+    def _apply_job_key(self, key: str, k: ConfKey, value: str) -> None:
+        """The value read as ``k`` says, put where it says."""
+        v = _read(key, k, value)
+        what = k.what
+        if what == "num_retries":
+            self.job["max_attempts"] = v + 1
         elif what == "timeout_ms":
-            self.job["timeout_s"] = whole(value, key, maximum=MAX_MS) / 1000.0
-        elif what == "other_namenodes":
-            self.job[what] = tuple(u.strip() for u in value.split(",") if u.strip())
+            self.job["timeout_s"] = v / 1000.0
         elif what == "untracked":
-            self.untracked = tuple(t.strip() for t in value.split(",") if t.strip())
+            self.untracked = v
         elif what == "node_label":
-            self.default_node_label = value or None
-        elif what == "am_retries":
-            self.job["am_retries"] = whole(value, key)
+            self.default_node_label = v or None
         elif what == "am_memory":
-            self.job["am_memory_mb"] = parse_memory(value, key)
-        elif what == "heartbeat_interval_ms":
-            self.job[what] = whole(value, key, minimum=1, maximum=MAX_HEARTBEAT_MS)
-        elif what == "max_missed_heartbeats":
-            self.job[what] = whole(value, key, minimum=1, maximum=MAX_MISSED_HEARTBEATS)
-        elif what == "am_vcores":
-            self.job[what] = whole(value, key, minimum=1)
-        elif what in (
-            "registration_timeout_s",
-            "am_lost_s",
-            "exclusion_wait_s",
-            "localization_timeout_s",
-            "completion_grace_s",
-            "am_linger_s",
-        ):
-            self.job[what] = float(whole(value, key, maximum=int(MAX_SECONDS)))
+            self.job["am_memory_mb"] = v
         elif what == "env":
-            for pair in filter(None, (p.strip() for p in value.split(","))):
-                k, sep, v = pair.partition("=")
-                if not sep or not k:
-                    raise SpecError(f"{key}: expected NAME=VALUE pairs, got {shown(pair)}")
-                if "\0" in pair:
-                    raise SpecError(
-                        f"{key}: {shown(pair)} holds a NUL character, which no environment "
-                        "variable can; remove it"
-                    )
-                if k.upper().startswith("TONY_"):
-                    raise SpecError(
-                        f"{key}: {k} is tony-jupyter's own (TONY_* variables tell each task its "
-                        "AM, token and role); name your variable otherwise"
-                    )
-                self.env[k] = v
-        elif what == "legacy_keras":
-            self.job["legacy_keras"] = _parse_bool(value, key)
-        elif what == "framework":
-            self.job["framework"] = parse_framework(value, key)
+            self.env.update(v)
         elif what in ("max_total_instances", "max_total_gpus"):
-            limit = whole(value, key, minimum=-1)
-            if limit >= 0:
-                self.limits[key] = limit
+            if v >= 0:
+                self.limits[key] = v
         elif what == "allocation_timeout_ms":
-            timeout_ms = whole(value, key, minimum=-1, maximum=MAX_MS)
-            if timeout_ms > 0:
-                self.job["registration_timeout_s"] = timeout_ms / 1000.0
+            if v > 0:
+                self.job["registration_timeout_s"] = v / 1000.0
+        elif k.unit == "s":
+            self.job[what] = float(v)
+        else:
+            self.job[what] = v
 
     def apply_conf_file(self, path: str | Path) -> None:
         """TonY's XML format: <configuration><property><name/><value/></property>..."""

@@ -2,16 +2,16 @@
    (npm run build:types): do not edit; change the schema and regenerate. */
 
 /**
- * A response of the server extension's REST API (/tony/api/jobs...) that the JupyterLab side panel reads. Field names are exactly those of the Python side: launcher/coordinator.py (Coordinator.snapshot, Task), launcher/jobs.py and launcher/yarn/client.py (snapshots of a lost job), server_ext/jobs.py (summary) and server_ext/api.py (the handlers). labextension/src/protocol.gen.ts is generated from this file (npm run build:types).
+ * A response of the server extension's REST API (/tony/api/jobs...) that the JupyterLab side panel reads. Field names are exactly those of the Python side: protocol/views.py (JobSnapshot, TaskView: am/coordinator.py's Coordinator.snapshot), launcher/client.py and launcher/yarn/client.py (snapshots of a lost job), server_ext/jobs.py (summary) and server_ext/api.py (the handlers). labextension/src/protocol.gen.ts is generated from this file (npm run build:types).
  */
 export type TonyProtocol = JobList | JobSnapshot | JobDetail | LogChunk | KillResult;
 /**
- * A job's state. NEW, STARTING, RUNNING, SUCCEEDED, FAILED, KILLED: the AM's Coordinator. LOST: the AM is gone and left no final status (launcher/jobs.py, launcher/yarn/client.py). UNKNOWN: the server could not read the job (server_ext/jobs.py).
+ * A job's state. NEW, STARTING, RUNNING, SUCCEEDED, FAILED, KILLED: the AM's Coordinator. LOST: the AM is gone and left no final status (launcher/client.py, launcher/yarn/client.py). UNKNOWN: the server could not read the job (server_ext/jobs.py).
  */
 export type JobState =
   'NEW' | 'STARTING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'KILLED' | 'LOST' | 'UNKNOWN';
 /**
- * A task's state in the current attempt (launcher/coordinator.py; KILLED is one of its TASK_DONE states).
+ * A task's state in the current attempt (protocol/states.py TaskState; KILLED is one of its DONE_TASK_STATES).
  */
 export type TaskState =
   | 'NEW'
@@ -67,7 +67,7 @@ export interface Progress {
   [k: string]: number | string | null;
 }
 /**
- * GET /tony/api/jobs/<job id>: Coordinator.snapshot() from the AM, or the job's saved status.json, or (AM gone, no status) the LOST snapshot of launcher/jobs.py or launcher/yarn/client.py, which has no failed_task and no chief.
+ * GET /tony/api/jobs/<job id>: Coordinator.snapshot() from the AM, or the job's saved status.json, or (AM gone, no status) the LOST snapshot of launcher/client.py or launcher/yarn/client.py, which has no failed_task and no chief.
  */
 export interface JobSnapshot {
   job_id: string;
@@ -118,7 +118,7 @@ export interface Endpoints {
   [k: string]: string;
 }
 /**
- * One task in JobSnapshot.tasks: the Task dataclass of launcher/coordinator.py, as dataclasses.asdict gives it.
+ * One task in JobSnapshot.tasks: the TaskView record of protocol/views.py, in its JSON form.
  */
 export interface TaskView {
   /**

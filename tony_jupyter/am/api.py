@@ -306,25 +306,28 @@ class ExecutorResultHandler(ExecutorHandler):
         self.answer(Ok())
 
 
+# The AM's routes under /api/v1/, each handler declaring its records; a session's AM adds
+# session_api.ROUTES. The docs' HTTP API reference is made from these tables.
+ROUTES: list[tuple[str, type[BaseHandler]]] = [
+    ("job", JobHandler),
+    ("events", EventsHandler),
+    ("feed", FeedHandler),
+    ("logs", LogsHandler),
+    ("metrics", MetricsHandler),
+    ("result", ResultHandler),
+    ("kill", KillHandler),
+    ("release", ReleaseHandler),
+    ("endpoints", EndpointHandler),
+    ("credentials", CredentialsHandler),
+    (f"endpoints/({ENDPOINT_NAME.pattern[1:-1]})", EndpointKeyHandler),
+    ("executor/register", RegisterHandler),
+    ("executor/cluster-spec", ClusterSpecHandler),
+    ("executor/heartbeat", HeartbeatHandler),
+    ("executor/logs", ExecutorLogsHandler),
+    ("executor/result", ExecutorResultHandler),
+]
+
+
 def make_app(am: AMState) -> web.Application:
-    routes = [
-        ("job", JobHandler),
-        ("events", EventsHandler),
-        ("feed", FeedHandler),
-        ("logs", LogsHandler),
-        ("metrics", MetricsHandler),
-        ("result", ResultHandler),
-        ("kill", KillHandler),
-        ("release", ReleaseHandler),
-        ("endpoints", EndpointHandler),
-        ("credentials", CredentialsHandler),
-        (f"endpoints/({ENDPOINT_NAME.pattern[1:-1]})", EndpointKeyHandler),
-        ("executor/register", RegisterHandler),
-        ("executor/cluster-spec", ClusterSpecHandler),
-        ("executor/heartbeat", HeartbeatHandler),
-        ("executor/logs", ExecutorLogsHandler),
-        ("executor/result", ExecutorResultHandler),
-    ]
-    if am.cells is not None:
-        routes += SESSION_ROUTES
+    routes = ROUTES + (SESSION_ROUTES if am.cells is not None else [])
     return web.Application([(f"{API}/{p}", h, {"am": am}) for p, h in routes])

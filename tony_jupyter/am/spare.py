@@ -6,9 +6,10 @@ JOB_DIR`` would, its tasks in the spare executors where they fit. Told to import
 
 ``SPEC_JSON``: the kernel's last job's spec. Its spare executors then import that job's
 framework, each under the environment that job's task in its place had (``TF_USE_LEGACY_KERAS``,
-the job's ``--env``, its GPUs' ``CUDA_VISIBLE_DEVICES``): a like job finds them fitting. A job
-whose tasks start several processes each (``--procs-per-task``) or an elastic one is not
-pre-imported for: its executor sets ``OMP_NUM_THREADS`` after the spare's import would have."""
+the job's ``tony.containers.envs``, its GPUs' ``CUDA_VISIBLE_DEVICES``): a like job finds them
+fitting. A job whose tasks start several processes each (``--procs-per-task``) or an elastic
+one is not pre-imported for: its executor sets ``OMP_NUM_THREADS`` after the spare's import
+would have."""
 
 from __future__ import annotations
 

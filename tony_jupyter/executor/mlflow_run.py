@@ -23,7 +23,7 @@ from ..shown import redacted
 # What may be long in a spec: MLflow keeps parameter values up to 6,000 characters.
 MAX_PARAM = 6000
 # The spec's fields that are not the job's parameters (or could hold secrets: only the names of
-# --env variables are logged, not their values).
+# the job's tony.containers.envs variables are logged, not their values).
 NOT_PARAMS = ("schema_version", "principal", "keytab")
 
 

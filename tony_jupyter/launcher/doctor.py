@@ -378,7 +378,8 @@ def _mlflow_answers(name: str, uri: str) -> Check:
             False,
             f"the tracking server at {where} refused this host (HTTP {r.status_code})",
             "its credentials: MLFLOW_TRACKING_TOKEN (or MLFLOW_TRACKING_USERNAME and _PASSWORD) "
-            "here, and passed to the job with --env, which forwards no secret by itself",
+            "here, and passed to the job with --conf tony.containers.envs=NAME=VALUE (tony-jupyter "
+            "forwards no secret by itself)",
             took,
         )
     found = r.status_code == 200 and body is not None and "experiment" in body
@@ -513,18 +514,44 @@ def text(checks: list[Check], seconds: float) -> str:
     return redacted("\n".join(lines))
 
 
+def doctor_parser():
+    """``doctor``'s flags: the one declaration its usage line and the docs are made from."""
+    import argparse
+
+    p = argparse.ArgumentParser(
+        prog="tony-jupyter doctor",
+        add_help=False,
+        exit_on_error=False,
+        description="Check what a first job needs, from this host and from one probe container.",
+    )
+    p.add_argument(
+        "--python",
+        default="",
+        metavar="PATH",
+        help="the Python the probe container runs, as a job's --python would (default: this "
+        "kernel's)",
+    )
+    p.add_argument(
+        "--queue",
+        default="default",
+        metavar="NAME",
+        help="the YARN queue to check and to run the probe in (default: default)",
+    )
+    p.add_argument(
+        "--no-probe", action="store_true", help="skip the probe container: this host's checks only"
+    )
+    return p
+
+
 def doctor(words: list[str]) -> tuple[str, bool]:
-    """Run the checks for ``tony-jupyter doctor [--python PATH] [--queue Q] [--no-probe]``;
+    """Run the checks for ``tony-jupyter doctor [--python PATH] [--queue NAME] [--no-probe]``;
     the report and whether all passed."""
     import argparse
 
     from ..errors import SpecError
 
-    usage = "doctor [--python PATH] [--queue NAME] [--no-probe]"
-    p = argparse.ArgumentParser(prog="doctor", add_help=False, exit_on_error=False)
-    p.add_argument("--python", default="")
-    p.add_argument("--queue", default="default")
-    p.add_argument("--no-probe", action="store_true")
+    p = doctor_parser()
+    usage = p.format_usage().removeprefix("usage: tony-jupyter ").strip()
     try:
         args, extra = p.parse_known_args(words)
     except argparse.ArgumentError as e:

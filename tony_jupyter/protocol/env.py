@@ -22,36 +22,36 @@ class ExecutorEnv(Record):
     """The environment the AM starts every executor with: the one definition of ``TONY_*``."""
 
     PREFIX: ClassVar[str] = "TONY_"
-    am_url: str
+    am_url: str  # the AM's API: where the executor registers, heartbeats and reports
     token: str = ""  # a one-time registration secret, traded for the task's token (register)
-    job_id: str = ""
-    chief: str = ""
-    heartbeat_ms: int = 1000
-    max_missed: int = 8
+    job_id: str = ""  # the job's id
+    chief: str = ""  # the task whose last expression is the cell's value (JobSpec.chief_id)
+    heartbeat_ms: int = 1000  # tony.task.heartbeat-interval-ms
+    max_missed: int = 8  # tony.task.max-missed-heartbeats
     am_lost_s: float = 0.0  # the sidecar ends its task after this long unanswered (0: 2x above)
-    checkpoint_dir: str = ""
-    tensorboard_dir: str = ""
-    tensorboard: bool = True
-    session: bool = False
+    checkpoint_dir: str = ""  # what tony_jupyter.checkpoint_dir() returns
+    tensorboard_dir: str = ""  # what tony_jupyter.tensorboard_dir() returns
+    tensorboard: bool = True  # the chief starts TensorBoard (off: --no-tensorboard)
+    session: bool = False  # a %tony session: the executor runs cell after cell
     framework: str = "tensorflow"  # with these two: the env of executor/frameworks.py
-    procs_per_task: int = 1
+    procs_per_task: int = 1  # --procs-per-task
     min_workers: int = 0  # PyTorch: an elastic job (--workers MIN:MAX) when above 0
-    max_workers: int = 0
-    max_attempts: int = 1
+    max_workers: int = 0  # an elastic job's MAX
+    max_attempts: int = 1  # --max-attempts
     secure: bool = False  # Kerberos: TensorBoard lets the RM's proxy in for the job's owner only
     # Set per task by the provider:
-    task_id: str = ""
-    attempt: int = 0
-    bundle_dir: str = "."
-    container_id: str | None = None
-    executor_host: str | None = None
-    staging_dir: str | None = None
-    webhdfs_url: str | None = None
-    checkpoint_remote: str | None = None
+    task_id: str = ""  # this task's id, e.g. worker:1
+    attempt: int = 0  # the job's attempt this task belongs to
+    bundle_dir: str = "."  # the job's staged files: the cell, its names, the shipped dir
+    container_id: str | None = None  # YARN: the task's container
+    executor_host: str | None = None  # the host the task registers (the provider's)
+    staging_dir: str | None = None  # YARN: the job's HDFS staging directory
+    webhdfs_url: str | None = None  # YARN: WebHDFS, for checkpoints and TensorBoard logs
+    checkpoint_remote: str | None = None  # YARN: where checkpoint_dir() is mirrored on HDFS
     python: str | None = None  # YARN: the AM's, the interpreter its executors run
     credentials_file: str | None = None  # secure YARN: the job's tokens (tokens.tokens_env)
-    credentials_version: str | None = None
-    hdfs_token: str | None = None
+    credentials_version: str | None = None  # secure YARN: which tokens the file holds
+    hdfs_token: str | None = None  # secure YARN: the HDFS delegation token at start
 
     @property
     def am_lost_limit(self) -> float:

@@ -134,17 +134,19 @@ class WhileOpen(routing.PathMatches):
         return super().match(request) if self.open() else None
 
 
+# The warm AM's spare routes under /api/v1/ (the docs' HTTP API reference is made from this).
+ROUTES: list[tuple[str, type[_Handler]]] = [
+    ("spare/job", JobHandler),
+    ("spare/hello", HelloHandler),
+    ("spare/task", TaskHandler),
+    ("spare/status", StatusHandler),
+]
+
+
 def router(pool: SparePool, rest: Any) -> routing.RuleRouter:
     """The spare routes while they are open; everything else (and they, once closed) to
     ``rest``: the job's API once it has its job."""
-    spare_api = web.Application(
-        [
-            ("/api/v1/spare/job", JobHandler, {"pool": pool}),
-            ("/api/v1/spare/hello", HelloHandler, {"pool": pool}),
-            ("/api/v1/spare/task", TaskHandler, {"pool": pool}),
-            ("/api/v1/spare/status", StatusHandler, {"pool": pool}),
-        ]  # fmt: skip
-    )
+    spare_api = web.Application([(f"/api/v1/{p}", h, {"pool": pool}) for p, h in ROUTES])
     return routing.RuleRouter(
         [
             routing.Rule(WhileOpen(r"/api/v1/spare/task", lambda: not pool.task_closed), spare_api),
