@@ -67,6 +67,12 @@ PARTITIONS = (
         command=("bash", "dev/lint"),
     ),
     Partition(
+        "docs",
+        "",
+        limit={"fast": 300, "ci": 300, "full": 300},
+        command=("bash", "dev/docs"),
+    ),
+    Partition(
         "local",
         "not yarn and not browser and not hosts and not ha",
         limit={"fast": 900, "ci": 900, "full": 2400},

@@ -91,7 +91,7 @@ def test_ci_deselects_the_full_tier_and_the_full_tier_runs_everything():
     assert suite._markexpr("yarn and not ha", "ci") == "(yarn and not ha) and not full"
     assert suite._markexpr("yarn and not ha", "full") == "yarn and not ha"
     names = [p.name for p in suite.PARTITIONS if p.in_tier("fast")]
-    assert names == ["lint", "local"]
+    assert names == ["lint", "docs", "local"]
     ci = [p.name for p in suite.PARTITIONS if p.in_tier("ci")]
     assert ci == [p.name for p in suite.PARTITIONS if p.in_tier("full")]
 

@@ -61,6 +61,8 @@ FULL_ONLY: dict[str, str] = {
     "worker fault",
     "tests/test_mlflow.py::test_a_failing_cell_ends_its_run_failed": "the chief's MLflow run "
     "(test_the_chief_logs_the_job_as_one_mlflow_run) runs in CI",
+    "tests/test_docs_reference.py::test_the_site_builds_with_warnings_as_errors": "the docs "
+    "partition of every tier runs the same build (bash dev/docs)",
     # --- HA (tests marked ha) ------------------------------------------------------------------
     "tests/ha/test_ha_jobs.py::*[http]": "the HTTP shape of HA: the same tests on "
     "`up --ha --tls` run in CI",

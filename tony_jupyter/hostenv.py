@@ -23,7 +23,7 @@ RUNTIME_DIR = "JUPYTER_RUNTIME_DIR"
 # The notebook side's, in the environment a local AM starts with, but not a task's: where the
 # job records and their tokens are (TONY_JUPYTER_HOME: nothing in a task reads it, and a task
 # handed the path reads the job's token there), and MLflow's credentials, which a job forwards
-# only when asked (--env MLFLOW_TRACKING_TOKEN): a YARN task never sees the notebook's either.
+# only when asked (tony.containers.envs): a YARN task never sees the notebook's either.
 NOT_FOR_TASKS = (
     "TONY_JUPYTER_HOME",
     "MLFLOW_TRACKING_USERNAME",
@@ -34,7 +34,7 @@ NOT_FOR_TASKS = (
 
 def for_task(host: Mapping[str, str], job: Mapping[str, str]) -> dict[str, str]:
     """A local task's environment: its host's (the AM's) without the Jupyter server's and the
-    notebook side's own variables, then its job's (what ``--env`` asked for among them)."""
+    notebook side's own variables, then its job's (tony.containers.envs, what it asked for)."""
     base = {k: v for k, v in host.items() if k not in NOT_FOR_TASKS}
     return without_jupyter({**base, **job})
 
