@@ -21,6 +21,8 @@ PACKAGE = ROOT / "tony_jupyter"
 
 # Flags of other programs that our pages and strings name, each with the program.
 FOREIGN = {
+    "--fast": "bash dev/test (dev/suite.py's tiers)",
+    "--full": "bash dev/test (dev/suite.py's tiers)",
     "--add-opens": "java",
     "--enable-native-access": "java",
     "--glob": "Hadoop's classpath command",
