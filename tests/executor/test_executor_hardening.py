@@ -103,7 +103,7 @@ def test_the_port_is_reserved_on_the_tasks_host_and_the_exposure_documented(monk
     monkeypatch.setattr(socket.socket, "bind", bind)
     assert reserve_port("127.0.0.1") > 0
     assert bound == [("127.0.0.1", 0)]
-    # TensorFlow's server binds every interface anyway: the README says so, and what to do.
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    # TensorFlow's server binds every interface anyway: the docs say so, and what to do.
+    readme = (Path(__file__).parents[2] / "docs" / "architecture.md").read_text()
     assert "TensorFlow's task servers listen on every interface" in readme
     assert "iptables -A INPUT ! -i lo" in readme

@@ -1,5 +1,6 @@
 """jupyter-server-proxy's own ``/proxy/<port>/`` reaches any local port for an authenticated
-user: the README says so, and turning that extension off keeps ``/tony/proxy/`` working."""
+user: the docs say so (docs/tensorboard.md), and turning that extension off keeps
+``/tony/proxy/`` working."""
 
 from pathlib import Path
 
@@ -40,8 +41,8 @@ async def test_the_generic_route_reaches_any_local_port_unless_turned_off(
     assert await status(jp_fetch, "tony", "api", "jobs") == 200  # tony's routes stay
 
 
-def test_the_readme_says_so_and_how_to_turn_it_off():
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+def test_the_docs_say_so_and_how_to_turn_it_off():
+    readme = (Path(__file__).parents[2] / "docs" / "tensorboard.md").read_text()
     assert "*every other port listening on localhost*" in readme
     assert "jupyter server extension disable jupyter_server_proxy" in readme
     assert '"jupyter_server_proxy": False' in readme

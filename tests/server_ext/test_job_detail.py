@@ -14,6 +14,7 @@ from helpers.server import finished_job
 
 from tony_jupyter.am.metrics import MetricLog
 from tony_jupyter.protocol import Event, EventKind
+from tony_jupyter.protocol.executor import Resources
 from tony_jupyter.server_ext.detail import AttemptSpan, JobDetail
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
@@ -43,7 +44,7 @@ def history(home, job_id="tony_20240101_000000_bbbbbb", failed_first=True):
     log = MetricLog()
     for step in range(1, 6):
         for task in ("worker:0", "worker:1"):
-            resources = {"cpu_percent": 90.0, "rss_bytes": 1 << 28}
+            resources = Resources(cpu_percent=90.0, rss_bytes=1 << 28)
             log.add(2, task, 15.0 + step, {"step": step, "loss": 1.0 / step}, resources)
     (d / "metrics.json").write_text(json.dumps(log.to_json()))
     status = json.loads((d / "status.json").read_text())
