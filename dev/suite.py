@@ -77,7 +77,7 @@ PARTITIONS = (
     Partition(
         "local",
         "not yarn and not browser and not hosts and not ha",
-        limit={"fast": 900, "ci": 900, "full": 2400},
+        limit={"fast": 1500, "ci": 1500, "full": 2400},
         floor={"fast": 1150, "ci": 1150, "full": 1170},
     ),
     Partition(
@@ -90,21 +90,21 @@ PARTITIONS = (
     Partition(
         "yarn",
         "yarn and not ha and not hosts",
-        limit={"ci": 1200, "full": 3600},
+        limit={"ci": 1800, "full": 3600},
         floor={"ci": 100, "full": 130},
     ),
     Partition(
         "ha",
         "ha",
         ("tests/ha",),
-        limit={"ci": 720, "full": 2400},
+        limit={"ci": 900, "full": 2400},
         floor={"ci": 5, "full": 16},
     ),
     Partition(
         "hosts",
         "hosts",
         ("tests/hosts",),
-        limit={"ci": 1200, "full": 3600},
+        limit={"ci": 1500, "full": 3600},
         floor={"ci": 18, "full": 30},
         needs_root=True,
     ),
