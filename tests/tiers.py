@@ -26,6 +26,11 @@ FULL_ONLY: dict[str, str] = {
         "PS training as alice: tests/test_training.py's PS job and test_mwms_trains_as_alice_"
         "with_tokens_only run in CI"
     ),
+    "tests/yarn/test_yarn_notebooks.py": "the data notebook on YARN (46 s): tests/test_data_hdfs"
+    ".py's [yarn] jobs read HDFS and tests/test_notebooks.py runs the quickstart notebook in CI",
+    "tests/yarn/test_yarn_warm.py::test_a_session_is_handed_to_the_warm_am_too": "a session in "
+    "the warm AM (46 s): test_the_next_job_of_the_same_shape_trains_in_the_warm_ams_containers "
+    "and test_yarn_src_handover.py (a job handed to the warm AM) run in CI",
     "tests/yarn/test_yarn_scale.py": "many workers on one cluster: test_yarn_training.py's "
     "jobs in CI",
     "tests/yarn/test_yarn_damaged_records.py": "the HDFS history fuzz (up to 300 s): "
