@@ -93,7 +93,8 @@ def test_ci_deselects_the_full_tier_and_the_full_tier_runs_everything():
     names = [p.name for p in suite.PARTITIONS if p.in_tier("fast")]
     assert names == ["lint", "docs", "local"]
     ci = [p.name for p in suite.PARTITIONS if p.in_tier("ci")]
-    assert ci == [p.name for p in suite.PARTITIONS if p.in_tier("full")]
+    assert ci == ["lint", "docs", "local", "browser", "yarn", "ha", "hosts"]
+    assert [p.name for p in suite.PARTITIONS if p.in_tier("full")] == [*ci, "bench"]
 
 
 def _xml_writer(tmp_path: Path, tests: int, skipped: int) -> list[str]:
