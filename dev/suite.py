@@ -342,8 +342,9 @@ def run(tier: str, areas: list[str], extra: list[str]) -> int:
             area = next(a for a in AREAS if a.name == name)
             for i, (expr, paths) in enumerate(area.runs):
                 label = f"{name}{i or ''}"
-                if not paths:  # the bench
-                    jobs.append((label, [PY, "-m", "bench", "--quick"], 900, None, None))
+                if not paths:  # the bench: its partition's command and limit
+                    bench = next(p for p in PARTITIONS if p.name == "bench")
+                    jobs.append((label, list(bench.command), bench.limit["full"], None, None))
                     continue
                 xml = RESULTS / f"{tag}-{label}.xml"
                 argv = [*pytest, "-m", expr, *paths, f"--junitxml={xml}", *extra]
