@@ -8,12 +8,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import psutil
 import pytest
 from helpers.jobs import FAST, Interrupter, submit, tasks_of_the_only_job, wait_no_processes
 
+from tony_jupyter.launcher import local
 from tony_jupyter.launcher import spare as spare_am
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
@@ -182,11 +184,23 @@ def test_killing_a_job_from_spares_stops_everything(shell, tony_home, spare, tmp
     assert not any(psutil.pid_exists(p) for p in executors)
 
 
-def test_ctrl_c_stops_a_job_running_in_spares(shell, tony_home, spare):
+def test_ctrl_c_stops_a_job_running_in_spares(shell, tony_home, spare, monkeypatch):
     ready, executors = spare
+    # Strike once the cell has the job: its tasks can run in spares before the submission ends
+    # (the next spare is scheduled after the AM serves), and a Ctrl-C there removes the job
+    # whole (test_ctrl_c_as_the_job_is_handed_its_spares_leaves_nothing below).
+    handed = threading.Event()
+    start_am = local.start_am
 
+    def start_am_then_say(*args, **kwargs):
+        start_am(*args, **kwargs)
+        handed.set()
+
+    monkeypatch.setattr(local, "start_am", start_am_then_say)
     strike = Interrupter(
-        lambda: [t.state for t in tasks_of_the_only_job()] == ["RUNNING", "RUNNING"]
+        lambda: (
+            handed.is_set() and [t.state for t in tasks_of_the_only_job()] == ["RUNNING", "RUNNING"]
+        )
     )
     with pytest.raises(KeyboardInterrupt):
         shell.run_cell_magic("tony", f"--workers 2 {FAST}", "import time\ntime.sleep(600)")
