@@ -91,7 +91,7 @@ PARTITIONS = (
         "yarn",
         "yarn and not ha and not hosts",
         limit={"ci": 1800, "full": 3600},
-        floor={"ci": 100, "full": 130},
+        floor={"ci": 85, "full": 130},
     ),
     Partition(
         "ha",
@@ -105,7 +105,7 @@ PARTITIONS = (
         "hosts",
         ("tests/hosts",),
         limit={"ci": 1500, "full": 3600},
-        floor={"ci": 18, "full": 30},
+        floor={"ci": 16, "full": 30},
         needs_root=True,
     ),
     # The bench smoke run (it fails only when a benchmark itself breaks, never on a goal): the

@@ -36,13 +36,41 @@ FULL_ONLY: dict[str, str] = {
     "tests/yarn/test_yarn_damaged_records.py": "the HDFS history fuzz (up to 300 s): "
     "tests/test_damaged_records.py's fuzz of the same readers runs in CI",
     "tests/yarn/test_yarn_fault_tolerance.py": "five kinds of fault on YARN: "
-    "tests/test_fault_tolerance.py (local, kill -9 and SIGSTOP) and tests/secure's worker "
+    "tests/test_fault_tolerance.py (local, kill -9) and tests/secure's worker "
     "fault on HDFS checkpoints run in CI",
     "tests/yarn/test_yarn_pack_env.py": "--pack-env on one host: the several-host job from the "
     "edge packs and ships the venv in CI",
     "tests/yarn/test_yarn_cache_replaced.py": "a task overwrites the cached --pack-env archive "
     "on HDFS (four jobs and a venv built): tests/launcher/test_cached_archives.py, the rule over "
     "a fake HDFS client, runs in CI",
+    "tests/yarn/test_yarn_src_handover.py": "the notebook's directory handed to the warm AM "
+    "(24 s): the warm AM's next job (test_yarn_warm.py) and the directory shipped on YARN "
+    "(tests/yarn/test_yarn_examples.py) run in CI",
+    "tests/test_src_dir.py::*[yarn]": "the notebook's directory on YARN (27 s): "
+    "tests/yarn/test_yarn_examples.py's cell importing beside the notebook from the shipped "
+    "archive runs in CI, and these tests on the local backend",
+    "tests/frameworks/test_pytorch.py::*[yarn]": "PyTorch in YARN containers (44 s): "
+    "tests/frameworks/test_jax.py's [yarn] jobs (a framework's rendezvous from the containers' "
+    "addresses) and test_pytorch.py's [local] jobs run in CI",
+    "tests/test_mlflow.py::*[yarn]": "the MLflow run from YARN containers (17 s): the [local] "
+    "run in CI; the tracking variables reach the containers as every forwarded variable does "
+    "(tests/test_magics.py's [yarn] jobs)",
+    "tests/test_session.py::test_state_is_kept_between_cells_and_training_goes_on[yarn]": "the "
+    "[local] case and the session's other [yarn] tests (names and logs, interrupt) run in CI",
+    "tests/test_magics.py::test_registration_timeout_ends_the_job[yarn]": "the AM's deadlines "
+    "are one code on both backends: the [local] case runs in CI",
+    "tests/test_magics.py::test_worker_waiting_after_chief_is_stopped[yarn]": "the [local] case "
+    "runs in CI (the AM's rule is one code on both backends)",
+    "tests/executor/test_tensorboard.py::test_tensorboard_ends_with_the_chief[yarn]": "the "
+    "[local] case and TensorBoard on YARN through the tracking URL "
+    "(tests/yarn/test_yarn_server_api.py) run in CI",
+    "tests/yarn/test_yarn_history.py::test_tensorboard_of_a_finished_job_from_its_history": "a "
+    "finished job's TensorBoard (tests/server_ext/test_finished_tensorboard.py) and the HDFS "
+    "history read from another home (test_a_job_is_listed_opened_and_read_from_another_home) "
+    "run in CI",
+    "tests/secure/test_secure_jobs.py::test_pack_env_localizes_with_the_users_tokens": "an "
+    "archive on HDFS localized with alice's tokens: every secure job in CI localizes its bundle "
+    "so, and the several-host job from the edge ships a packed venv in CI",
     # --- the local backend ----------------------------------------------------------------------
     "tests/launcher/test_warm_frameworks.py::"
     "test_a_job_whose_load_environment_differs_gets_a_fresh_interpreter[!XLA_FLAGS]": "the "
@@ -61,9 +89,16 @@ FULL_ONLY: dict[str, str] = {
     "tests/test_notebooks.py::test_notebook_executes[!01-quickstart]": "the other notebooks: "
     "the quickstart's runs in CI, and test_training.py (PS) and test_data_jobs.py (data) train "
     "what they train",
-    "tests/test_fault_tolerance.py::test_lost_worker_resumes_from_checkpoint[kill-9]": "the "
-    "SIGSTOP case (a worker found lost by its missed heartbeats) runs in CI, and tests/secure's "
-    "worker fault",
+    "tests/test_fault_tolerance.py::test_lost_worker_resumes_from_checkpoint[sigstop]": "the "
+    "kill -9 case (resumed from its checkpoint, 10-15 s quicker) and tests/test_magics.py::"
+    "test_hung_worker_is_caught_by_missed_heartbeats (a stopped worker found by its missed "
+    "heartbeats) run in CI, and tests/secure's worker fault",
+    "tests/test_training.py::test_parameter_server_strategy_trains_with_chief_workers_and_ps": (
+        "PS training on YARN (tests/yarn/test_yarn_training.py) runs in CI"
+    ),
+    "tests/test_data_jobs.py::test_mwms_trains_from_a_dataframe_shard": "the shards' tests of "
+    "test_data_jobs.py (disjoint, complete, typed) and MWMS training (test_training.py) run in "
+    "CI",
     "tests/test_mlflow.py::test_a_failing_cell_ends_its_run_failed": "the chief's MLflow run "
     "(test_the_chief_logs_the_job_as_one_mlflow_run) runs in CI",
     "tests/test_docs_reference.py::test_the_site_builds_with_warnings_as_errors": "the docs "
@@ -84,6 +119,14 @@ FULL_ONLY: dict[str, str] = {
     "the plain several-host job run in CI",
     "tests/hosts/test_hosts_tls.py": "`up --hosts --tls`: the HA TLS jobs run in CI",
     "tests/hosts/test_hosts_ha.py": "`up --hosts --ha --tls`: tests/ha's failover jobs run in CI",
+    "tests/hosts/test_hosts_jobs.py::test_ps_shard_hdfs_data_session_warm_am_tensorboard_and_"
+    "history_from_the_edge": "the same features on one host (tests/yarn/test_yarn_training.py's "
+    "PS job, test_yarn_data.py's shards, tests/test_session.py [yarn], test_yarn_warm.py, "
+    "test_yarn_server_api.py's TensorBoard, test_yarn_history.py) and the MWMS job from the edge "
+    "run in CI",
+    "tests/hosts/test_hosts_jobs.py::test_a_blocked_way_from_the_edge_to_the_nodes_is_named_not_"
+    "waited_out": "the words for an AM this host cannot reach (tests/launcher/test_launch_outcome"
+    ".py, test_am_unreachable.py) run in CI",
     "tests/hosts/test_hosts_faults.py": "a host cut off mid-training: "
     "test_hosts_cluster.py's link down/up and tests/test_fault_tolerance.py run in CI",
 }
