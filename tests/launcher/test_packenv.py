@@ -3,6 +3,8 @@ C++ headers (packenv.LEFT_OUT), and a content hash that changes with the venv's 
 
 from __future__ import annotations
 
+import gzip
+import random
 import subprocess
 import sys
 import tarfile
@@ -49,3 +51,25 @@ def test_the_hash_follows_the_files_but_not_pycache(venv):
     assert packenv.content_hash(venv) == first
     (site / "tensorflow" / "new.py").write_text("x = 1\n")
     assert packenv.content_hash(venv) != first
+
+
+@pytest.mark.parametrize("size", [0, 1, 10_000, 65_536 * 3 + 7])
+def test_the_parallel_gzip_unpacks_as_the_nodemanager_does(tmp_path, monkeypatch, size):
+    # Blocks of 64 KiB: a larger source is several gzip members, which `gzip -dc` (what a
+    # NodeManager runs on a .tar.gz) and Python's gzip both read whole, in order.
+    monkeypatch.setattr(packenv, "BLOCK", 65_536)
+    data = random.Random(size).randbytes(size // 2) + b"tony" * (size // 8)
+    src, out = tmp_path / "a.tar", tmp_path / "a.tar.gz"
+    src.write_bytes(data)
+    packenv.gzip_in_parallel(src, out, threads=3)
+    members = out.read_bytes().count(b"\x1f\x8b\x08")
+    assert members >= max(1, -(-len(data) // 65_536))
+    assert gzip.decompress(out.read_bytes()) == data
+    unpacked = subprocess.run(["gzip", "-dc", str(out)], capture_output=True, check=True)
+    assert unpacked.stdout == data
+
+
+def test_a_packed_archive_leaves_no_plain_tar_beside_it(venv, tmp_path):
+    out = tmp_path / "env.tar.gz"
+    packenv.pack(venv, out)
+    assert [p.name for p in tmp_path.iterdir() if p.name != "venv"] == ["env.tar.gz"]
