@@ -58,7 +58,7 @@ class Partition:
     command: tuple[str, ...] = ()  # not pytest: a command of its own (bench)
     # pytest-xdist processes, a test file each at a time (--dist loadfile: a module's fixtures
     # stay in one process). The local partition's tests mostly wait on the processes they start:
-    # two on 2 cores took it from 766-846 s to 352 s.
+    # two on 2 cores took it from 766-846 s to 352 s; the yarn partition's wait on YARN too.
     workers: int = 1
 
     def in_tier(self, tier: str) -> bool:
@@ -97,6 +97,7 @@ PARTITIONS = (
         "yarn and not ha and not hosts",
         limit={"ci": 1800, "full": 3600},
         floor={"ci": 85, "full": 130},
+        workers=2,  # a devcluster each (devcluster/testing.py: disjoint port offsets)
     ),
     Partition(
         "ha",

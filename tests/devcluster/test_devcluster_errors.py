@@ -494,9 +494,25 @@ def test_a_fourth_cluster_gets_ports_below_the_ephemeral_range(monkeypatch, tmp_
     from tony_jupyter.devcluster.config import Layout
 
     monkeypatch.delenv("TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # one process: every offset in order
     taken = {p for o in (0, 10000, 20000) for p in Layout(tmp_path, o, False).all_ports()}
     monkeypatch.setattr(preflight, "port_in_use", lambda port: port in taken)
     offset = testing._free_port_offset(tmp_path)
     assert offset == 5000
     ports = Layout(tmp_path, offset, False).all_ports()
     assert max(ports) < testing._ephemeral_low() and not taken & set(ports)
+
+
+def test_pytest_xdist_processes_try_disjoint_offsets_first(monkeypatch):
+    from tony_jupyter.devcluster import testing
+
+    offsets = [0, 10000, 20000, 5000, 15000, 30000]
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    first = testing._this_workers_first(offsets)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    second = testing._this_workers_first(offsets)
+    assert first[:3] == [0, 20000, 15000] and second[:3] == [10000, 5000, 30000]
+    assert sorted(first) == sorted(second) == sorted(offsets)  # then the other's, if all taken
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    assert testing._this_workers_first(offsets) == offsets

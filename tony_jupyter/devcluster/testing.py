@@ -111,11 +111,23 @@ def _free_port_offset(
     top = max(Layout(root, 0, secure, tls=tls_on, ha=ha).all_ports())
     steps = (0, 10000, 20000, 5000, 15000, *range(30000, MAX_PORT_OFFSET + 1, 10000))
     offsets = sorted(steps, key=lambda o: o + top >= _ephemeral_low())  # stable: order kept
-    for offset in offsets:
+    for offset in _this_workers_first(offsets):
         ports = Layout(root, offset, secure, tls=tls_on, ha=ha).all_ports()
         if not any(preflight.port_in_use(port) for port in ports):
             return offset
     return 0  # all taken: `up` names the busy ports
+
+
+def _this_workers_first(offsets: list[int]) -> list[int]:
+    """``offsets``, those of this pytest-xdist process first (every n-th from its index), so
+    that the partition's processes, starting clusters at the same moment, never pick the same
+    free offset; outside xdist, as they are."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ...
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if count <= 1 or not worker[2:].isdigit():
+        return offsets
+    mine = offsets[int(worker[2:]) % count :: count]
+    return mine + [o for o in offsets if o not in mine]
 
 
 def _ephemeral_low() -> int:
