@@ -8,6 +8,8 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 from helpers.jobs import wait_no_processes
@@ -93,6 +95,34 @@ def test_mlflow_start_waits_no_longer_than_its_stated_budget(tmp_path, monkeypat
     out = capfd.readouterr().out
     assert "starting the job's MLflow run at http://alice:[redacted]@127.0.0.1" in out
     assert "(up to 1 s)" in out and "did not answer within 1 s" in out and SECRET not in out
+
+
+def test_an_mlflow_run_that_starts_after_the_budget_is_ended_not_left_running(
+    tmp_path, monkeypatch, capfd
+):
+    pytest.importorskip("mlflow")
+    ended, started = [], threading.Event()
+
+    class LateMlflow:
+        def end_run(self, status):
+            ended.append(status)
+
+    def late_start(cls, bundle_dir, job_id, attempt):
+        time.sleep(0.6)  # the server answers after the budget
+        started.set()
+        return mlflow_run.Run(LateMlflow(), "run-late")
+
+    monkeypatch.setattr(mlflow_run, "START_BUDGET_S", 0.2)
+    monkeypatch.setattr(mlflow_run.Run, "_start", classmethod(late_start))
+    assert mlflow_run.Run.start(tmp_path, "job1", 1) is None
+    assert ended == []  # given up, the start still under way
+    assert started.wait(5)
+    deadline = time.monotonic() + 5
+    while not ended and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ended == ["KILLED"]
+    out = capfd.readouterr().out
+    assert "did not answer within 0 s" in out and "run-late started late: ended (KILLED)" in out
 
 
 def test_a_local_task_gets_none_of_the_notebook_sides_own_variables_unless_asked():

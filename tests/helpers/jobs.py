@@ -20,7 +20,10 @@ from tony_jupyter.launcher.client import JobClient, list_jobs
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.options import parse_job_args
 
-FAST = "--conf tony.task.heartbeat-interval-ms=200"
+# Heartbeats every 0.2 s (a job's state and final progress reach the test sooner), and 10 s of a
+# task's silence before it is lost: a loaded machine (two test processes, TensorFlow importing)
+# stalls a task's heartbeat thread past the default 8 beats (1.6 s at this pace).
+FAST = "--conf tony.task.heartbeat-interval-ms=200 --conf tony.task.max-missed-heartbeats=50"
 
 
 def processes_under(home: Path) -> list[psutil.Process]:

@@ -80,21 +80,40 @@ class Run:
     def start(cls, bundle_dir: Path, job_id: str, attempt: int) -> Run | None:
         """The run, started within ``START_BUDGET_S`` (said in the task's log before it waits):
         MLflow's client retries an unreachable server for minutes, and the cell waits for
-        nothing but its own code. A run not started by then is given up (training goes on)."""
+        nothing but its own code. A run not started by then is given up (training goes on),
+        and ended (KILLED) if it starts later, never left RUNNING. The budget is the server's:
+        ``import mlflow`` (seconds of this host's CPU, more on a loaded one) comes before it."""
+        try:
+            import mlflow  # noqa: F401 - imported here, outside the server's budget
+        except Exception as e:  # noqa: BLE001 - a broken install: training goes on
+            print(f"[tony] no MLflow run: {type(e).__name__}: {redacted(str(e))}", flush=True)
+            return None
         uri = redacted(os.environ.get("MLFLOW_TRACKING_URI", ""))
         print(
             f"[tony] starting the job's MLflow run at {uri} (up to {START_BUDGET_S:.0f} s)",
             flush=True,
         )
         done: list[Run | None] = []
+        given_up = threading.Event()
+        lock = threading.Lock()
+
+        def start() -> None:
+            run = cls._start(bundle_dir, job_id, attempt)
+            with lock:
+                if not given_up.is_set():
+                    done.append(run)
+                    return
+            if run is not None:  # too late for the cell: not left RUNNING
+                run.mlflow.end_run(status="KILLED")
+                print(f"[tony] MLflow run {run.run_id} started late: ended (KILLED)", flush=True)
+
         with _quick_retries():
-            t = threading.Thread(
-                target=lambda: done.append(cls._start(bundle_dir, job_id, attempt)),
-                name="tony-mlflow-start",
-                daemon=True,
-            )
+            t = threading.Thread(target=start, name="tony-mlflow-start", daemon=True)
             t.start()
             t.join(START_BUDGET_S)
+            with lock:
+                if not done:
+                    given_up.set()
             run = done[0] if done else None
             if run is not None:
                 run = run.resumed()
