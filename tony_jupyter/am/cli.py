@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from .. import warm
+from . import timeline
 from .local import LocalProvider
 from .main import AM
 from .provider import Provider
@@ -21,6 +22,7 @@ def main(argv: list[str] | None = None, spares: list[warm.Spare] | None = None) 
     p.add_argument("--provider", choices=("local", "yarn"), default="local")
     args = p.parse_args(argv)
     job_dir = args.job_dir.resolve()
+    timeline.mark("AM modules imported")
 
     def make_provider() -> Provider:
         if args.provider == "yarn":
@@ -31,7 +33,9 @@ def main(argv: list[str] | None = None, spares: list[warm.Spare] | None = None) 
 
     provider = make_provider()
     am = AM(job_dir, provider, host=args.host, advertise=args.advertise)
+    timeline.mark("coordinator built")
     am.launch()
+    timeline.mark("tasks asked for")
     if isinstance(provider, LocalProvider):
         provider.drop_spares()  # the tasks have started: the spares left are not needed
     import asyncio  # after the launch: the tasks' interpreters start meanwhile

@@ -27,6 +27,7 @@ from ...bundle import BundleInfo
 from ...protocol import CHECKPOINT_FENCE, ExecutorEnv
 from ...spec import JobSpec, TaskSpec
 from ...tokens import tokens_env
+from .. import timeline
 from ..provider import Placement, Provider
 from . import eventlog, history, jvm
 from .credentials import Credentials
@@ -76,7 +77,9 @@ class YarnProvider(Provider):
         self.resources = json.loads(jobdir.JobDir(job_dir).resources.read_text())
         self.shards = BundleInfo.read(jobdir.JobDir(job_dir).bundle).shards
         jvm.start()
+        timeline.mark("JVM started")
         self.J: Any = jvm.Classes()  # Java classes: typed by the JVM, not here
+        timeline.mark("Hadoop classes loaded")
         self.conf = self.J.YarnConfiguration()
         # Secure cluster: the job's delegation tokens, for the executors (credentials.py).
         self.creds = (
@@ -95,6 +98,7 @@ class YarnProvider(Provider):
         nm_conf.setLong(NM_WAIT_KEY, min(int(nm_conf.getLong(NM_WAIT_KEY, NM_WAIT_MS)), NM_WAIT_MS))
         self.nm.init(nm_conf)
         self.nm.start()
+        timeline.mark("AMRM and NM clients started")
         self.localization = LocalizationWatch(self.nm)
         self.lock = threading.RLock()
         self.pending: dict[int, Launch] = {}  # allocationRequestId -> launch
@@ -126,6 +130,7 @@ class YarnProvider(Provider):
         resp = self.amrm.registerApplicationMaster(u.hostname, u.port, am_url)
         self.max_capability = resp.getMaximumResourceCapability()
         log.info("registered with the RM; tracking URL %s", am_url)
+        timeline.mark("registered with the RM")
         self.loop.start()
 
     def record_event(self, event: dict) -> None:
@@ -299,7 +304,7 @@ class YarnProvider(Provider):
     # --- the allocate thread --------------------------------------------------------------
 
     def _run(self) -> None:
-        failures = 0
+        failures, first = 0, True
         while not self.stop_loop.is_set():
             busy = bool(self.pending) or any(x.stopping for x in self.running.values())
             try:
@@ -310,6 +315,9 @@ class YarnProvider(Provider):
                         log.info("tracking URL now %s", url)
                     resp = self.amrm.allocate(0.5)
                 failures = 0
+                if first:
+                    first = False
+                    timeline.mark("first allocate")
             except Exception as e:  # noqa: BLE001 - RM restarts and hiccups are retried
                 failures += 1
                 log.warning("allocate failed (%d): %s", failures, e)
