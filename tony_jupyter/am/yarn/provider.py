@@ -2,7 +2,8 @@
 (called from Python through JPype, in the AM's container).
 
 The synchronous clients are driven from one Python thread (allocate every 100 ms while asks or
-stops are outstanding, every second otherwise), so no Java callback interfaces are needed;
+stops are outstanding, every second otherwise, and at once when a container is asked for), so no
+Java callback interfaces are needed;
 container starts and stops go through a small thread pool because each is a blocking NM RPC.
 """
 
@@ -112,6 +113,9 @@ class YarnProvider(Provider):
         # holding back the starts of the next attempt's containers.
         self.stoppers = ThreadPoolExecutor(4, thread_name_prefix="nm-stop")
         self.stop_loop = threading.Event()
+        # Set by each ask: the allocate thread sends it now, not after its idle second (a job's
+        # first asks came up to 1 s late: issue 43).
+        self.nudge = threading.Event()
         self.loop = threading.Thread(target=self._run, name="amrm", daemon=True)
         self.allocated_at: dict[str, float] = {}
         self.tracking_url: str | None = None  # a new tracking URL for the next allocate
@@ -248,6 +252,7 @@ class YarnProvider(Provider):
             if not launch.spare:
                 self.by_task[(launch.task_id, launch.attempt)] = launch
             self.amrm.addContainerRequest(req)
+        self.nudge.set()
 
     def stop_task(self, task_id: str, attempt: int) -> None:
         with self.lock:
@@ -290,6 +295,7 @@ class YarnProvider(Provider):
         except Exception as e:  # noqa: BLE001 - e.g. the app was killed through the RM already
             log.warning("could not unregister: %s", e)
         self.stop_loop.set()
+        self.nudge.set()
         self.localization.stop()
         if self.loop.is_alive():
             self.loop.join(5)
@@ -307,6 +313,7 @@ class YarnProvider(Provider):
         failures, first = 0, True
         while not self.stop_loop.is_set():
             busy = bool(self.pending) or any(x.stopping for x in self.running.values())
+            self.nudge.clear()  # an ask from now on wakes the wait below
             try:
                 with self.lock:
                     if self.tracking_url:
@@ -330,7 +337,7 @@ class YarnProvider(Provider):
                 self._allocated(c)
             for s in resp.getCompletedContainersStatuses():
                 self._completed(s)
-            self.stop_loop.wait(FAST_S if busy else SLOW_S)
+            self.nudge.wait(FAST_S if busy else SLOW_S)
 
     def _allocated(self, c) -> None:
         rid = int(c.getAllocationRequestId())
