@@ -40,8 +40,17 @@ def mark(step: str) -> None:
         return
     now = time.time()
     since = f"+{now - STARTED:.3f} s" if STARTED is not None else "+? s"
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int(now % 1 * 1000):03d}"
-    print(f"{stamp} INFO {PREFIX} {since} {step} @{now:.3f}", file=sys.stderr, flush=True)
+    print(f"{_stamp(now)} INFO {PREFIX} {since} {step} @{now:.3f}", file=sys.stderr, flush=True)
+
+
+def note(text: str) -> None:
+    """A stamped line beside the steps, not one of them (what a step found, e.g.)."""
+    if ON:
+        print(f"{_stamp(time.time())} INFO tony-jupyter AM: {text}", file=sys.stderr, flush=True)
+
+
+def _stamp(now: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)) + f",{int(now % 1 * 1000):03d}"
 
 
 def parse(text: str) -> dict[str, float]:

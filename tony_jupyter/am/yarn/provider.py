@@ -30,7 +30,7 @@ from ...spec import JobSpec, TaskSpec
 from ...tokens import tokens_env
 from .. import timeline
 from ..provider import Placement, Provider
-from . import eventlog, history, jvm
+from . import classarchive, eventlog, history, jvm
 from .credentials import Credentials
 from .exits import EXIT_WORDS, FINAL
 from .localizing import LocalizationWatch
@@ -77,8 +77,11 @@ class YarnProvider(Provider):
         self.outcome = ("FAILED", "the AM ended without an outcome")
         self.resources = json.loads(jobdir.JobDir(job_dir).resources.read_text())
         self.shards = BundleInfo.read(jobdir.JobDir(job_dir).bundle).shards
-        jvm.start()
+        self.cds = jvm.start(spec.am_memory_mb)
         timeline.mark("JVM started")
+        if self.cds is not None:
+            timeline.note(f"class archive: {self.cds.state}")
+        self.cds_building = False
         self.J: Any = jvm.Classes()  # Java classes: typed by the JVM, not here
         timeline.mark("Hadoop classes loaded")
         self.conf = self.J.YarnConfiguration()
@@ -294,6 +297,9 @@ class YarnProvider(Provider):
             log.info("unregistered: %s (%s)", state, reason)
         except Exception as e:  # noqa: BLE001 - e.g. the app was killed through the RM already
             log.warning("could not unregister: %s", e)
+        if self.cds is not None and self.cds.archive and self.cds.state == "recording":
+            if not self.cds_building:
+                classarchive.abandon(self.cds.archive)
         self.stop_loop.set()
         self.nudge.set()
         self.localization.stop()
@@ -365,6 +371,7 @@ class YarnProvider(Provider):
             self.localization.started(cid, c, launch.task_id)
             self.nm.startContainer(c, self._context(launch, c))
             log.info("started %s in %s on %s", launch.task_id, c.getId(), c.getNodeId())
+            self._build_class_archive()
         except Exception as e:  # noqa: BLE001 - reported as the task's failure
             self.localization.forget(cid)
             with self.lock:
@@ -447,6 +454,19 @@ class YarnProvider(Provider):
         self.on_exit(launch.task_id, launch.attempt, code, why)
 
     # --- helpers --------------------------------------------------------------------------
+
+    def _build_class_archive(self) -> None:
+        """Once a container has started (the classes of a job's start are in the list), the
+        node's class archive is built in the background, if this AM recorded for it."""
+        with self.lock:
+            if self.cds_building or self.cds is None or self.cds.state != "recording":
+                return
+            self.cds_building = True
+        try:
+            assert self.cds.archive is not None
+            classarchive.start_build(self.cds.archive)
+        except OSError as e:  # never the job's concern: the next AM tries again
+            log.warning("could not start the class archive's builder: %s", e)
 
     def _stop_container(self, c) -> None:
         try:
