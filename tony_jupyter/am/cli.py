@@ -5,6 +5,7 @@ the AM (main.py) launched and run."""
 from __future__ import annotations
 
 import argparse
+import threading
 from pathlib import Path
 
 from .. import warm
@@ -12,6 +13,16 @@ from . import timeline
 from .local import LocalProvider
 from .main import AM
 from .provider import Provider
+
+
+def _import_serving() -> None:
+    """What the AM serves its API with, imported while its JVM starts Hadoop's clients and
+    registers (Java calls leave the GIL): the API answers sooner after the registration."""
+    import asyncio  # noqa: F401
+
+    from tornado import httpserver, ioloop  # noqa: F401
+
+    from . import api, beats  # noqa: F401
 
 
 def main(argv: list[str] | None = None, spares: list[warm.Spare] | None = None) -> int:
@@ -26,6 +37,7 @@ def main(argv: list[str] | None = None, spares: list[warm.Spare] | None = None) 
 
     def make_provider() -> Provider:
         if args.provider == "yarn":
+            threading.Thread(target=_import_serving, name="imports", daemon=True).start()
             from .yarn.provider import YarnProvider  # starts a JVM: only in a YARN AM
 
             return YarnProvider(job_dir)

@@ -92,8 +92,12 @@ class YarnProvider(Provider):
         self.am_attempt = eventlog.am_attempt()
         self.events = None
         if self.staging:
-            fs = self.J.Path(self.staging).getFileSystem(self.conf)
-            self.events = eventlog.EventLog(fs, self.J, self.staging, self.am_attempt)
+            self.events = eventlog.EventLog(
+                lambda: self.J.Path(self.staging).getFileSystem(self.conf),
+                self.J,
+                self.staging,
+                self.am_attempt,
+            )
         self.amrm = self.J.AMRMClient.createAMRMClient()
         self.amrm.init(self.conf)
         self.amrm.start()
