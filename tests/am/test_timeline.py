@@ -29,7 +29,7 @@ def test_a_yarn_container_marks_each_step_with_the_process_start():
     assert list(steps) == ["process", "first step", "second step"], err
     # /proc counts 10 ms ticks: the start is that close to when we started the process.
     assert before - 0.05 <= steps["process"] <= steps["first step"] < steps["second step"]
-    assert steps["second step"] - steps["first step"] >= 0.2
+    assert steps["second step"] - steps["first step"] >= 0.19  # stamps to the ms
     assert all(line.split()[2:4] == ["INFO", "tony-jupyter"] for line in err.splitlines())
 
 
