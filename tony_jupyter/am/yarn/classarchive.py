@@ -112,11 +112,12 @@ def java_for(libjvm: str) -> str | None:
 
 
 def expand(classpath: list[str]) -> list[str]:
-    """Wildcards as JPype expands them (``dir/*``: its jars), sorted, so that every AM's
-    classpath lists the same jars in the same order."""
+    """Wildcards as JPype expands them (``dir/*``: its jars, in the directory's order), so that
+    two jars with a class in common still load it from the same one as without an archive (the
+    key has the order)."""
     out: list[str] = []
     for entry in classpath:
-        out.extend(sorted(glob.glob(entry + ".jar")) if entry.endswith("*") else [entry])
+        out.extend(glob.glob(entry + ".jar") if entry.endswith("*") else [entry])
     return out
 
 
@@ -176,8 +177,8 @@ def plan(classpath: list[str], libjvm: str, extra_flags: list[str], am_memory_mb
             return Plan((), classpath, "none (another AM is building it)")
         a.classlist.unlink(missing_ok=True)
         return Plan((f"-XX:DumpLoadedClassList={a.classlist}",), classpath, "recording", a)
-    except OSError as e:
-        return Plan((), classpath, f"none ({e})")
+    except Exception as e:  # noqa: BLE001 - the JVM as before, whatever went wrong here
+        return Plan((), classpath, f"none ({type(e).__name__}: {e})")
 
 
 def _lock(a: ClassArchive) -> bool:
