@@ -107,6 +107,16 @@ def test_a_conf_file_a_jar_has_too_refuses_the_archive_for_good(node, tmp_path):
     assert again.state.startswith("none (refused") and again.classpath == cp and not again.flags
 
 
+def test_a_directory_others_may_write_in_is_not_used(node):
+    user_dir, cp = node
+    home = user_dir / classarchive.DIR_NAME
+    home.mkdir(mode=0o700)
+    home.chmod(0o777)
+    got = classarchive.plan(cp, libjvm(), [], 1024)
+    assert got.state.endswith("is not this user's alone)") and got.classpath == cp
+    assert not got.flags and not list(home.iterdir())
+
+
 def test_off_small_ams_and_a_stale_lock(node):
     _, cp = node
     assert classarchive.plan(cp, libjvm(), ["-Xshare:off"], 1024).state == "off (-Xshare:off)"

@@ -167,6 +167,8 @@ def plan(classpath: list[str], libjvm: str, extra_flags: list[str], am_memory_mb
         a = describe(classpath, libjvm, java)
         if a is None:
             return Plan((), classpath, "none (a classpath directory of too many files)")
+        if not _own(Path(a.home)):
+            return Plan((), classpath, f"none ({a.home} is not this user's alone)")
         if a.archive.is_file():
             return Plan((f"-XX:SharedArchiveFile={a.archive}",), a.classpath, "mapped", a)
         if a.path("refused").exists():
@@ -181,10 +183,17 @@ def plan(classpath: list[str], libjvm: str, extra_flags: list[str], am_memory_mb
         return Plan((), classpath, f"none ({type(e).__name__}: {e})")
 
 
+def _own(home: Path) -> bool:
+    """The archives' directory (made if missing) is this user's and nobody else may write in
+    it: an AM maps only what its own user's AMs wrote."""
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    st = home.stat()
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
 def _lock(a: ClassArchive) -> bool:
     """This AM records and builds ``a``, unless another one does (a lock younger than
     STALE_LOCK_S)."""
-    Path(a.home).mkdir(parents=True, exist_ok=True, mode=0o700)
     lock = a.path("lock")
     try:
         if time.time() - lock.stat().st_mtime > STALE_LOCK_S:
