@@ -35,6 +35,9 @@ def _sides(workers: int, conf: dict, cluster) -> dict:
 def add_arguments(p) -> None:
     p.add_argument("--sizes", default="1,2,4", help="numbers of workers (default 1,2,4)")
     p.add_argument("--sides", default="", help="only these sides (comma-separated; hand always)")
+    p.add_argument(
+        "--steps", type=int, default=20, help="training steps (0: start-up only, no TensorFlow)"
+    )
 
 
 def run(ctx: Context) -> dict:
@@ -43,7 +46,7 @@ def run(ctx: Context) -> dict:
     counts = (1,) if quick else tuple(int(n) for n in sizes.split(","))
     only = {s for s in getattr(ctx.args, "sides", "").split(",") if s}
     runs = runs or (1 if quick else 3)
-    conf = {"steps": 20}
+    conf = {"steps": getattr(ctx.args, "steps", 20)}
     result: dict = {"runs": runs, "steps": conf["steps"], "workers": {}}
     for n in counts:
         log(f"time_to_training: {n} worker(s), {runs} round(s)")

@@ -18,9 +18,11 @@ from pathlib import Path
 import requests
 
 from bench.lib.common import Context, am_rss
+from tony_jupyter.am import timeline
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher import local as backend_local
+from tony_jupyter.launcher.yarn import appmaster
 from tony_jupyter.launcher.yarn import backend as yarn_backend
 from tony_jupyter.launcher.yarn import staging as yarn_staging
 from tony_jupyter.options import parse_job_args
@@ -69,6 +71,7 @@ def run_once(backend: str, workers: int, marks: dict) -> dict:
             timeout=10,
         ).json()["container"]
         task_alloc = max(c["startedTime"] for c in containers[1:] if c) / 1000
+        app = requests.get(rm, timeout=10).json()["app"]
         events = job.client.events(0)[0]
         launched = min(e.time for e in events if e.data.get("state") == "LAUNCHED")
         row.update(
@@ -78,11 +81,28 @@ def run_once(backend: str, workers: int, marks: dict) -> dict:
             executor_start_s=t_user - task_alloc,
             bytes_staged=marks["bytes"],
             am_rss_mb=am_rss(record.id) / 2**20,
+            am_timeline=am_timeline(app, t0, marks["staged"]),
         )
     job.wait(120)
     job.client.release()
     job.client.wait_am_exit(60)
     return row
+
+
+def am_timeline(app: dict, t0: float, staged: float) -> dict:
+    """Seconds after the submission's start: staging done, the RM's start of the application
+    and launch of its AM container, then each step the AM's log marks (tony_jupyter/am/
+    timeline.py), read from its NodeManager while the job runs."""
+    steps = {"staged": staged, "rm_started": app["startedTime"] / 1000}
+    if app.get("launchTime"):
+        steps["am_container_launched"] = app["launchTime"] / 1000
+    where = appmaster.am_container(app)
+    if where is not None:
+        base, cid = where
+        got = requests.get(f"{base}/ws/v1/node/containerlogs/{cid}/am.stderr", timeout=10)
+        if got.status_code == 200:
+            steps.update(timeline.parse(got.text))
+    return {k: round(v - t0, 3) for k, v in sorted(steps.items(), key=lambda kv: kv[1])}
 
 
 def instrument(marks: dict):
@@ -118,9 +138,12 @@ def run(ctx: Context) -> dict:
     finally:
         yarn_staging.Staging.upload = upload  # type: ignore[method-assign]
     summary = {
-        backend: {k: statistics.median(r[k] for r in got) for k in got[0]}
+        backend: {k: statistics.median(r[k] for r in got) for k in got[0] if k != "am_timeline"}
         for backend, got in rows.items()
     }
+    timelines = [r["am_timeline"] for r in rows["yarn"]]
+    steps = [k for k in timelines[0] if all(k in t for t in timelines)]
+    summary["yarn"]["am_timeline"] = {k: statistics.median(t[k] for t in timelines) for k in steps}
     ab = upload_ab(max(runs, 8))
     return {"workers": workers, "runs": runs, "median": summary, "all": rows, "upload": ab}
 

@@ -71,6 +71,9 @@ FULL_ONLY: dict[str, str] = {
     "tests/secure/test_secure_jobs.py::test_pack_env_localizes_with_the_users_tokens": "an "
     "archive on HDFS localized with alice's tokens: every secure job in CI localizes its bundle "
     "so, and the several-host job from the edge ships a packed venv in CI",
+    "tests/yarn/test_yarn_startup_guard.py": "cold and warm start-up against the distributed "
+    "shell (three rounds of three jobs with TensorFlow, about 3 minutes): every YARN job in CI "
+    "starts the same way, and tests/am/test_classarchive.py checks the AM's class archive",
     # --- the local backend ----------------------------------------------------------------------
     "tests/launcher/test_warm_frameworks.py::"
     "test_a_job_whose_load_environment_differs_gets_a_fresh_interpreter[!XLA_FLAGS]": "the "

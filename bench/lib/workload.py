@@ -51,6 +51,32 @@ _index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
 _stop = threading.Event()
 
 
+def _write(result: dict) -> None:
+    tmp = os.path.join(BENCH["out"], f".{_index}")
+    with open(tmp, "w") as f:
+        json.dump(result, f)
+    os.rename(tmp, os.path.join(BENCH["out"], f"{_index}.json"))
+
+
+if not int(BENCH.get("steps", 50)):
+    # Start-up only (steps 0: tests/yarn/test_yarn_startup_guard.py): no TensorFlow at all.
+    _write(
+        {
+            "index": _index,
+            "pid": os.getpid(),
+            "t_start": T_START,
+            "t_tf_config": T_TF_CONFIG,
+            "t_tf_imported": T_TF_CONFIG,
+            "t_first_step": T_TF_CONFIG,
+            "t_end": T_TF_CONFIG,
+            "steps": 0,
+            "steps_per_s": 0.0,
+            "max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
+    )
+    raise SystemExit(0)
+
+
 def _chatter(rate: float, probe: bool) -> None:
     """``rate`` stamped lines per second, in bursts every 10 ms; a stamped progress value."""
     report = None
@@ -122,6 +148,4 @@ _result = {
     "steps_per_s": (len(_marks) - 1 - _warm) / (_marks[-1] - _marks[_warm]),
     "max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }
-with open(os.path.join(BENCH["out"], f".{_index}"), "w") as _f:
-    json.dump(_result, _f)
-os.rename(os.path.join(BENCH["out"], f".{_index}"), os.path.join(BENCH["out"], f"{_index}.json"))
+_write(_result)

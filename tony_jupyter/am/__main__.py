@@ -4,6 +4,9 @@
 
 import sys
 
+from . import timeline
+
+timeline.mark("interpreter up")
 if sys.argv[1:2] == ["--spare"]:
     from .spare import serve
 
@@ -13,6 +16,6 @@ if sys.argv[1:2] == ["--spare-yarn"]:
 
     sys.exit(serve_yarn(sys.argv[2:]))
 
-from .cli import main
+from .cli import main  # noqa: E402 - after the mark: the step is the imports
 
 sys.exit(main())

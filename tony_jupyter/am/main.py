@@ -21,7 +21,7 @@ from ..aminfo import AmInfo
 from ..jobdir import TENSORBOARD, JobDir
 from ..protocol import TERMINAL_JOB_STATES, ExecutorEnv, JobState
 from ..spec import JobSpec
-from . import history
+from . import history, timeline
 from .coordinator import Coordinator
 from .provider import Provider
 
@@ -198,6 +198,7 @@ class AM:
         from .beats import serve_beats
 
         beats = await serve_beats(self.state, self.host)
+        timeline.mark("serving the job's API")
         from tornado.ioloop import PeriodicCallback
 
         AmInfo(

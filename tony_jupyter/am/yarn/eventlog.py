@@ -17,6 +17,8 @@ import queue
 import re
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger("tony_jupyter.am.yarn")
 
@@ -46,23 +48,37 @@ def parse(data: bytes) -> list[dict]:
 
 
 class EventLog:
-    def __init__(self, fs, J, staging: str, attempt: int):
-        self.fs, self.J, self.attempt = fs, J, attempt
+    def __init__(self, open_fs: Callable[[], Any], J, staging: str, attempt: int):
+        """``open_fs``: the staging directory's FileSystem, called on the writer thread: the
+        HDFS client's classes load there, beside the AM's registration (issue 43)."""
+        self.J, self.attempt = J, attempt
+        self.fs: Any = None
+        self._open_fs = open_fs
+        self._opened = threading.Event()
         self.dir = J.Path(staging.rstrip("/") + "/events")
         self.queue: queue.Queue[str | None] = queue.Queue()
         self.thread = threading.Thread(target=self._run, name="eventlog", daemon=True)
         self.thread.start()
 
+    def _filesystem(self):
+        self._opened.wait()
+        if self.fs is None:
+            raise RuntimeError("the staging directory's FileSystem could not be opened")
+        return self.fs
+
     def previous(self) -> list[dict]:
         """What earlier AM attempts wrote, in order; [] on the first attempt."""
         events: list[dict] = []
-        if self.attempt <= 1 or not self.fs.exists(self.dir):
+        if self.attempt <= 1:
+            return events
+        fs = self._filesystem()
+        if not fs.exists(self.dir):
             return events
         for n in range(1, self.attempt):
             path = self.J.Path(self.dir, f"am-{n}.jsonl")
-            if not self.fs.exists(path):
+            if not fs.exists(path):
                 continue
-            stream = self.fs.open(path)
+            stream = fs.open(path)
             try:
                 events += parse(bytes(stream.readAllBytes()))
             finally:
@@ -73,6 +89,12 @@ class EventLog:
         self.queue.put(json.dumps(event) + "\n")  # ASCII (ensure_ascii): writeBytes is exact
 
     def _run(self) -> None:
+        try:
+            self.fs = self._open_fs()
+        except Exception as e:  # noqa: BLE001 - the job goes on; only recovery suffers
+            log.warning("event log: no FileSystem for %s: %s", self.dir, e)
+        finally:
+            self._opened.set()
         out = None
         done = False
         while not done:
@@ -85,6 +107,8 @@ class EventLog:
                     break
             done = batch[-1] is None
             lines = "".join(x for x in batch if x is not None)
+            if self.fs is None:
+                continue
             try:
                 if out is None:
                     out = self.fs.create(self.J.Path(self.dir, f"am-{self.attempt}.jsonl"), True)

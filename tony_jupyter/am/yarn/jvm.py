@@ -10,6 +10,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from . import classarchive
+
 # What Hadoop's launcher adds on Java 17+ (hadoop_finalize_jpms_opts, HADOOP-19310): without
 # java.lang and friends Hadoop's reflection (Guice, UGI, protobuf) fails. Java 8/11 ignore them
 # thanks to IgnoreUnrecognizedVMOptions.
@@ -68,23 +70,33 @@ def jvm_path() -> str:
     return jpype.getDefaultJVMPath()
 
 
-def start() -> None:
+def start(am_memory_mb: int = 0) -> classarchive.Plan | None:
+    """Start the JVM, on the node's class archive where there is one (classarchive.py); the
+    archive's plan, or None if the JVM ran already."""
     import jpype
 
     if jpype.isJVMStarted():
-        return
+        return None
     extra = os.environ.get(JVM_OPTS_ENV, "").split()
     krb5 = os.environ.get("KRB5_CONFIG")
     if krb5 and os.path.isfile(krb5):  # a krb5.conf elsewhere than /etc (as the notebook's)
         extra.append(f"-Djava.security.krb5.conf={krb5}")
+    libjvm = jvm_path()
+    plan = classarchive.plan(hadoop_classpath(), libjvm, extra, am_memory_mb)
     jpype.startJVM(
-        jvm_path(),
+        libjvm,
         *JPMS_FLAGS,
         *HEAP_FLAGS,
+        *plan.flags,
         *extra,
-        classpath=hadoop_classpath(),
+        classpath=plan.classpath,
         convertStrings=True,
     )
+    info = str(jpype.JClass("java.lang.System").getProperty("java.vm.info"))
+    if plan.archive is not None and plan.state == "mapped" and "sharing" not in info:
+        classarchive.unmapped(plan.archive)
+        plan = classarchive.Plan(plan.flags, plan.classpath, "not mapped (removed)")
+    return plan
 
 
 def cls(name: str):

@@ -2,7 +2,8 @@
 (called from Python through JPype, in the AM's container).
 
 The synchronous clients are driven from one Python thread (allocate every 100 ms while asks or
-stops are outstanding, every second otherwise), so no Java callback interfaces are needed;
+stops are outstanding, every second otherwise, and at once when a container is asked for), so no
+Java callback interfaces are needed;
 container starts and stops go through a small thread pool because each is a blocking NM RPC.
 """
 
@@ -27,8 +28,9 @@ from ...bundle import BundleInfo
 from ...protocol import CHECKPOINT_FENCE, ExecutorEnv
 from ...spec import JobSpec, TaskSpec
 from ...tokens import tokens_env
+from .. import timeline
 from ..provider import Placement, Provider
-from . import eventlog, history, jvm
+from . import classarchive, eventlog, history, jvm
 from .credentials import Credentials
 from .exits import EXIT_WORDS, FINAL
 from .localizing import LocalizationWatch
@@ -75,8 +77,13 @@ class YarnProvider(Provider):
         self.outcome = ("FAILED", "the AM ended without an outcome")
         self.resources = json.loads(jobdir.JobDir(job_dir).resources.read_text())
         self.shards = BundleInfo.read(jobdir.JobDir(job_dir).bundle).shards
-        jvm.start()
+        self.cds = jvm.start(spec.am_memory_mb)
+        timeline.mark("JVM started")
+        if self.cds is not None:
+            timeline.note(f"class archive: {self.cds.state}")
+        self.cds_building = False
         self.J: Any = jvm.Classes()  # Java classes: typed by the JVM, not here
+        timeline.mark("Hadoop classes loaded")
         self.conf = self.J.YarnConfiguration()
         # Secure cluster: the job's delegation tokens, for the executors (credentials.py).
         self.creds = (
@@ -85,8 +92,12 @@ class YarnProvider(Provider):
         self.am_attempt = eventlog.am_attempt()
         self.events = None
         if self.staging:
-            fs = self.J.Path(self.staging).getFileSystem(self.conf)
-            self.events = eventlog.EventLog(fs, self.J, self.staging, self.am_attempt)
+            self.events = eventlog.EventLog(
+                lambda: self.J.Path(self.staging).getFileSystem(self.conf),
+                self.J,
+                self.staging,
+                self.am_attempt,
+            )
         self.amrm = self.J.AMRMClient.createAMRMClient()
         self.amrm.init(self.conf)
         self.amrm.start()
@@ -95,6 +106,7 @@ class YarnProvider(Provider):
         nm_conf.setLong(NM_WAIT_KEY, min(int(nm_conf.getLong(NM_WAIT_KEY, NM_WAIT_MS)), NM_WAIT_MS))
         self.nm.init(nm_conf)
         self.nm.start()
+        timeline.mark("AMRM and NM clients started")
         self.localization = LocalizationWatch(self.nm)
         self.lock = threading.RLock()
         self.pending: dict[int, Launch] = {}  # allocationRequestId -> launch
@@ -108,6 +120,9 @@ class YarnProvider(Provider):
         # holding back the starts of the next attempt's containers.
         self.stoppers = ThreadPoolExecutor(4, thread_name_prefix="nm-stop")
         self.stop_loop = threading.Event()
+        # Set by each ask: the allocate thread sends it now, not after its idle second (a job's
+        # first asks came up to 1 s late: issue 43).
+        self.nudge = threading.Event()
         self.loop = threading.Thread(target=self._run, name="amrm", daemon=True)
         self.allocated_at: dict[str, float] = {}
         self.tracking_url: str | None = None  # a new tracking URL for the next allocate
@@ -126,6 +141,7 @@ class YarnProvider(Provider):
         resp = self.amrm.registerApplicationMaster(u.hostname, u.port, am_url)
         self.max_capability = resp.getMaximumResourceCapability()
         log.info("registered with the RM; tracking URL %s", am_url)
+        timeline.mark("registered with the RM")
         self.loop.start()
 
     def record_event(self, event: dict) -> None:
@@ -243,6 +259,7 @@ class YarnProvider(Provider):
             if not launch.spare:
                 self.by_task[(launch.task_id, launch.attempt)] = launch
             self.amrm.addContainerRequest(req)
+        self.nudge.set()
 
     def stop_task(self, task_id: str, attempt: int) -> None:
         with self.lock:
@@ -284,7 +301,11 @@ class YarnProvider(Provider):
             log.info("unregistered: %s (%s)", state, reason)
         except Exception as e:  # noqa: BLE001 - e.g. the app was killed through the RM already
             log.warning("could not unregister: %s", e)
+        if self.cds is not None and self.cds.archive and self.cds.state == "recording":
+            if not self.cds_building:
+                classarchive.abandon(self.cds.archive)
         self.stop_loop.set()
+        self.nudge.set()
         self.localization.stop()
         if self.loop.is_alive():
             self.loop.join(5)
@@ -299,9 +320,10 @@ class YarnProvider(Provider):
     # --- the allocate thread --------------------------------------------------------------
 
     def _run(self) -> None:
-        failures = 0
+        failures, first = 0, True
         while not self.stop_loop.is_set():
             busy = bool(self.pending) or any(x.stopping for x in self.running.values())
+            self.nudge.clear()  # an ask from now on wakes the wait below
             try:
                 with self.lock:
                     if self.tracking_url:
@@ -310,6 +332,9 @@ class YarnProvider(Provider):
                         log.info("tracking URL now %s", url)
                     resp = self.amrm.allocate(0.5)
                 failures = 0
+                if first:
+                    first = False
+                    timeline.mark("first allocate")
             except Exception as e:  # noqa: BLE001 - RM restarts and hiccups are retried
                 failures += 1
                 log.warning("allocate failed (%d): %s", failures, e)
@@ -322,7 +347,7 @@ class YarnProvider(Provider):
                 self._allocated(c)
             for s in resp.getCompletedContainersStatuses():
                 self._completed(s)
-            self.stop_loop.wait(FAST_S if busy else SLOW_S)
+            self.nudge.wait(FAST_S if busy else SLOW_S)
 
     def _allocated(self, c) -> None:
         rid = int(c.getAllocationRequestId())
@@ -350,6 +375,7 @@ class YarnProvider(Provider):
             self.localization.started(cid, c, launch.task_id)
             self.nm.startContainer(c, self._context(launch, c))
             log.info("started %s in %s on %s", launch.task_id, c.getId(), c.getNodeId())
+            self._build_class_archive()
         except Exception as e:  # noqa: BLE001 - reported as the task's failure
             self.localization.forget(cid)
             with self.lock:
@@ -432,6 +458,19 @@ class YarnProvider(Provider):
         self.on_exit(launch.task_id, launch.attempt, code, why)
 
     # --- helpers --------------------------------------------------------------------------
+
+    def _build_class_archive(self) -> None:
+        """Once a container has started (the classes of a job's start are in the list), the
+        node's class archive is built in the background, if this AM recorded for it."""
+        with self.lock:
+            if self.cds_building or self.cds is None or self.cds.state != "recording":
+                return
+            self.cds_building = True
+        try:
+            assert self.cds.archive is not None
+            classarchive.start_build(self.cds.archive)
+        except OSError as e:  # never the job's concern: the next AM tries again
+            log.warning("could not start the class archive's builder: %s", e)
 
     def _stop_container(self, c) -> None:
         try:
