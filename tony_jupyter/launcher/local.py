@@ -3,6 +3,7 @@ and the client of such a job, which finds its AM through ``am.json`` and its pro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import sys
@@ -71,10 +72,23 @@ def start_am(record: JobRecord, spares_like: JobSpec | None = None) -> None:
         if spares_like is not None:
             n = sum(t.instances for t in spares_like.tasks)
             spare_am.replenish(n, spares_like, after=record.dir)
-    except BaseException:  # includes KeyboardInterrupt: leave no AM and no job dir
+    except BaseException:  # includes KeyboardInterrupt: leave no AM, task or job dir
+        # A spare AM may have handed the job's tasks to its executors already: each in its own
+        # group, and ending only once its heartbeats to the killed AM fail (seconds): KILL them.
+        family = _descendants(proc.pid)
         proc.kill_now()
+        for p in family:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
         record.remove()
         raise
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
 
 
 def await_am(proc: supervise.Process, files: jobdir.JobDir) -> outcome.Outcome:
