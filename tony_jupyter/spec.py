@@ -21,6 +21,7 @@ from .errors import SpecError
 from .frameworks import check_tasks, parse_framework
 from .jobdir import JobDir
 from .numbers import parse_memory, shown, whole
+from .protocol.taskid import task_id
 from .settings import (
     HEARTBEAT_INTERVAL_MS,
     JOB_KEYS,
@@ -128,19 +129,14 @@ class JobSpec:
         raise KeyError(type_)
 
     def task_ids(self) -> list[str]:
-        return [f"{t.type}:{i}" for t in self.tasks for i in range(t.instances)]
+        return [task_id(t.type, i) for t in self.tasks for i in range(t.instances)]
 
     @property
     def chief_id(self) -> str:
         """The task whose last expression is the cell's result (TensorFlow's chief rule)."""
         types = {t.type for t in self.tasks if t.instances}
-        return (
-            "chief:0"
-            if "chief" in types
-            else "worker:0"
-            if "worker" in types
-            else self.task_ids()[0]
-        )
+        first = next((t for t in ("chief", "worker") if t in types), None)
+        return task_id(first, 0) if first else self.task_ids()[0]
 
     @property
     def elastic(self) -> bool:

@@ -64,6 +64,7 @@ from .states import (
     JobState,
     TaskState,
 )
+from .taskid import parse_task_id, task_id
 from .views import (
     FailedAttempt,
     GpuUse,
@@ -75,6 +76,8 @@ from .views import (
 )
 
 __all__ = [
+    "parse_task_id",
+    "task_id",
     "CHECKPOINT_FENCE",
     "DONE_CELL_STATES", "DONE_TASK_STATES", "JOB_ID", "SCHEMA_VERSION", "TERMINAL_JOB_STATES",
     "Beat", "CellList", "CellLog", "CellOutcome", "CellResultRequest", "CellState",
