@@ -24,7 +24,7 @@ from .client import (
     StateAnswer,
 )
 from .common import ErrorAnswer, NoBody, Ok
-from .env import ExecutorEnv, GuardConfig, token_verifier
+from .env import ExecutorEnv, GuardConfig, new_token, token_verifier
 from .executor import (
     CHECKPOINT_FENCE,
     Beat,
@@ -76,6 +76,7 @@ from .views import (
 )
 
 __all__ = [
+    "new_token",
     "parse_task_id",
     "task_id",
     "CHECKPOINT_FENCE",

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import secrets
 import typing
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, fields
@@ -13,9 +14,15 @@ from ..records import Record
 from ..settings import HEARTBEAT_INTERVAL_MS, MAX_MISSED_HEARTBEATS
 
 
-def token_verifier(token: str) -> str:
-    """What an AM is given instead of the job's token (jobdir.TOKEN_VERIFIER)."""
-    return hashlib.sha256(token.encode()).hexdigest()
+def new_token() -> str:
+    """A job's token, the secret its owner's clients show its AM: minted here only."""
+    return secrets.token_urlsafe(32)
+
+
+def token_verifier(token: str | bytes) -> str:
+    """What an AM is given instead of the job's token (jobdir.TOKEN_VERIFIER): its SHA-256,
+    computed here only."""
+    return hashlib.sha256(token.encode() if isinstance(token, str) else token).hexdigest()
 
 
 @dataclass(frozen=True)
