@@ -3,13 +3,16 @@ objects), the base of every record in :mod:`.protocol`."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import sys
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import MISSING, fields
 from enum import Enum
+from pathlib import Path
 from typing import Any, TypeVar
 
 R = TypeVar("R", bound="Record")
@@ -22,6 +25,12 @@ class Record:
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
+
+    def write(self, path: Path) -> None:
+        """To ``path`` at once (beside, then renamed): a reader never sees half of it."""
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.to_json()))
+        os.replace(tmp, path)
 
     @classmethod
     def from_json(cls: type[R], data: Mapping[str, Any]) -> R:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,12 +39,6 @@ class YarnInfo(Sparse):
     def am_started(self, url: str) -> YarnInfo:
         """This record with the AM's address, found now."""
         return dataclasses.replace(self, am_url=url, am_up=time.time())
-
-    def write(self, path: Path) -> None:
-        """To ``path`` at once (beside, then renamed): a reader never sees half of it."""
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.to_json()))
-        os.replace(tmp, path)
 
     @classmethod
     def read(cls, path: Path) -> YarnInfo | None:
