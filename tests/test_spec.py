@@ -176,3 +176,15 @@ def test_the_heartbeat_defaults_are_written_once():
     assert ExecutorEnv(am_url="x").heartbeat_ms == JobSpec.heartbeat_interval_ms
     assert ExecutorEnv(am_url="x").max_missed == JobSpec.max_missed_heartbeats
     assert (HEARTBEAT_INTERVAL_MS, MAX_MISSED_HEARTBEATS) == (1000, 8)
+
+
+def test_the_session_flags_come_from_the_table_and_leave_the_job_flags():
+    from tony_jupyter.options import session_flags
+
+    words = ["--workers", "2", "--idle-timeout", "5", "--name", "x", "--detach"]
+    assert session_flags(words) == ("--workers 2 --name x", 5.0, True)
+    assert session_flags(["--idle-timeout=7"]) == ("", 7.0, False)
+    with pytest.raises(SpecError, match="--idle-timeout"):
+        session_flags(["--idle-timeout", "-1"])
+    with pytest.raises(SpecError, match="--idle-timeout"):
+        session_flags(["--workers", "1", "--idle-timeout"])

@@ -112,15 +112,15 @@ _TYPES: dict[str, Callable[[str], Callable[[str], Any]]] = {
 }
 
 
-def job_parser(prog: str = "%%tony", session: bool = False) -> argparse.ArgumentParser:
-    """The job flags (settings.FLAGS); with ``session``, %tony session start's own too."""
+def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
+    """The job flags: a row of settings.FLAGS each."""
     p = _Parser(
         prog=prog,
         add_help=False,
         allow_abbrev=False,
         description="Run the cell as a distributed TensorFlow, PyTorch or JAX job.",
     )
-    for s in FLAGS + (SESSION_FLAGS if session else ()):
+    for s in FLAGS:
         p.add_argument(s.name, **_argparse(s))
     return p
 
@@ -147,14 +147,12 @@ def default_backend() -> str:
     return "yarn" if os.environ.get("HADOOP_CONF_DIR") else "local"
 
 
-def parse_job_args(
-    line: str, prog: str = "%%tony", session: bool = False
-) -> tuple[argparse.Namespace, JobSpec]:
+def parse_job_args(line: str, prog: str = "%%tony") -> tuple[argparse.Namespace, JobSpec]:
     try:
         argv = shlex.split(line)
     except ValueError as e:
         raise SpecError(f"{prog}: cannot split the flags: {e}") from None
-    args = job_parser(prog, session).parse_args(argv)
+    args = job_parser(prog).parse_args(argv)
     return args, spec_from_args(args)
 
 
