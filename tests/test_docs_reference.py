@@ -42,6 +42,12 @@ def test_every_job_flag_is_in_the_magic_reference_with_its_help():
         for flag in action.option_strings:
             assert f"`{flag}" in text, flag
         assert ref._cell(action.help) in text, action.option_strings
+    from tony_jupyter.settings import FLAGS
+
+    for s in FLAGS:  # where each applies, from settings.py's table
+        cls = "TaskSpec" if s.scope == "task" else "JobSpec"
+        if s.field and s.scope != "run":
+            assert f"{s.scope}: `{cls}.{s.field}`" in text, s.name
 
 
 def test_session_flags_and_commands_are_in_the_reference():

@@ -100,15 +100,31 @@ def flags_table(parser: argparse.ArgumentParser, where: str) -> str:
 # --- %%tony and %tony ------------------------------------------------------------------------
 
 
+def _applies(s) -> str:
+    """Where a flag of settings.py's table applies, and the field it sets."""
+    if s.scope == "run":
+        return "how the job is run, not its spec"
+    if not s.field:
+        return s.scope
+    cls = "TaskSpec" if s.scope == "task" else "JobSpec"
+    return f"{s.scope}: {_code(f'{cls}.{s.field}')}"
+
+
 def magic_flags() -> str:
     from tony_jupyter.options import job_parser
+    from tony_jupyter.settings import FLAGS
 
     parser = job_parser()
+    rows = _flag_rows(parser, "%%tony")
+    assert len(rows) == len(FLAGS)  # job_parser() is the table's flags, in its order
+    applies = [(*row, _applies(s)) for row, s in zip(rows, FLAGS, strict=True)]
     return (
         f"{parser.description}\n\n"
         "`%%tony [flags]` in a cell; the same flags after `%tony run SCRIPT`, "
-        "`%tony session start` and `tony-jupyter submit SCRIPT`.\n\n"
-        + flags_table(parser, "%%tony")
+        "`%tony session start` and `tony-jupyter submit SCRIPT`. Each is a row of `SETTINGS` "
+        "in `tony_jupyter/settings.py`, which says where it applies: the job (a field of "
+        "`JobSpec`), every task (a field of `TaskSpec`), or how the job is run.\n\n"
+        + _table(("flag", "what it does", "applies to"), applies)
     )
 
 
