@@ -229,6 +229,7 @@ AREAS = (
         "examples",
         (
             "tony_jupyter/tonyconf.py",
+            "tony_jupyter/settings.py",
             "tony_jupyter/spec.py",
             "tests/examples/*",
             "tests/*examples*",

@@ -229,3 +229,18 @@ def test_the_modules_a_page_names_exist(page: Path):
     only modules that exist: the schema cited launcher/coordinator.py long after it moved."""
     missing = _missing_modules(page.read_text(encoding="utf-8"))
     assert not missing, f"{page.name} names modules that do not exist: {sorted(set(missing))}"
+
+
+def test_the_readmes_flag_table_is_the_settings_marked_for_it():
+    """README's "The flags used most" lists exactly the flags settings.py marks ``readme``,
+    each a flag of the parser; a flag added to or dropped from one is caught here."""
+    from tony_jupyter.settings import FLAGS
+
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## The flags used most", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    listed = {f for row in rows for f in FLAG.findall(row.split(" | ")[0])}
+    marked = {s.name for s in FLAGS if s.readme}
+    assert len(rows) >= 10
+    assert listed == marked, (listed - marked, marked - listed)
+    assert listed <= JOB

@@ -20,7 +20,8 @@ from tony_jupyter.launcher.doctor import doctor_parser
 from tony_jupyter.options import job_parser
 from tony_jupyter.protocol import ExecutorEnv
 from tony_jupyter.server_ext.config import TonyJupyter
-from tony_jupyter.spec import _JOB_KEYS, _PER_TYPE_KEYS, KNOWN_TYPES, SpecBuilder
+from tony_jupyter.settings import JOB_KEYS, PER_TYPE
+from tony_jupyter.spec import KNOWN_TYPES, SpecBuilder
 from tony_jupyter.tonyconf import NOT_APPLICABLE
 
 ref = reference()
@@ -41,6 +42,12 @@ def test_every_job_flag_is_in_the_magic_reference_with_its_help():
         for flag in action.option_strings:
             assert f"`{flag}" in text, flag
         assert ref._cell(action.help) in text, action.option_strings
+    from tony_jupyter.settings import FLAGS
+
+    for s in FLAGS:  # where each applies, from settings.py's table
+        cls = "TaskSpec" if s.scope == "task" else "JobSpec"
+        if s.field and s.scope != "run":
+            assert f"{s.scope}: `{cls}.{s.field}`" in text, s.name
 
 
 def test_session_flags_and_commands_are_in_the_reference():
@@ -77,10 +84,10 @@ def test_the_usage_lines_name_the_parsers_flags():
 def test_every_configuration_key_is_in_the_reference_and_is_accepted():
     text = ref.configuration()
     keys = ref.conf_keys()
-    assert set(_JOB_KEYS) <= set(keys)
+    assert set(JOB_KEYS) <= set(keys)
     for key in [*keys, *NOT_APPLICABLE]:
         parts = key.split(".")
-        per_type = len(parts) == 3 and parts[1] in KNOWN_TYPES and parts[2] in _PER_TYPE_KEYS
+        per_type = len(parts) == 3 and parts[1] in KNOWN_TYPES and parts[2] in PER_TYPE
         key_shown = f"tony.<type>.{parts[2]}" if per_type else key
         assert f"`{key_shown}`" in text, key
         try:  # a bad value may be refused; the key itself never is
@@ -170,20 +177,19 @@ def test_the_screenshots_the_docs_show_are_the_browser_tests():
 
 
 def test_each_key_sets_a_field_of_the_spec_and_its_bounds_are_the_parsers():
-    """The configuration reference's columns come from spec.py's ConfKeys: each names a field
-    that exists, and the bounds it shows are the ones SpecBuilder enforces."""
+    """The configuration reference's columns come from settings.py's table: each row names a
+    field that exists, and the bounds it shows are the ones SpecBuilder enforces."""
     from tony_jupyter.numbers import JAVA_INT_MAX
-    from tony_jupyter.spec import _PER_TYPE, JobSpec, TaskSpec
+    from tony_jupyter.spec import JobSpec, TaskSpec
 
     fields = {f"JobSpec.{f.name}" for f in dataclasses.fields(JobSpec)}
     fields |= {f"TaskSpec.{f.name}" for f in dataclasses.fields(TaskSpec)}
-    for k in [*_JOB_KEYS.values(), *_PER_TYPE.values()]:
-        if k.what in ref.LIMITS:
+    for k in [*JOB_KEYS.values(), *PER_TYPE.values()]:
+        if k.how in ref.LIMITS:
             continue
-        field = ref.SETS.get(k.what, k.what)
-        assert (field if "." in field else f"JobSpec.{field}") in fields, k
+        assert ref.set_field(k) in fields, k
     checked = 0
-    for key, k in _JOB_KEYS.items():
+    for key, k in JOB_KEYS.items():
         if k.kind != "whole":
             continue
         SpecBuilder().apply_conf(key, str(k.minimum))

@@ -135,3 +135,15 @@ def test_a_cell_outcome_sends_only_what_it_has():
     assert protocol.CellOutcome("ok").to_json() == {"status": "ok"}  # no "value": none sent
     back = protocol.CellOutcome.from_json({"status": "error", "traceback": "Traceback ..."})
     assert not back.ok and back.traceback == "Traceback ..."
+
+
+def test_a_task_id_is_made_and_read_in_one_place():
+    from tony_jupyter.protocol import parse_task_id, task_id
+    from tony_jupyter.spec import JobSpec, TaskSpec
+
+    assert task_id("worker", 1) == "worker:1" and parse_task_id("worker:1") == ("worker", 1)
+    assert parse_task_id(task_id("ps", "0")) == ("ps", 0) and parse_task_id("chief") == ("chief", 0)
+    spec = JobSpec("j", (TaskSpec("worker", 2), TaskSpec("ps", 1)))
+    assert spec.task_ids() == ["worker:0", "worker:1", "ps:0"] and spec.chief_id == "worker:0"
+    only_ps = JobSpec("j", (TaskSpec("ps", 1),))
+    assert only_ps.chief_id == "ps:0"

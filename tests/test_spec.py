@@ -133,3 +133,58 @@ def test_malformed_conf_file(tmp_path):
     bad.write_text("<configuration><property>")
     with pytest.raises(SpecError, match="not valid XML"):
         parse_job_args(f"--conf-file {bad}")
+
+
+def test_every_row_of_the_settings_table_reads_into_its_fields_type():
+    """settings.py is the one table: each row that sets a JobSpec field names one, a key's
+    value lands there in the field's own type, and a value of another type is refused."""
+    import dataclasses
+
+    from tony_jupyter.settings import HOWS, KINDS, SCOPES, SETTINGS
+    from tony_jupyter.spec import FIELD_TYPES, JobSpec, TaskSpec
+
+    task_fields = {f.name for f in dataclasses.fields(TaskSpec)}
+    for s in SETTINGS:
+        assert s.kind in KINDS and s.scope in SCOPES and s.help.strip(), s
+        assert s.how in HOWS or s.how == "special", s
+        if s.scope == "job" and s.how in ("set", "plus_one", "registration"):
+            assert s.field in FIELD_TYPES, s
+        if s.scope == "task" and s.field:
+            assert s.field in task_fields, s
+    b = SpecBuilder()
+    b.apply_conf("tony.application.timeout", "1500")
+    b.apply_conf("tony.task.heartbeat-interval-ms", "250")
+    b.apply_conf("tony.am.linger-sec", "5")
+    b.apply_conf("tony.application.num-retries", "2")
+    b.instances["worker"] = 1
+    spec = b.build()
+    assert (spec.timeout_s, spec.heartbeat_interval_ms, spec.am_linger_s) == (1.5, 250, 5.0)
+    assert type(spec.am_linger_s) is float and type(spec.heartbeat_interval_ms) is int
+    assert spec.max_attempts == 3
+    assert JobSpec.heartbeat_interval_ms == 1000 and JobSpec.max_missed_heartbeats == 8
+    with pytest.raises(TypeError, match="JobSpec.max_attempts takes int"):
+        SpecBuilder().set("max_attempts", "3")
+    with pytest.raises(KeyError):
+        SpecBuilder().set("no_such_field", 1)
+
+
+def test_the_heartbeat_defaults_are_written_once():
+    from tony_jupyter.protocol import ExecutorEnv
+    from tony_jupyter.settings import HEARTBEAT_INTERVAL_MS, MAX_MISSED_HEARTBEATS
+    from tony_jupyter.spec import JobSpec
+
+    assert ExecutorEnv(am_url="x").heartbeat_ms == JobSpec.heartbeat_interval_ms
+    assert ExecutorEnv(am_url="x").max_missed == JobSpec.max_missed_heartbeats
+    assert (HEARTBEAT_INTERVAL_MS, MAX_MISSED_HEARTBEATS) == (1000, 8)
+
+
+def test_the_session_flags_come_from_the_table_and_leave_the_job_flags():
+    from tony_jupyter.options import session_flags
+
+    words = ["--workers", "2", "--idle-timeout", "5", "--name", "x", "--detach"]
+    assert session_flags(words) == ("--workers 2 --name x", 5.0, True)
+    assert session_flags(["--idle-timeout=7"]) == ("", 7.0, False)
+    with pytest.raises(SpecError, match="--idle-timeout"):
+        session_flags(["--idle-timeout", "-1"])
+    with pytest.raises(SpecError, match="--idle-timeout"):
+        session_flags(["--workers", "1", "--idle-timeout"])

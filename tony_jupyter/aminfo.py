@@ -5,7 +5,6 @@ it; a client of a local job reads it to find the AM (and that its process is ali
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,12 +27,6 @@ class AmInfo(Record):
     started: float  # when it began to serve (time.time())
     job_id: str
     backend: str = "local"
-
-    def write(self, path: Path) -> None:
-        """To ``path`` at once (beside, then renamed): a reader never sees half of it."""
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.to_json()))
-        os.replace(tmp, path)
 
     @classmethod
     def read(cls, path: Path) -> AmInfo | None:

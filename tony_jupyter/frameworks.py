@@ -36,6 +36,19 @@ class Task(Protocol):
     def gpus(self) -> int: ...
 
 
+class Job(Protocol):
+    """What the checks read of a job (spec.JobSpec has it)."""
+
+    @property
+    def framework(self) -> str: ...
+    @property
+    def procs_per_task(self) -> int: ...
+    @property
+    def min_workers(self) -> int: ...
+    @property
+    def max_attempts(self) -> int: ...
+
+
 def parse_framework(value: str, what: str = "--framework") -> str:
     name = value.strip().lower()
     if name in FRAMEWORKS:
@@ -53,10 +66,9 @@ PROCS_ABOVE = (
 )
 
 
-def check_tasks(job: dict, tasks: Sequence[Task]) -> None:
+def check_tasks(job: Job, tasks: Sequence[Task]) -> None:
     """The task types and processes per task a framework allows (SpecBuilder.build)."""
-    framework = str(job.get("framework", "tensorflow"))
-    procs = int(str(job.get("procs_per_task", 1)))
+    framework, procs = job.framework, job.procs_per_task
     name = NAMES[framework]
     if framework != "tensorflow":
         other = [t.type for t in tasks if t.type not in COLLECTIVE_TYPES]
@@ -84,12 +96,12 @@ def check_tasks(job: dict, tasks: Sequence[Task]) -> None:
             )
 
 
-def check_elastic(job: dict, tasks: Sequence[Task]) -> None:
+def check_elastic(job: Job, tasks: Sequence[Task]) -> None:
     """--workers MIN:MAX: PyTorch's elastic agent, workers only, no whole-job restarts."""
-    low = int(str(job.get("min_workers", 0)))
+    low = job.min_workers
     if not low:
         return
-    framework = str(job.get("framework", "tensorflow"))
+    framework = job.framework
     high = sum(t.instances for t in tasks if t.type == "worker")
     if framework != "pytorch":
         raise SpecError(
@@ -102,7 +114,7 @@ def check_elastic(job: dict, tasks: Sequence[Task]) -> None:
             f"--workers {low}:{high} with --chief: in an elastic job the rendezvous gives out "
             "the ranks (rank 0 included) among the workers; drop --chief"
         )
-    if int(str(job.get("max_attempts", 1))) > 1:
+    if job.max_attempts > 1:
         raise SpecError(
             f"--workers {low}:{high}: an elastic job replaces a lost worker itself instead of "
             "restarting the whole job; drop --max-attempts (tony.application.num-retries)"

@@ -42,6 +42,56 @@ def _loads(name: str) -> bool:
     return name.startswith(_AT_IMPORT_PREFIXES) and name != "TF_CONFIG"
 
 
+class _Untold(Exception):
+    """What a cell writes cannot be told from its source (load_env_writes returns None)."""
+
+
+def _const(node: ast.AST | None) -> str | None:
+    ok = isinstance(node, ast.Constant) and isinstance(node.value, str)
+    return node.value if ok else None  # type: ignore[union-attr]
+
+
+def _environ(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id == "environ"
+    )
+
+
+def _subscript_write(
+    node: ast.Subscript, assigned: dict[int, str | None]
+) -> tuple[str, str | None, bool] | None:
+    """``environ[NAME] = ...`` or ``del environ[NAME]``."""
+    if not (_environ(node.value) and isinstance(node.ctx, (ast.Store, ast.Del))):
+        return None
+    name = _const(node.slice)
+    if name is None:
+        raise _Untold
+    return (name, assigned.get(id(node)), False) if _loads(name) else None
+
+
+def _call_write(node: ast.Call) -> tuple[str, str | None, bool] | None:
+    """``environ.setdefault(NAME, V)`` or ``environ.pop(NAME)``; any other change of the
+    whole environment cannot be told."""
+    f = node.func
+    if not isinstance(f, ast.Attribute):
+        return None
+    if f.attr in ("putenv", "unsetenv"):
+        raise _Untold
+    if not _environ(f.value):
+        return None
+    if f.attr in ("update", "clear", "__setitem__", "__delitem__"):
+        raise _Untold
+    if f.attr not in ("setdefault", "pop"):
+        return None
+    name = _const(node.args[0]) if node.args else None
+    if name is None:
+        raise _Untold
+    if not _loads(name):
+        return None
+    default = f.attr == "setdefault"
+    return (name, _const(node.args[1]) if default and node.args[1:] else None, default)
+
+
 def load_env_writes(source: str) -> list[tuple[str, str | None, bool]] | None:
     """What a cell writes, itself, into variables a framework reads as it is imported:
     ``(name, value, only_if_unset)``, value None where it is not a constant; None where it
@@ -50,44 +100,24 @@ def load_env_writes(source: str) -> list[tuple[str, str | None, bool]] | None:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    writes: list[tuple[str, str | None, bool]] = []
-
-    def const(node: ast.AST | None) -> str | None:
-        ok = isinstance(node, ast.Constant) and isinstance(node.value, str)
-        return node.value if ok else None  # type: ignore[union-attr]
-
-    def environ(node: ast.AST) -> bool:
-        return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
-            isinstance(node, ast.Name) and node.id == "environ"
-        )
-
     assigned: dict[int, str | None] = {}  # environ[...] targets: the constant assigned
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                assigned[id(target)] = const(node.value)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Subscript) and environ(node.value):
-            if isinstance(node.ctx, (ast.Store, ast.Del)):
-                name = const(node.slice)
-                if name is None:
-                    return None
-                if _loads(name):
-                    writes.append((name, assigned.get(id(node)), False))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            f = node.func
-            if f.attr in ("putenv", "unsetenv"):
-                return None
-            if environ(f.value) and f.attr in ("update", "clear", "__setitem__", "__delitem__"):
-                return None
-            if environ(f.value) and f.attr in ("setdefault", "pop"):
-                name = const(node.args[0]) if node.args else None
-                if name is None:
-                    return None
-                if _loads(name):
-                    default = f.attr == "setdefault"
-                    value = const(node.args[1]) if default and node.args[1:] else None
-                    writes.append((name, value, default))
+                assigned[id(target)] = _const(node.value)
+    writes: list[tuple[str, str | None, bool]] = []
+    try:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Subscript):
+                write = _subscript_write(node, assigned)
+            elif isinstance(node, ast.Call):
+                write = _call_write(node)
+            else:
+                continue
+            if write is not None:
+                writes.append(write)
+    except _Untold:
+        return None
     return writes
 
 

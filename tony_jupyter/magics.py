@@ -14,14 +14,15 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.utils.text import DollarFormatter
 
-from . import commands, numbers, shards
+from . import commands, shards
 from .bundle import Bundle, make_bundle
 from .errors import BundleError, JobNotFoundError, SpecError
 from .job import TonyJob, submit
 from .launcher import spare as spare_am
 from .launcher.clients import open_client
 from .launcher.history import open_job
-from .options import default_backend, job_parser, parse_job_args, src_dir
+from .options import default_backend, job_parser, parse_job_args, session_flags, src_dir
+from .settings import SESSION_FLAGS as _SESSION_SETTINGS
 from .spec import JobSpec
 
 # %tony's subcommands: (name, arguments, what it does). HELP and the docs are made from this
@@ -39,13 +40,9 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
 )
 NAMES = tuple(name for name, _, _ in COMMANDS)
 # %tony session start's own flags, besides the job flags: (flag, metavar, what it does).
-SESSION_FLAGS: tuple[tuple[str, str, str], ...] = (
-    (
-        "--idle-timeout",
-        "S",
-        f"stop the session after S seconds without a cell (default {JobSpec.idle_timeout_s:g})",
-    ),
-    ("--detach", "", "keep the session running when the kernel shuts down"),
+SESSION_FLAGS: tuple[tuple[str, str, str], ...] = tuple(
+    (s.name, s.metavar, s.help + (f" (default {getattr(JobSpec, s.field):g})" if s.field else ""))
+    for s in _SESSION_SETTINGS
 )
 HELP = "".join(
     f"{usage}\n    {what}\n"
@@ -156,7 +153,7 @@ class TonyMagics(Magics):
             if sub == "start":
                 if current is not None and current.job is not None:
                     raise SpecError("a session is already running; %tony session stop first")
-                line, idle, detach = _session_flags(rest)
+                line, idle, detach = session_flags(rest)
                 args, spec = parse_job_args(line)
                 spec = sessions.session_spec(spec, idle)
                 new = sessions.Session(spec, line, detach, src=src_dir(args))
@@ -253,24 +250,6 @@ class TonyMagics(Magics):
         view = _view(job)
         threading.Thread(target=_follow, args=(job, view), daemon=True).start()
         return None
-
-
-def _session_flags(words: list[str]) -> tuple[str, float | None, bool]:
-    """Split %tony session start's own flags from the job flags."""
-    idle_flag, detach_flag = (flag for flag, _, _ in SESSION_FLAGS)
-    idle, detach, rest = None, False, []
-    it = iter(words)
-    for w in it:
-        if w == detach_flag:
-            detach = True
-        elif w == idle_flag:
-            value = next(it, None)
-            if value is None:
-                raise SpecError("--idle-timeout takes a number of seconds")
-            idle = numbers.seconds(value, "--idle-timeout")
-        else:
-            rest.append(w)
-    return shlex.join(rest), idle, detach
 
 
 def _asks_for_resources(args) -> bool:

@@ -7,11 +7,14 @@ import importlib.util
 import os
 import shlex
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from . import numbers
 from .errors import SpecError
 from .frameworks import MAX_PROCS_PER_TASK, NAMES, PROCS_ABOVE, missing_modules, parse_framework
 from .numbers import parse_memory
+from .settings import FLAGS, SESSION_FLAGS, Setting
 from .spec import JobSpec, SpecBuilder
 from .srcdir import SrcDir, collect
 
@@ -79,160 +82,46 @@ def _workers(value: str) -> int | tuple[int, int]:
     return (lo, hi)
 
 
+def _argparse(s: Setting) -> dict[str, Any]:
+    """What argparse needs for a row of settings.py's table."""
+    kw: dict[str, Any] = {"help": s.help}
+    if s.metavar:
+        kw["metavar"] = s.metavar
+    if s.dest:
+        kw["dest"] = s.dest
+    if s.kind in ("switch", "off"):
+        kw["action"] = "store_true" if s.kind == "switch" else "store_false"
+        return kw
+    kw["default"] = [] if s.kind == "append" else s.default
+    if s.kind == "append":
+        kw["action"] = "append"
+    elif s.kind == "optional":
+        kw.update(nargs="?", const="")
+    elif s.kind == "choice":
+        kw["choices"] = s.choices
+    elif s.kind in _TYPES:
+        kw["type"] = _TYPES[s.kind](s.name)
+    return kw
+
+
+_TYPES: dict[str, Callable[[str], Callable[[str], Any]]] = {
+    "whole": _count,
+    "seconds": _seconds,
+    "workers": lambda name: _workers,
+    "procs": lambda name: _procs,
+}
+
+
 def job_parser(prog: str = "%%tony") -> argparse.ArgumentParser:
+    """The job flags: a row of settings.FLAGS each."""
     p = _Parser(
         prog=prog,
         add_help=False,
         allow_abbrev=False,
         description="Run the cell as a distributed TensorFlow, PyTorch or JAX job.",
     )
-    p.add_argument(
-        "--workers",
-        type=_workers,
-        metavar="N|MIN:MAX",
-        default=None,
-        help="number of worker tasks (default 1 when no --chief); PyTorch: MIN:MAX for an "
-        "elastic job (torchrun's --nnodes MIN:MAX), where a lost worker is replaced",
-    )
-    p.add_argument(
-        "--framework",
-        default=None,
-        metavar="NAME",
-        help="tensorflow (default), pytorch or jax: the environment each task gets "
-        "(tony.application.framework)",
-    )
-    p.add_argument(
-        "--procs-per-task",
-        type=_procs,
-        default=None,
-        metavar="N",
-        help="PyTorch: processes per task, each with its own LOCAL_RANK (torchrun's "
-        "--nproc-per-node); at most --gpus when the tasks have GPUs",
-    )
-    p.add_argument(
-        "--ps", type=_count("--ps"), default=0, metavar="N", help="number of parameter servers"
-    )
-    p.add_argument("--chief", action="store_true", help="add a chief task")
-    p.add_argument("--evaluator", action="store_true", help="add an evaluator task")
-    p.add_argument(
-        "--memory", metavar="SIZE", help="memory per task, e.g. 2g (tony.<type>.memory per type)"
-    )
-    p.add_argument("--vcores", type=_count("--vcores"), metavar="N", help="vcores per task")
-    p.add_argument("--gpus", type=_count("--gpus"), metavar="N", help="GPUs per chief/worker task")
-    p.add_argument(
-        "--pull", default="", metavar="NAME[,NAME]", help="names to bring back from the chief: a,b"
-    )
-    p.add_argument(
-        "--shard",
-        action="append",
-        default=[],
-        metavar="NAME[,NAME]",
-        help="split these DataFrames/Tables/arrays by rows: each chief/worker task gets its own "
-        "rows (staged as Parquet)",
-    )
-    p.add_argument("--name", default=None, metavar="NAME", help="job name")
-    p.add_argument(
-        "--max-attempts",
-        type=_count("--max-attempts"),
-        default=None,
-        metavar="N",
-        help="attempts of the whole job before it fails (default 1; tony.application.num-retries "
-        "+ 1)",
-    )
-    p.add_argument(
-        "--timeout",
-        type=_seconds("--timeout"),
-        default=None,
-        metavar="S",
-        help="seconds before the job fails",
-    )
-    p.add_argument("--async", dest="async_", action="store_true", help="return at once")
-    p.add_argument(
-        "--backend",
-        choices=("local", "yarn"),
-        default=None,
-        help="where the tasks run (default: yarn when HADOOP_CONF_DIR is set, else local)",
-    )
-    p.add_argument("--queue", default=None, metavar="NAME", help="YARN queue")
-    p.add_argument(
-        "--node-label", default=None, metavar="LABEL", help="YARN node label for every task"
-    )
-    p.add_argument(
-        "--python",
-        default=None,
-        metavar="PATH",
-        help="YARN: the Python executable on the cluster's nodes (default: this kernel's)",
-    )
-    p.add_argument(
-        "--pack-env",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="VENV",
-        help="YARN: pack this venv (default: the kernel's, sys.prefix), upload it once per "
-        "content hash and run the job in it instead of a Python already on the nodes; "
-        "needs venv-pack; venvs only, not conda",
-    )
-    p.add_argument(
-        "--principal",
-        default=None,
-        metavar="PRINCIPAL",
-        help="YARN with Kerberos: log in as this principal (with --keytab; default: the "
-        "ticket cache's, after kinit)",
-    )
-    p.add_argument(
-        "--keytab",
-        default=None,
-        metavar="PATH",
-        help="YARN with Kerberos: the principal's keytab; tokens are then renewed past their "
-        "maximum lifetime",
-    )
-    p.add_argument(
-        "--keep-staging",
-        action="store_true",
-        help="YARN: keep the job's HDFS staging directory (with the AM's logs) after it ends",
-    )
-    p.add_argument(
-        "--conf",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="a TonY configuration key, e.g. tony.ps.memory=1g",
-    )
-    p.add_argument(
-        "--conf-file", action="append", default=[], metavar="PATH", help="TonY's tony.xml"
-    )
-    p.add_argument(
-        "--keras3",
-        action="store_true",
-        help="don't set TF_USE_LEGACY_KERAS=1 in the tasks (same as "
-        "--conf tony.keras.legacy=false)",
-    )
-    p.add_argument(
-        "--src-dir",
-        default=None,
-        metavar="DIR",
-        help="ship DIR with the job (default: the script's directory for %%tony run, the "
-        "notebook's working directory for a cell); tasks import from it and run in it",
-    )
-    p.add_argument(
-        "--no-src-dir",
-        dest="ship_src",
-        action="store_false",
-        help="ship no directory with the job",
-    )
-    p.add_argument(
-        "--src-follow-links",
-        action="store_true",
-        help="ship what links that lead out of the shipped directory point at (left out by "
-        "default; pseudo-files and special files never are)",
-    )
-    p.add_argument(
-        "--no-tensorboard",
-        dest="tensorboard",
-        action="store_false",
-        help="don't start TensorBoard beside the chief",
-    )
+    for s in FLAGS:
+        p.add_argument(s.name, **_argparse(s))
     return p
 
 
@@ -267,18 +156,59 @@ def parse_job_args(line: str, prog: str = "%%tony") -> tuple[argparse.Namespace,
     return args, spec_from_args(args)
 
 
-def spec_from_args(args: argparse.Namespace) -> JobSpec:
-    b = SpecBuilder(name=args.name or "tony-job", backend=args.backend or default_backend())
-    if args.memory is not None:
-        b.default_memory = parse_memory(args.memory)
-    if args.vcores is not None:
-        if args.vcores < 1:
-            raise SpecError("--vcores must be at least 1")
-        b.default_vcores = args.vcores
-    if args.gpus is not None:
-        b.default_gpus = args.gpus
-    if args.node_label:
-        b.default_node_label = args.node_label
+def _given(s: Setting, value: object) -> bool:
+    if s.kind == "switch":
+        return value is True
+    if s.kind == "off":
+        return value is False
+    return value is not None and (value != "" or s.kind == "framework")
+
+
+def _checked(s: Setting, value: Any) -> Any:
+    """A flag's value within its row's bounds (memory: read as a size)."""
+    if s.kind == "memory":
+        return parse_memory(value)
+    if s.kind == "framework":
+        return parse_framework(value)
+    if s.kind == "whole" and value < s.minimum:
+        raise SpecError(f"{s.name} must be at least {s.minimum}")
+    if s.kind == "seconds" and not 0 < value < float("inf"):  # also nan
+        raise SpecError(f"{s.name} must be a positive number of seconds, not {value}")
+    return value
+
+
+# The builder's default for every task, per TaskSpec field (the flags of scope task).
+_TASK_DEFAULTS = {
+    "memory_mb": "default_memory",
+    "vcores": "default_vcores",
+    "gpus": "default_gpus",
+    "node_label": "default_node_label",
+}
+
+
+def session_flags(words: list[str]) -> tuple[str, float | None, bool]:
+    """%tony session start's own flags (settings.SESSION_FLAGS), and the job flags left."""
+    p = _Parser(prog="%tony session start", add_help=False, allow_abbrev=False)
+    for s in SESSION_FLAGS:
+        p.add_argument(s.name, **_argparse(s))
+    args, rest = p.parse_known_args(words)
+    return shlex.join(rest), args.idle_timeout, args.detach
+
+
+def _apply_flags(b: SpecBuilder, args: argparse.Namespace, how: str) -> None:
+    """Each given flag whose row says ``how``: set, or task (every task's default)."""
+    for s in FLAGS:
+        value = getattr(args, s.dest or s.name[2:].replace("-", "_"), None)
+        if s.how != how or not _given(s, value):
+            continue
+        value = s.value if s.kind in ("switch", "off") else _checked(s, value)
+        if how == "task":
+            setattr(b, _TASK_DEFAULTS[s.field], value)
+        else:
+            b.set(s.field, value)
+
+
+def _apply_conf(b: SpecBuilder, args: argparse.Namespace) -> None:
     for path in args.conf_file:
         b.apply_conf_file(path)
     for item in args.conf:
@@ -286,14 +216,14 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         if not sep:
             raise SpecError(f"--conf {item!r}: expected KEY=VALUE, e.g. tony.ps.memory=1g")
         b.apply_conf(key, value)
-    if args.framework is not None:
-        b.job["framework"] = parse_framework(args.framework)
-    if args.procs_per_task is not None:
-        b.job["procs_per_task"] = args.procs_per_task
+
+
+def _apply_tasks(b: SpecBuilder, args: argparse.Namespace) -> None:
+    """--workers (N or MIN:MAX), --chief, --ps, --evaluator."""
     if isinstance(args.workers, tuple):
         low, high = args.workers
         if low != high:  # elastic (checked with the framework: frameworks.check_elastic)
-            b.job["min_workers"] = low
+            b.set("min_workers", low)
         args.workers = high
     if args.workers is not None:
         if args.workers == 0 and not args.chief and not b.instances.get("chief"):
@@ -303,45 +233,41 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         b.instances["worker"] = args.workers
     elif not args.chief and "worker" not in b.instances:
         b.instances["worker"] = 1
-    if args.chief:
-        b.instances["chief"] = 1
-    if args.ps:
-        b.instances["ps"] = args.ps
-    if args.evaluator:
-        b.instances["evaluator"] = 1
-    if args.queue:
-        b.job["queue"] = args.queue
-    if args.max_attempts is not None:
-        if args.max_attempts < 1:
-            raise SpecError("--max-attempts must be at least 1")
-        b.job["max_attempts"] = args.max_attempts
-    if args.timeout is not None:
-        if not 0 < args.timeout < float("inf"):  # also nan
-            raise SpecError(f"--timeout must be a positive number of seconds, not {args.timeout}")
-        b.job["timeout_s"] = args.timeout
-    if args.keras3:
-        b.job["legacy_keras"] = False
-    if not getattr(args, "tensorboard", True):
-        b.job["tensorboard"] = False
-    if args.python:
-        b.job["python"] = args.python
-    if getattr(args, "pack_env", None) is not None:
-        if args.python:
-            raise SpecError("--pack-env and --python exclude each other: the job runs its env")
-        if b.backend != "yarn":
-            raise SpecError("--pack-env is for the YARN backend (--backend yarn)")
-        from .launcher.yarn.packenv import venv_root
+    for type_, n in (("chief", int(args.chief)), ("ps", args.ps), ("evaluator", args.evaluator)):
+        if n:
+            b.instances[type_] = int(n)
 
-        b.job["pack_env"] = str(venv_root(args.pack_env))
-    if args.keep_staging:
-        b.job["keep_staging"] = True
-    for flag in ("principal", "keytab"):
-        if getattr(args, flag, None):
-            b.job[flag] = getattr(args, flag)
-    b.pull = tuple(n.strip() for n in args.pull.split(",") if n.strip())
-    bad = [n for n in b.pull if not n.isidentifier()]
+
+def _apply_pack_env(b: SpecBuilder, args: argparse.Namespace) -> None:
+    if getattr(args, "pack_env", None) is None:
+        return
+    if args.python:
+        raise SpecError("--pack-env and --python exclude each other: the job runs its env")
+    if b.backend != "yarn":
+        raise SpecError("--pack-env is for the YARN backend (--backend yarn)")
+    from .launcher.yarn.packenv import venv_root
+
+    b.set("pack_env", str(venv_root(args.pack_env)))
+
+
+def _pull(args: argparse.Namespace) -> tuple[str, ...]:
+    pull = tuple(n.strip() for n in args.pull.split(",") if n.strip())
+    bad = [n for n in pull if not n.isidentifier()]
     if bad:
         raise SpecError(f"--pull: {', '.join(map(repr, bad))} is not a Python name; use --pull a,b")
+    return pull
+
+
+def spec_from_args(args: argparse.Namespace) -> JobSpec:
+    """The spec the flags ask for: every task's defaults, then TonY's keys, then the flags
+    that set a field of the job (settings.py's table says which), which win over the keys."""
+    b = SpecBuilder(name=args.name or "tony-job", backend=args.backend or default_backend())
+    _apply_flags(b, args, "task")
+    _apply_conf(b, args)
+    _apply_flags(b, args, "set")
+    _apply_tasks(b, args)
+    _apply_pack_env(b, args)
+    b.pull = _pull(args)
     spec = b.build()
     check_framework_installed(spec)
     check_keras(spec)

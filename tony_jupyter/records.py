@@ -3,13 +3,16 @@ objects), the base of every record in :mod:`.protocol`."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import sys
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import MISSING, fields
 from enum import Enum
+from pathlib import Path
 from typing import Any, TypeVar
 
 R = TypeVar("R", bound="Record")
@@ -22,6 +25,12 @@ class Record:
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}  # type: ignore[arg-type]
+
+    def write(self, path: Path) -> None:
+        """To ``path`` at once (beside, then renamed): a reader never sees half of it."""
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.to_json()))
+        os.replace(tmp, path)
 
     @classmethod
     def from_json(cls: type[R], data: Mapping[str, Any]) -> R:
@@ -167,40 +176,59 @@ def _wrong(hint: Any, value: Any) -> str | None:
     if hint is Any:
         return None
     if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        first = None
-        for a in args:
-            if a is not type(None):
-                wrong = _wrong(a, value)
-                if wrong is None:
-                    return None
-                first = first or wrong
-        return first
+        return _wrong_union(args, value)
     if origin in (tuple, list):
-        item = args[0] if args else Any
-        said = "a list" + ("" if item is Any else f" of {_plural(item)}")
-        if not isinstance(value, list):
-            return said
-        for i, v in enumerate(value):
-            why = _wrong(item, v)
-            if why:
-                return f"{said} (item {i} is not {why})" if _converts(item) else said
-        return None
+        return _wrong_list(args, value)
     if origin is dict or hint is dict:
-        item = args[-1] if args else Any
-        if not isinstance(value, dict) or any(_wrong(item, v) for v in value.values()):
-            return "a JSON object" + ("" if item is Any else f" of {_plural(item)}")
-        if any(_wrong(str, k) for k in value):
-            return "a JSON object whose keys are Unicode text"
+        return _wrong_dict(args, value)
+    if isinstance(hint, type):
+        return _wrong_class(hint, value)
+    return None
+
+
+def _wrong_union(args: tuple, value: Any) -> str | None:
+    if value is None and type(None) in args:
         return None
-    if isinstance(hint, type) and issubclass(hint, Record):
+    first = None
+    for a in args:
+        if a is not type(None):
+            wrong = _wrong(a, value)
+            if wrong is None:
+                return None
+            first = first or wrong
+    return first
+
+
+def _wrong_list(args: tuple, value: Any) -> str | None:
+    item = args[0] if args else Any
+    said = "a list" + ("" if item is Any else f" of {_plural(item)}")
+    if not isinstance(value, list):
+        return said
+    for i, v in enumerate(value):
+        why = _wrong(item, v)
+        if why:
+            return f"{said} (item {i} is not {why})" if _converts(item) else said
+    return None
+
+
+def _wrong_dict(args: tuple, value: Any) -> str | None:
+    item = args[-1] if args else Any
+    if not isinstance(value, dict) or any(_wrong(item, v) for v in value.values()):
+        return "a JSON object" + ("" if item is Any else f" of {_plural(item)}")
+    if any(_wrong(str, k) for k in value):
+        return "a JSON object whose keys are Unicode text"
+    return None
+
+
+def _wrong_class(hint: type, value: Any) -> str | None:
+    """A record (parsed as one) or an enum (one of its values); any other class: None."""
+    if issubclass(hint, Record):
         try:
             hint.parse(value)
         except ValueError as e:
             return f"a {hint.__name__} ({e})"
         return None
-    if isinstance(hint, type) and issubclass(hint, Enum):
+    if issubclass(hint, Enum):
         known = [m.value for m in hint]
         return None if value in known else "one of " + ", ".join(map(str, known))
     return None

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import BundleError, SpecError
-from .protocol import ExecutorEnv
+from .protocol import ExecutorEnv, task_id
 
 if TYPE_CHECKING:
     from .spec import JobSpec
@@ -57,7 +57,7 @@ def parse_names(values: list[str] | tuple[str, ...]) -> tuple[str, ...]:
 
 def readers(spec: JobSpec) -> tuple[str, ...]:
     counts = {t.type: t.instances for t in spec.tasks}
-    chief = ("chief:0",) if counts.get("chief") else ()
+    chief = (task_id("chief", 0),) if counts.get("chief") else ()
     if chief and counts.get("ps"):
         return chief
     return chief + tuple(f"worker:{i}" for i in range(counts.get("worker", 0)))

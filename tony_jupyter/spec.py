@@ -12,13 +12,23 @@ import json
 import os
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import SpecError
 from .frameworks import check_tasks, parse_framework
 from .jobdir import JobDir
-from .numbers import JAVA_INT_MAX, MAX_SECONDS, parse_memory, shown, whole
+from .numbers import parse_memory, shown, whole
+from .protocol.taskid import task_id
+from .settings import (
+    HEARTBEAT_INTERVAL_MS,
+    JOB_KEYS,
+    MAX_MISSED_HEARTBEATS,
+    PER_TYPE,
+    Setting,
+)
 from .tonyconf import HARMLESS, NOT_APPLICABLE
 
 # Set in the notebook's environment, these reach every task as they are (the chief's MLflow run,
@@ -44,9 +54,6 @@ SCHEMA_VERSION = 2
 # The order tasks are listed and launched in; custom types sort after these.
 KNOWN_TYPES = ("chief", "worker", "ps", "evaluator")
 _TYPE_RE = re.compile(r"^[a-z][a-z0-9_]*$")
-MAX_MS = int(MAX_SECONDS * 1000)
-MAX_HEARTBEAT_MS = 3_600_000  # an hour between heartbeats already detects nothing
-MAX_MISSED_HEARTBEATS = 1_000_000
 
 
 def _parse_bool(value: str | bool, what: str) -> bool:
@@ -79,8 +86,8 @@ class JobSpec:
     max_attempts: int = 1
     timeout_s: float = 0.0
     untracked: tuple[str, ...] = ("ps",)
-    heartbeat_interval_ms: int = 1000
-    max_missed_heartbeats: int = 8
+    heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS
+    max_missed_heartbeats: int = MAX_MISSED_HEARTBEATS
     # A task's sidecar ends the task after this long without an answer from the AM (0: twice
     # the AM's missed-heartbeat limit).
     am_lost_s: float = 0.0
@@ -122,19 +129,14 @@ class JobSpec:
         raise KeyError(type_)
 
     def task_ids(self) -> list[str]:
-        return [f"{t.type}:{i}" for t in self.tasks for i in range(t.instances)]
+        return [task_id(t.type, i) for t in self.tasks for i in range(t.instances)]
 
     @property
     def chief_id(self) -> str:
         """The task whose last expression is the cell's result (TensorFlow's chief rule)."""
         types = {t.type for t in self.tasks if t.instances}
-        return (
-            "chief:0"
-            if "chief" in types
-            else "worker:0"
-            if "worker" in types
-            else self.task_ids()[0]
-        )
+        first = next((t for t in ("chief", "worker") if t in types), None)
+        return task_id(first, 0) if first else self.task_ids()[0]
 
     @property
     def elastic(self) -> bool:
@@ -188,148 +190,11 @@ class JobSpec:
         return cls(**d)
 
 
-# --- TonY configuration keys -------------------------------------------------------------
+# --- TonY configuration keys (settings.py's table) -----------------------------------------
 
 
-@dataclass(frozen=True)
-class ConfKey:
-    """A TonY key tony-jupyter honours: the one declaration that SpecBuilder applies and the
-    docs' configuration reference lists (docs/_ext/tony_reference.py)."""
-
-    what: str  # the builder's slot: a JobSpec field, or how SpecBuilder._apply_job_key turns it
-    kind: str  # how its value reads: text, names (a,b), pairs (A=1,B=2), whole, memory, bool,
-    # framework
-    help: str
-    minimum: int = 0  # whole: the bounds
-    maximum: int = JAVA_INT_MAX
-    unit: str = ""  # whole: ms or s
-
-
-def _seconds(what: str, help: str) -> ConfKey:
-    return ConfKey(what, "whole", help, maximum=int(MAX_SECONDS), unit="s")
-
-
-_PER_TYPE: dict[str, ConfKey] = {
-    "instances": ConfKey("instances", "whole", "tasks of this type (--workers, --ps, ...)"),
-    "memory": ConfKey("memory_mb", "memory", "memory per task of this type, e.g. 2g (--memory)"),
-    "vcores": ConfKey("vcores", "whole", "vcores per task of this type (--vcores)", minimum=1),
-    "gpus": ConfKey("gpus", "whole", "GPUs per task of this type (--gpus)"),
-    "node-label": ConfKey("node_label", "text", "YARN: the node label of this type's tasks"),
-}
-_PER_TYPE_KEYS = tuple(_PER_TYPE)
-_ENV = "NAME=VALUE pairs set in every task's environment (not TONY_* names)"
-_JOB_KEYS: dict[str, ConfKey] = {
-    "tony.application.name": ConfKey("name", "text", "the job's name (--name)"),
-    "tony.application.queue": ConfKey("queue", "text", "YARN: the queue (--queue)"),
-    "tony.yarn.queue": ConfKey("queue", "text", "YARN: the queue, as tony.application.queue"),
-    "tony.application.num-retries": ConfKey(
-        "num_retries", "whole", "attempts after the first: --max-attempts is this + 1"
-    ),
-    "tony.application.timeout": ConfKey(
-        "timeout_ms",
-        "whole",
-        "the whole job's limit; 0: none (--timeout)",
-        maximum=MAX_MS,
-        unit="ms",
-    ),
-    "tony.application.untracked.jobtypes": ConfKey(
-        "untracked",
-        "names",
-        "task types whose end does not end the job (ps by default; with a "
-        "chief and parameter servers, ps and worker)",
-    ),
-    "tony.application.node-label": ConfKey(
-        "node_label", "text", "YARN: the node label of every task (--node-label)"
-    ),
-    "tony.task.heartbeat-interval-ms": ConfKey(
-        "heartbeat_interval_ms",
-        "whole",
-        "how often each task heartbeats",
-        minimum=1,
-        maximum=MAX_HEARTBEAT_MS,
-        unit="ms",
-    ),
-    "tony.task.max-missed-heartbeats": ConfKey(
-        "max_missed_heartbeats",
-        "whole",
-        "heartbeats a task may miss before it is lost and its attempt fails",
-        minimum=1,
-        maximum=MAX_MISSED_HEARTBEATS,
-    ),
-    "tony.task.registration-timeout-sec": _seconds(
-        "registration_timeout_s",
-        "a task not registered this long after its container runs fails the attempt",
-    ),
-    "tony.task.am-lost-sec": _seconds(
-        "am_lost_s",
-        "a task's sidecar ends the task after this long without an answer "
-        "from the AM; 0: twice the AM's missed-heartbeat limit",
-    ),
-    "tony.task.exclusion-wait-sec": _seconds(
-        "exclusion_wait_s",
-        "YARN: a lost task's host sits out the next attempts until "
-        "their tasks have waited this long for a container; 0: no exclusion",
-    ),
-    "tony.task.localization-timeout-sec": _seconds(
-        "localization_timeout_s",
-        "YARN: how long a NodeManager may fetch and unpack a container's files",
-    ),
-    "tony.task.completion-grace-sec": _seconds(
-        "completion_grace_s",
-        "tasks still running this long after the chief succeeded are stopped, and the job fails",
-    ),
-    "tony.am.memory": ConfKey("am_memory", "memory", "the AM's memory, e.g. 1g"),
-    "tony.am.vcores": ConfKey("am_vcores", "whole", "the AM's vcores", minimum=1),
-    "tony.am.linger-sec": _seconds(
-        "am_linger_s",
-        "how long the AM stays, after the job ends, for the notebook to read its result",
-    ),
-    "tony.am.retry-count": ConfKey(
-        "am_retries", "whole", "YARN: AM attempts after the first (a lost AM is restarted)"
-    ),
-    "tony.containers.envs": ConfKey("env", "pairs", _ENV),
-    "tony.execution.envs": ConfKey("env", "pairs", _ENV + ", as tony.containers.envs"),
-    "tony.keras.legacy": ConfKey(
-        "legacy_keras",
-        "bool",
-        "run tf.keras as Keras 2 (TF_USE_LEGACY_KERAS=1); false: Keras 3 (--keras3)",
-    ),
-    "tony.application.framework": ConfKey(
-        "framework", "framework", "tensorflow, pytorch or jax (--framework)"
-    ),
-    "tony.task.max-total-instances": ConfKey(
-        "max_total_instances",
-        "whole",
-        "the job may ask for at most this many tasks; -1: no limit",
-        minimum=-1,
-    ),
-    "tony.task.max-total-gpus": ConfKey(
-        "max_total_gpus",
-        "whole",
-        "the job may ask for at most this many GPUs; -1: no limit",
-        minimum=-1,
-    ),
-    "tony.am.wait-client-signal-stop-timeout-sec": _seconds(
-        "am_linger_s", "as tony.am.linger-sec (TonY's name for it)"
-    ),
-    "tony.container.allocation.timeout": ConfKey(
-        "allocation_timeout_ms",
-        "whole",
-        "above 0: sets tony.task.registration-timeout-sec",
-        minimum=-1,
-        maximum=MAX_MS,
-        unit="ms",
-    ),
-    "tony.other.namenodes": ConfKey(
-        "other_namenodes",
-        "names",
-        "secure YARN: NameNodes besides the default FS that the job needs delegation tokens for",
-    ),
-}
-
-
-def _read(key: str, k: ConfKey, value: str):
-    """A key's value as its ConfKey's kind reads it, within its bounds."""
+def _read(key: str, k: Setting, value: str) -> Any:
+    """A key's value as its row's kind reads it, within its bounds."""
     if k.kind == "whole":
         return whole(value, key, minimum=k.minimum, maximum=k.maximum)
     if k.kind == "memory":
@@ -365,6 +230,53 @@ def _pairs(key: str, value: str) -> dict[str, str]:
     return env
 
 
+# Each JobSpec field with a default, and the type of its values (SpecBuilder.set checks it).
+FIELD_TYPES: dict[str, type] = {"name": str} | {
+    f.name: type(f.default)
+    for f in dataclasses.fields(JobSpec)
+    if f.default is not dataclasses.MISSING and f.name != "schema_version"
+}
+
+
+def _in_unit(k: Setting, v: Any) -> Any:
+    """A key's value in its field's unit: ms -> s for a field in seconds."""
+    return v / 1000.0 if k.unit == "ms" and k.field.endswith("_s") else v
+
+
+def _set(b: SpecBuilder, key: str, k: Setting, v: Any) -> None:
+    b.set(k.field, _in_unit(k, v))
+
+
+def _limit(b: SpecBuilder, key: str, k: Setting, v: Any) -> None:
+    if v >= 0:
+        b.limits[key] = v
+
+
+def _registration(b: SpecBuilder, key: str, k: Setting, v: Any) -> None:
+    if v > 0:
+        b.set(k.field, _in_unit(k, v))
+
+
+def _node_label(b: SpecBuilder, key: str, k: Setting, v: Any) -> None:
+    b.default_node_label = v or None
+
+
+def _untracked(b: SpecBuilder, key: str, k: Setting, v: Any) -> None:
+    b.untracked = v
+
+
+# How a key's value goes into the spec: settings.py's ``how`` column.
+APPLY: dict[str, Callable[[SpecBuilder, str, Setting, Any], None]] = {
+    "set": _set,
+    "plus_one": lambda b, key, k, v: b.set(k.field, v + 1),
+    "untracked": _untracked,
+    "node_label": _node_label,
+    "env": lambda b, key, k, v: b.env.update(v),
+    "limit": _limit,
+    "registration": _registration,
+}
+
+
 @dataclass
 class SpecBuilder:
     """Mutable staging area for flags and conf keys; :meth:`build` validates into a JobSpec."""
@@ -380,12 +292,22 @@ class SpecBuilder:
     default_vcores: int = 1
     default_gpus: int = 0
     default_node_label: str | None = None
-    job: dict[str, object] = field(default_factory=dict)
+    # JobSpec fields, each of its own type: set() checks it, so build() may unpack them
+    fields: dict[str, Any] = field(default_factory=dict)
     untracked: tuple[str, ...] | None = None
     env: dict[str, str] = field(default_factory=dict)
     pull: tuple[str, ...] = ()
     limits: dict[str, int] = field(default_factory=dict)  # tony.task.max-total-*
     not_applicable: dict[str, str] = field(default_factory=dict)  # TonY key -> why ignored
+
+    def set(self, name: str, value: object) -> None:
+        """A JobSpec field, of its own type (an int where a float is due is made one)."""
+        want = FIELD_TYPES[name]
+        if want is float and type(value) is int:
+            value = float(value)
+        if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+            raise TypeError(f"JobSpec.{name} takes {want.__name__}, not {value!r}")
+        self.fields[name] = value
 
     def apply_conf(self, key: str, value: str) -> None:
         key = key.strip()
@@ -394,11 +316,12 @@ class SpecBuilder:
             if value.lower() not in HARMLESS.get(key, ()):
                 self.not_applicable[key] = NOT_APPLICABLE[key]
             return
-        if key in _JOB_KEYS:
-            self._apply_job_key(key, _JOB_KEYS[key], value)
+        if key in JOB_KEYS:
+            k = JOB_KEYS[key]
+            APPLY[k.how](self, key, k, _read(key, k, value))
             return
         parts = key.split(".")
-        if len(parts) == 3 and parts[0] == "tony" and parts[2] in _PER_TYPE_KEYS:
+        if len(parts) == 3 and parts[0] == "tony" and parts[2] in PER_TYPE:
             type_, what = parts[1], parts[2]
             if type_ not in KNOWN_TYPES:
                 close = difflib.get_close_matches(type_, KNOWN_TYPES, n=1, cutoff=0.7)
@@ -408,51 +331,23 @@ class SpecBuilder:
             self._apply_type_key(type_, what, value, key)
             return
         known = (
-            list(_JOB_KEYS)
+            list(JOB_KEYS)
             + list(NOT_APPLICABLE)
-            + [f"tony.{t}.{k}" for t in KNOWN_TYPES for k in _PER_TYPE_KEYS]
+            + [f"tony.{t}.{k}" for t in KNOWN_TYPES for k in PER_TYPE]
         )
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else "; see `%tony help` for the keys"
         raise SpecError(f"unknown configuration key {key!r}{hint}")
 
     def _apply_type_key(self, type_: str, what: str, value: str, key: str) -> None:
-        v = _read(key, _PER_TYPE[what], value)
-        slots = {
+        slots: dict[str, dict[str, Any]] = {
             "instances": self.instances,
             "memory": self.memory,
             "vcores": self.vcores,
             "gpus": self.gpus,
             "node-label": self.node_label,
         }
-        slots[what][type_] = v  # type: ignore[index]
-
-    def _apply_job_key(self, key: str, k: ConfKey, value: str) -> None:
-        """The value read as ``k`` says, put where it says."""
-        v = _read(key, k, value)
-        what = k.what
-        if what == "num_retries":
-            self.job["max_attempts"] = v + 1
-        elif what == "timeout_ms":
-            self.job["timeout_s"] = v / 1000.0
-        elif what == "untracked":
-            self.untracked = v
-        elif what == "node_label":
-            self.default_node_label = v or None
-        elif what == "am_memory":
-            self.job["am_memory_mb"] = v
-        elif what == "env":
-            self.env.update(v)
-        elif what in ("max_total_instances", "max_total_gpus"):
-            if v >= 0:
-                self.limits[key] = v
-        elif what == "allocation_timeout_ms":
-            if v > 0:
-                self.job["registration_timeout_s"] = v / 1000.0
-        elif k.unit == "s":
-            self.job[what] = float(v)
-        else:
-            self.job[what] = v
+        slots[what][type_] = _read(key, PER_TYPE[what], value)
 
     def apply_conf_file(self, path: str | Path) -> None:
         """TonY's XML format: <configuration><property><name/><value/></property>..."""
@@ -511,16 +406,16 @@ class SpecBuilder:
                     f"the job asks for {totals[key]} {what} in all, above {key}={limit}: "
                     "ask for fewer, or raise the limit"
                 )
-        job = dict(self.job)
-        job.setdefault("name", self.name)
-        check_tasks(job, tasks)
-        if int(job.get("max_attempts", 1)) < 1:  # type: ignore[call-overload]
-            raise SpecError("--max-attempts must be at least 1")
-        return JobSpec(
+        spec = JobSpec(
+            name=self.name,
             tasks=tuple(tasks),
             backend=self.backend,
             untracked=untracked,
             env=tuple(sorted({**forwarded_env(), **self.env}.items())),
             pull=self.pull,
-            **job,  # type: ignore[arg-type]
         )
+        spec = dataclasses.replace(spec, **self.fields)
+        check_tasks(spec, tasks)
+        if spec.max_attempts < 1:
+            raise SpecError("--max-attempts must be at least 1")
+        return spec

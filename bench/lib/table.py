@@ -22,9 +22,8 @@ def _f(x, unit: str = "") -> str:
     return f"{x:.3g}{unit}" if isinstance(x, float) else f"{x}{unit}"
 
 
-def rows() -> list[tuple[str, str, str, str]]:
-    """(figure, tony-jupyter, beside it, ratio)."""
-    out = []
+def _time_to_training(out: list[tuple[str, str, str, str]]) -> None:
+    """The rows of results/time_to_training*.json."""
     # the 1/2/4-worker run, then the 8-worker one (its own run: the devcluster's NodeManagers
     # raised to hold TonY's 8 × 1 GB workers, TONY_DEVCLUSTER_NM_MEMORY_MB/_VCORES)
     ttt = {
@@ -63,6 +62,10 @@ def rows() -> list[tuple[str, str, str, str]]:
                     _f(r.get("tony_yarn/tony to_job_end_s")),
                 )
             )
+
+
+def _overhead(out: list[tuple[str, str, str, str]]) -> None:
+    """The rows of results/overhead*.json."""
     ov = _load("overhead")
     for side, value in ov.get("ratio_vs_hand", {}).items():
         if side == "tony":  # TonY's own figure goes in the "beside it" column
@@ -100,6 +103,10 @@ def rows() -> list[tuple[str, str, str, str]]:
                     "",
                 )
             )
+
+
+def _streaming(out: list[tuple[str, str, str, str]]) -> None:
+    """The rows of results/streaming*.json."""
     st = _load("streaming")
     for rate, m in st.get("median", {}).items():
         rate_s = rate.replace("_", " ").replace("lines per s", "lines/s")
@@ -119,6 +126,10 @@ def rows() -> list[tuple[str, str, str, str]]:
                 _f(m.get("steps_per_s_vs_silent")),
             )
         )
+
+
+def _staging(out: list[tuple[str, str, str, str]]) -> None:
+    """The rows of results/staging*.json."""
     sg = _load("staging")
     if "first" in sg:
         env_mib = sg.get("environment", {}).get("archive_mib")
@@ -147,6 +158,10 @@ def rows() -> list[tuple[str, str, str, str]]:
                 _f(sg["env_upload_vs_raw_webhdfs"]),
             )
         )
+
+
+def _am_scale(out: list[tuple[str, str, str, str]]) -> None:
+    """The rows of results/am_scale*.json."""
     am = _load("am_scale")
     for lv in am.get("levels", []):
         by = lv.get("heartbeats_by", "http")
@@ -169,6 +184,10 @@ def rows() -> list[tuple[str, str, str, str]]:
                 "",
             )
         )
+
+
+def _startup(out: list[tuple[str, str, str, str]]) -> None:
+    """The rows of results/startup*.json."""
     su = _load("startup").get("cell_to_all_tasks_in_user_code_s", {})
     if su:
         beside = f"by hand: {_f(su['by_hand_median'], ' s')}"
@@ -192,6 +211,10 @@ def rows() -> list[tuple[str, str, str, str]]:
             )
             if not warm:
                 break
+
+
+def _session(out: list[tuple[str, str, str, str]]) -> None:
+    """The rows of results/session*.json."""
     wv = _load("session").get("local_2_workers_warm_vs_before", {})
     if wv:
         out.append(
@@ -203,6 +226,10 @@ def rows() -> list[tuple[str, str, str, str]]:
                 _f(wv["now_vs_before_p50"]) + " vs before",
             )
         )
+
+
+def _footprint(out: list[tuple[str, str, str, str]]) -> None:
+    """The rows of results/footprint*.json."""
     fp = _load("footprint")
     for key, value in fp.items():
         if key.endswith("_mib"):
@@ -213,6 +240,10 @@ def rows() -> list[tuple[str, str, str, str]]:
         out.append(
             ("RSS: TF worker under tony-jupyter / by hand", "", "", _f(fp["tony_worker_vs_hand"]))
         )
+
+
+def _ddp(out: list[tuple[str, str, str, str]]) -> None:
+    """The rows of results/ddp*.json."""
     ddp = _load("ddp")
     for key, label in (("to_first_step_s", "launch → first step"), ("steps_per_s", "steps/s")):
         med, unit = ddp.get("median", {}), " s" if key == "to_first_step_s" else ""
@@ -225,6 +256,10 @@ def rows() -> list[tuple[str, str, str, str]]:
                     _f(ddp["ratios"].get(f"tony/torchrun {key}")),
                 )
             )
+
+
+def _data(out: list[tuple[str, str, str, str]]) -> None:
+    """The rows of results/data*.json."""
     dt = _load("data")
     tp = dt.get("throughput", {})
     med, paired = tp.get("rows_per_s_median", {}), tp.get("ratio_over_pyarrow", {})
@@ -248,6 +283,10 @@ def rows() -> list[tuple[str, str, str, str]]:
                 _f(mem["dataset_growth_4x_over_1x"]),
             )
         )
+
+
+def _panel(out: list[tuple[str, str, str, str]]) -> None:
+    """The rows of results/panel*.json."""
     pn = _load("panel")
     if pn.get("list_s"):
         jobs, small = pn["jobs"], pn["jobs"]["baseline"]
@@ -268,6 +307,28 @@ def rows() -> list[tuple[str, str, str, str]]:
                 "",
             )
         )
+
+
+_SECTIONS = (
+    _time_to_training,
+    _overhead,
+    _streaming,
+    _staging,
+    _am_scale,
+    _startup,
+    _session,
+    _footprint,
+    _ddp,
+    _data,
+    _panel,
+)
+
+
+def rows() -> list[tuple[str, str, str, str]]:
+    """(figure, tony-jupyter, beside it, ratio)."""
+    out: list[tuple[str, str, str, str]] = []
+    for section in _SECTIONS:
+        section(out)
     return out
 
 

@@ -100,15 +100,31 @@ def flags_table(parser: argparse.ArgumentParser, where: str) -> str:
 # --- %%tony and %tony ------------------------------------------------------------------------
 
 
+def _applies(s) -> str:
+    """Where a flag of settings.py's table applies, and the field it sets."""
+    if s.scope == "run":
+        return "how the job is run, not its spec"
+    if not s.field:
+        return s.scope
+    cls = "TaskSpec" if s.scope == "task" else "JobSpec"
+    return f"{s.scope}: {_code(f'{cls}.{s.field}')}"
+
+
 def magic_flags() -> str:
     from tony_jupyter.options import job_parser
+    from tony_jupyter.settings import FLAGS
 
     parser = job_parser()
+    rows = _flag_rows(parser, "%%tony")
+    assert len(rows) == len(FLAGS)  # job_parser() is the table's flags, in its order
+    applies = [(*row, _applies(s)) for row, s in zip(rows, FLAGS, strict=True)]
     return (
         f"{parser.description}\n\n"
         "`%%tony [flags]` in a cell; the same flags after `%tony run SCRIPT`, "
-        "`%tony session start` and `tony-jupyter submit SCRIPT`.\n\n"
-        + flags_table(parser, "%%tony")
+        "`%tony session start` and `tony-jupyter submit SCRIPT`. Each is a row of `SETTINGS` "
+        "in `tony_jupyter/settings.py`, which says where it applies: the job (a field of "
+        "`JobSpec`), every task (a field of `TaskSpec`), or how the job is run.\n\n"
+        + _table(("flag", "what it does", "applies to"), applies)
     )
 
 
@@ -214,27 +230,16 @@ def _spec_default(field: str, where: str = "JobSpec") -> object:
     return MISSING
 
 
-# A ConfKey's slot that is not the JobSpec field it ends in (SpecBuilder._apply_job_key), and
-# the slots that end in none: limits checked as the spec is built.
-SETS = {
-    "num_retries": "max_attempts",
-    "timeout_ms": "timeout_s",
-    "am_memory": "am_memory_mb",
-    "allocation_timeout_ms": "registration_timeout_s",
-    "memory_mb": "TaskSpec.memory_mb",
-    "instances": "TaskSpec.instances",
-    "vcores": "TaskSpec.vcores",
-    "gpus": "TaskSpec.gpus",
-    "node_label": "TaskSpec.node_label",
-}
-LIMITS = ("max_total_instances", "max_total_gpus")
+# The settings that end in no field: limits checked as the spec is built.
+LIMITS = ("limit",)
 
 
 def conf_keys() -> list[str]:
     """Every key the configuration table honours (per-type keys for the known task types)."""
-    from tony_jupyter.spec import _JOB_KEYS, _PER_TYPE_KEYS, KNOWN_TYPES
+    from tony_jupyter.settings import JOB_KEYS, PER_TYPE
+    from tony_jupyter.spec import KNOWN_TYPES
 
-    return [*_JOB_KEYS, *(f"tony.{t}.{k}" for t in KNOWN_TYPES for k in _PER_TYPE_KEYS)]
+    return [*JOB_KEYS, *(f"tony.{t}.{k}" for t in KNOWN_TYPES for k in PER_TYPE)]
 
 
 def _reads(k) -> str:
@@ -249,15 +254,18 @@ def _reads(k) -> str:
     return f"whole{unit}, {k.minimum}..{top}"
 
 
-def _sets(what: str) -> str:
+def set_field(k) -> str:
+    """The class and field a setting sets: JobSpec.x (job) or TaskSpec.x (task)."""
+    return f"{'TaskSpec' if k.scope == 'task' else 'JobSpec'}.{k.field}"
+
+
+def _sets(k) -> str:
     """The field a key sets and that field's default."""
-    if what in LIMITS:
+    if k.how in LIMITS:
         return "(a limit checked as the job is built)"
-    field = SETS.get(what, what)
-    field = field if "." in field else f"JobSpec.{field}"
-    cls, _, name = field.rpartition(".")
+    cls, _, name = set_field(k).rpartition(".")
     default = _spec_default(name, cls)
-    return _code(field) + ("" if default is MISSING else f" = {_code(default)}")
+    return _code(f"{cls}.{name}") + ("" if default is MISSING else f" = {_code(default)}")
 
 
 def _conf_rows(keys, prefix: str = "") -> list[tuple[str, ...]]:
@@ -265,12 +273,13 @@ def _conf_rows(keys, prefix: str = "") -> list[tuple[str, ...]]:
     for key, k in keys.items():
         if not k.help.strip():
             raise MissingHelp(f"{prefix}{key} has no help text")
-        rows.append((_code(f"{prefix}{key}"), _reads(k), _sets(k.what), k.help))
+        rows.append((_code(f"{prefix}{key}"), _reads(k), _sets(k), k.help))
     return rows
 
 
 def configuration() -> str:
-    from tony_jupyter.spec import _JOB_KEYS, _PER_TYPE, KNOWN_TYPES
+    from tony_jupyter.settings import JOB_KEYS, PER_TYPE
+    from tony_jupyter.spec import KNOWN_TYPES
     from tony_jupyter.tonyconf import HARMLESS, NOT_APPLICABLE
 
     header = ("key", "value", "sets (its default)", "what it does")
@@ -279,13 +288,13 @@ def configuration() -> str:
         for key, why in NOT_APPLICABLE.items()
     ]
     return (
-        "Honoured (`ConfKey`s of `_JOB_KEYS` in `tony_jupyter/spec.py`, with the field of "
+        "Honoured (the rows of `SETTINGS` in `tony_jupyter/settings.py`, with the field of "
         "`JobSpec` each sets and that field's default, in the field's own unit):\n\n"
-        + _table(header, _conf_rows(_JOB_KEYS))
+        + _table(header, _conf_rows(JOB_KEYS))
         + f"\nPer task type, for `<type>` one of {', '.join(map(_code, KNOWN_TYPES))} (or a "
         "custom type of lowercase letters, digits and `_`; a parameter server or evaluator "
         "gets no GPU unless asked):\n\n"
-        + _table(header, _conf_rows(_PER_TYPE, "tony.<type>."))
+        + _table(header, _conf_rows(PER_TYPE, "tony.<type>."))
         + "\nAccepted and ignored, each said once with why (`tony_jupyter/tonyconf.py`); the "
         "values in the last column ask for nothing different and are not even said:\n\n"
         + _table(("key", "why it does not apply", "values taken silently"), ignored)

@@ -516,3 +516,22 @@ def test_pytest_xdist_processes_try_disjoint_offsets_first(monkeypatch):
     assert sorted(first) == sorted(second) == sorted(offsets)  # then the other's, if all taken
     monkeypatch.delenv("PYTEST_XDIST_WORKER")
     assert testing._this_workers_first(offsets) == offsets
+
+
+@pytest.mark.parametrize("where", ["after", "before"])
+def test_exec_takes_dir_before_or_after_the_host(tmp_path, capsys, where) -> None:
+    """`devcluster exec edge --dir D -- CMD` means what `exec --dir D edge -- CMD` means (as
+    for `env`): the cluster in D, not the default one, and --dir not a word of the command."""
+    root = tmp_path / "dc"
+    root.mkdir()
+    words = ["edge", "--dir", str(root)] if where == "after" else ["--dir", str(root), "edge"]
+    assert main(["exec", *words, "--", "true"]) == 1
+    err = capsys.readouterr().err
+    assert f"The devcluster in {root} runs on this machine's own host" in err
+
+
+def test_exec_refuses_an_unknown_option_before_the_command(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["exec", "edge", "--dri", str(tmp_path), "--", "true"])
+    assert e.value.code == 2
+    assert "unrecognized arguments: --dri" in capsys.readouterr().err

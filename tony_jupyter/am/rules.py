@@ -33,10 +33,6 @@ class Verdict:
     # None: the whole job fails now, whatever attempts are left
     task_failed: bool = False  # mark the blamed task FAILED first (it is still alive)
 
-    @property
-    def ends_job(self) -> bool:
-        return self.task is None
-
 
 def exit_verdict(task: Task, code: int, diagnostics: str) -> Verdict:
     why = f"{task.id} exited with code {code}"

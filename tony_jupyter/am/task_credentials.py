@@ -10,15 +10,16 @@ so neither claimant acts for the task (its heartbeats stop, and the AM fails it 
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
 
+from ..protocol import token_verifier
+
 
 def matches(given: bytes, verifier_hex: str) -> bool:
     """Whether ``given`` is the job's token, whose SHA-256 (protocol.token_verifier) the AM has."""
-    return hmac.compare_digest(hashlib.sha256(given).hexdigest().encode(), verifier_hex.encode())
+    return hmac.compare_digest(token_verifier(given).encode(), verifier_hex.encode())
 
 
 class SecretReused(Exception):

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..protocol.taskid import task_id
 from .sources import DataError, open_parquet, resolve
 
 INDEX_PREFIX = "__index_level_"  # pandas' index column: not a feature unless asked for
@@ -32,10 +33,10 @@ def reader_index(env: Mapping[str, str] | None = None) -> tuple[int, int]:
     me: str | None = None
     cfg = json.loads(env.get("TF_CONFIG") or "{}")
     if cfg.get("cluster") and cfg.get("task"):
-        cluster, me = cfg["cluster"], f"{cfg['task']['type']}:{cfg['task'].get('index', 0)}"
+        cluster, me = cfg["cluster"], task_id(cfg["task"]["type"], cfg["task"].get("index", 0))
     elif env.get("CLUSTER_SPEC") and env.get("JOB_NAME"):
         cluster = json.loads(env["CLUSTER_SPEC"])
-        me = f"{env['JOB_NAME']}:{env.get('TASK_INDEX', '0')}"
+        me = task_id(env["JOB_NAME"], env.get("TASK_INDEX", "0"))
     if not cluster:
         return 0, 1
     readers = [f"chief:{i}" for i in range(len(cluster.get("chief", [])))]

@@ -10,6 +10,7 @@ import os
 import shlex
 import sys
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 
 from . import failover, hostrun, maven, netns
@@ -21,14 +22,20 @@ from .hosts import EDGE, HOST_NAMES, MASTER2
 from .security import USERS, Security
 
 
-def _parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+def _common(**kwargs) -> argparse.ArgumentParser:
+    """The options every command takes, before or after its own arguments."""
+    common = argparse.ArgumentParser(add_help=False, **kwargs)
     common.add_argument(
         "--dir",
         type=Path,
         default=None,
         help="cluster dir (default: $TONY_JUPYTER_DEVCLUSTER_DIR or ~/.tony-jupyter/devcluster)",
     )
+    return common
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = _common()
     parser = argparse.ArgumentParser(
         prog="tony-jupyter devcluster",
         description="A real pseudo-distributed Hadoop (HDFS + YARN) on 127.0.0.1.",
@@ -267,96 +274,142 @@ def _logs(cluster: DevCluster, service: str, lines: int) -> int:
     return 0
 
 
+def _exec_options(args: argparse.Namespace) -> None:
+    """`exec HOST --dir D -- CMD`: what stands between the host and `--` is exec's own
+    options, as before the host (argparse's remainder would take it into the command)."""
+    if "--" not in args.argv:
+        return
+    i = args.argv.index("--")
+    head, args.argv = args.argv[:i], args.argv[i + 1 :]
+    if head:
+        _common(prog="tony-jupyter devcluster exec HOST").parse_args(head, namespace=args)
+
+
+def _cluster(args: argparse.Namespace) -> DevCluster:
+    up = args.command == "up"
+    return DevCluster(
+        args.dir,
+        getattr(args, "port_offset", None),
+        _security(args) if up else None,
+        args.hosts if up else None,
+        args.tls if up else None,
+        hadoop_version=args.hadoop_version if up else None,
+        ha=args.ha if up else None,
+    )
+
+
+def _say(*lines: str) -> None:
+    for line in lines:
+        print(line, file=sys.stderr)
+
+
+def _ready_on_hosts(cluster: DevCluster) -> None:
+    assert cluster.hosts is not None
+    _say(
+        f"devcluster ready on hosts {', '.join(cluster.hosts.topology.names)}: "
+        f"ResourceManager {cluster.rm_url}, NameNode {cluster.webhdfs_url}, reachable "
+        "from the hosts only; `tony-jupyter devcluster exec edge -- bash` for a "
+        "shell on the edge"
+    )
+    if cluster.layout.ha:
+        _say(_HA_HOSTS_NOTE)
+    if cluster.security is not None:
+        _say(
+            "Kerberos is on (the KDC on master; principals name their hosts, e.g. "
+            "nn/master, dn/worker1): `eval $(tony-jupyter devcluster env --host "
+            "edge --user alice)` in a shell on the edge for a ticket there"
+        )
+
+
+def _ready_here(cluster: DevCluster) -> None:
+    _say(
+        f"devcluster ready: ResourceManager {cluster.rm_url}, "
+        f"NameNode {cluster.webhdfs_url}; `eval $(tony-jupyter devcluster env)` "
+        "to use it from a shell"
+    )
+    if cluster.ca_bundle is not None:
+        _say(f"HTTPS only; CA bundle: {cluster.ca_bundle}")
+    if cluster.layout.ha:
+        _say(_HA_NOTE)
+    if cluster.security is not None:
+        _say(
+            "Kerberos is on: `eval $(tony-jupyter devcluster env --user alice)` "
+            f"for a ticket (principals: {', '.join(cluster.users)})"
+        )
+
+
+def _up(cluster: DevCluster, args: argparse.Namespace) -> int:
+    already = cluster.is_running()
+    cluster.up(timeout=args.timeout)
+    if already:
+        _say(f"devcluster already running in {cluster.dir}")
+    elif cluster.hosts is not None:
+        _ready_on_hosts(cluster)
+    else:
+        _ready_here(cluster)
+    _print_env(cluster)
+    return 0
+
+
+def _rerun_on_edge(cluster: DevCluster, args: argparse.Namespace) -> int:
+    rerun = [args.command, *(["--json"] if getattr(args, "json", False) else [])]
+    if args.command == "failover":
+        rerun += [args.master, *(["--no-restart"] if args.no_restart else [])]
+    if args.command == "wait":
+        rerun += ["--timeout", f"{args.timeout:g}"]
+    return hostrun.rerun_on_edge(cluster, rerun)
+
+
+def _failover(cluster: DevCluster, args: argparse.Namespace) -> int:
+    done = failover.failover(cluster, args.master, restart=not args.no_restart)
+    again = "; started again as standby" if done.restarted else " (left stopped)"
+    print(
+        f"killed {done.killed}; {done.active} is active, {done.seconds:.1f} s after the kill{again}"
+    )
+    return 0
+
+
+def _down(cluster: DevCluster, args: argparse.Namespace) -> int:
+    cluster.down()
+    return 0
+
+
+def _env(cluster: DevCluster, args: argparse.Namespace) -> int:
+    _print_env(cluster, args.user, args.host)
+    return 0
+
+
+def _wait(cluster: DevCluster, args: argparse.Namespace) -> int:
+    cluster.wait_usable(args.timeout)
+    return 0
+
+
+# Each command but `up`: what it runs (failover, status and wait on the edge of a --hosts
+# cluster, as a user's client there would).
+_COMMANDS: dict[str, Callable[[DevCluster, argparse.Namespace], int]] = {
+    "failover": _failover,
+    "down": _down,
+    "status": lambda cluster, args: _status(cluster, args.json),
+    "env": _env,
+    "wait": _wait,
+    "exec": lambda cluster, args: _exec(cluster, args.host, args.argv),
+    "link": lambda cluster, args: _link(cluster, args.host, args.state),
+    "logs": lambda cluster, args: _logs(cluster, args.service, args.lines),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="devcluster: %(message)s", stream=sys.stderr)
+    if args.command == "exec":
+        _exec_options(args)
     try:
-        security = _security(args) if args.command == "up" else None
-        hosts = args.hosts if args.command == "up" else None
-        version = args.hadoop_version if args.command == "up" else None
-        tls_on = args.tls if args.command == "up" else None
-        ha = args.ha if args.command == "up" else None
-        cluster = DevCluster(
-            args.dir,
-            getattr(args, "port_offset", None),
-            security,
-            hosts,
-            tls_on,
-            hadoop_version=version,
-            ha=ha,
-        )
+        cluster = _cluster(args)
         if args.command == "up":
-            already = cluster.is_running()
-            cluster.up(timeout=args.timeout)
-            if already:
-                print(f"devcluster already running in {cluster.dir}", file=sys.stderr)
-            elif cluster.hosts is not None:
-                print(
-                    f"devcluster ready on hosts {', '.join(cluster.hosts.topology.names)}: "
-                    f"ResourceManager {cluster.rm_url}, NameNode {cluster.webhdfs_url}, reachable "
-                    "from the hosts only; `tony-jupyter devcluster exec edge -- bash` for a "
-                    "shell on the edge",
-                    file=sys.stderr,
-                )
-                if cluster.layout.ha:
-                    print(_HA_HOSTS_NOTE, file=sys.stderr)
-                if cluster.security is not None:
-                    print(
-                        "Kerberos is on (the KDC on master; principals name their hosts, e.g. "
-                        "nn/master, dn/worker1): `eval $(tony-jupyter devcluster env --host "
-                        "edge --user alice)` in a shell on the edge for a ticket there",
-                        file=sys.stderr,
-                    )
-            else:
-                print(
-                    f"devcluster ready: ResourceManager {cluster.rm_url}, "
-                    f"NameNode {cluster.webhdfs_url}; `eval $(tony-jupyter devcluster env)` "
-                    "to use it from a shell",
-                    file=sys.stderr,
-                )
-                if cluster.ca_bundle is not None:
-                    print(f"HTTPS only; CA bundle: {cluster.ca_bundle}", file=sys.stderr)
-                if cluster.layout.ha:
-                    print(_HA_NOTE, file=sys.stderr)
-                if cluster.security is not None:
-                    print(
-                        "Kerberos is on: `eval $(tony-jupyter devcluster env --user alice)` "
-                        f"for a ticket (principals: {', '.join(cluster.users)})",
-                        file=sys.stderr,
-                    )
-            _print_env(cluster)
-            return 0
+            return _up(cluster, args)
         if args.command in ("wait", "failover", "status") and _ask_from_edge(cluster, args.command):
-            rerun = [args.command, *(["--json"] if getattr(args, "json", False) else [])]
-            if args.command == "failover":
-                rerun += [args.master, *(["--no-restart"] if args.no_restart else [])]
-            if args.command == "wait":
-                rerun += ["--timeout", f"{args.timeout:g}"]
-            return hostrun.rerun_on_edge(cluster, rerun)
-        if args.command == "failover":
-            done = failover.failover(cluster, args.master, restart=not args.no_restart)
-            again = "; started again as standby" if done.restarted else " (left stopped)"
-            print(
-                f"killed {done.killed}; {done.active} is active, {done.seconds:.1f} s after "
-                f"the kill{again}"
-            )
-            return 0
-        if args.command == "down":
-            cluster.down()
-            return 0
-        if args.command == "status":
-            return _status(cluster, args.json)
-        if args.command == "env":
-            _print_env(cluster, args.user, args.host)
-            return 0
-        if args.command == "wait":
-            cluster.wait_usable(args.timeout)
-            return 0
-        if args.command == "exec":
-            return _exec(cluster, args.host, args.argv)
-        if args.command == "link":
-            return _link(cluster, args.host, args.state)
-        return _logs(cluster, args.service, args.lines)
+            return _rerun_on_edge(cluster, args)
+        return _COMMANDS[args.command](cluster, args)
     except DevClusterError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -67,7 +67,7 @@ class Heartbeater:
         return {int(x) for x in data.split()}
 
 
-def _beat(
+def _beat(  # noqa: C901 - the executor's sidecar loop, being reworked with stall detection
     link, parent: int, progress_fd: int, command_fd: int, interval: float, give_up_s: float
 ) -> None:
     import psutil  # here, in the forked sidecar: the task's start does not wait for it

@@ -42,6 +42,8 @@ from ..protocol import (
     ResultAnswer,
     token_verifier,
 )
+from ..spec import JobSpec
+from ..yarninfo import YarnInfo
 from . import damage
 from .damage import DamagedRecordError
 
@@ -93,6 +95,45 @@ class JobRecord:
             return ""
         what = "; ".join(f"{n} {why}" for n, why in sorted(self.damaged.items()))
         return f"damaged record: {what}; {damage.advice(self.dir)}"
+
+    @classmethod
+    def create(
+        cls, job_id: str, token: str, root: Path | None = None, token_in_dir: bool = False
+    ) -> JobRecord:
+        """A new job's directory (mode 700) and its token (600), the one place both backends
+        make them: a local job's token in ``<home>/tokens`` with its verifier in the directory
+        (its tasks run there); a YARN job's record (no task runs there) keeps the token in it.
+        Nothing is left when this fails. The spec goes last, by :meth:`write_spec`."""
+        d = jobs_dir(root) / job_id
+        d.mkdir(mode=0o700)
+        record = cls(job_id, d)
+        try:
+            if token_in_dir:
+                record.layout.token.touch(mode=0o600)
+                record.layout.token.write_text(token)
+            else:
+                record.write_token(token)
+        except BaseException:
+            record.remove()
+            raise
+        return record
+
+    def write_spec(self, spec: JobSpec) -> None:
+        """The job's spec, written last: its presence is what makes the directory a job
+        (``is_job_dir``, ``list_jobs``)."""
+        self.layout.spec.write_text(spec.to_json())
+
+    def yarn(self) -> YarnInfo | None:
+        """A YARN job's yarn.json; None for a local job, or when it is damaged (then in
+        ``damaged``)."""
+        data = self.read_json(jobdir.YARN_INFO)
+        if data is None:
+            return None
+        try:
+            return YarnInfo.checked(data)
+        except ValueError as e:
+            self.damaged[jobdir.YARN_INFO] = str(e)
+            return None
 
     @property
     def token_path(self) -> Path:

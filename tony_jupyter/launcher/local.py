@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import sys
 import time
 
@@ -15,25 +14,21 @@ from .. import hostenv, jobdir, shards, srcdir, supervise
 from ..aminfo import AmInfo, AmInfoError
 from ..bundle import Bundle, BundleInfo
 from ..errors import SpecError
-from ..protocol import JobSnapshot
+from ..protocol import JobSnapshot, new_token
 from ..spec import JobSpec
 from . import outcome
 from . import spare as spare_am
-from .client import JobClient, JobRecord, jobs_dir, new_job_id, pid_alive
+from .client import JobClient, JobRecord, new_job_id, pid_alive
 
 AM_START_TIMEOUT_S = 30.0
 TASKS_PER_CORE, MIN_TASKS = 4, 8
 
 
 def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:
-    job_id = new_job_id()
-    d = jobs_dir() / job_id
-    d.mkdir(mode=0o700)
-    record = JobRecord(job_id, d)
-    files = record.layout
+    # The token not in the job's directory, the tasks' bundle: the AM is given its verifier.
+    record = JobRecord.create(new_job_id(), new_token())
+    d, files = record.dir, record.layout
     try:
-        # Not in the job's directory, the tasks' bundle: the AM is given its verifier only.
-        record.write_token(secrets.token_urlsafe(32))
         files.cell.write_text(bundle.source)
         files.names.write_bytes(bundle.names)
         if bundle.src is not None:
@@ -45,8 +40,7 @@ def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRe
         files.bundle.write_text(BundleInfo.of(spec.pull, bundle, argv, manifest).dumps())
         files.env.touch(mode=0o600)  # the variables' values, the AM's only
         files.env.write_text(spec.env_json())
-        # spec.json last: its presence is what makes the directory a job (see list_jobs).
-        files.spec.write_text(spec.to_json())
+        record.write_spec(spec)
     except BaseException:
         record.remove()
         raise

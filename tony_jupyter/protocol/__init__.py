@@ -24,7 +24,7 @@ from .client import (
     StateAnswer,
 )
 from .common import ErrorAnswer, NoBody, Ok
-from .env import ExecutorEnv, GuardConfig, token_verifier
+from .env import ExecutorEnv, GuardConfig, new_token, token_verifier
 from .executor import (
     CHECKPOINT_FENCE,
     Beat,
@@ -64,6 +64,7 @@ from .states import (
     JobState,
     TaskState,
 )
+from .taskid import parse_task_id, task_id
 from .views import (
     FailedAttempt,
     GpuUse,
@@ -75,6 +76,9 @@ from .views import (
 )
 
 __all__ = [
+    "new_token",
+    "parse_task_id",
+    "task_id",
     "CHECKPOINT_FENCE",
     "DONE_CELL_STATES", "DONE_TASK_STATES", "JOB_ID", "SCHEMA_VERSION", "TERMINAL_JOB_STATES",
     "Beat", "CellList", "CellLog", "CellOutcome", "CellResultRequest", "CellState",

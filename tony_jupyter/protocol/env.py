@@ -4,17 +4,25 @@
 from __future__ import annotations
 
 import hashlib
+import secrets
 import typing
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from ..records import Record
+from ..settings import HEARTBEAT_INTERVAL_MS, MAX_MISSED_HEARTBEATS
 
 
-def token_verifier(token: str) -> str:
-    """What an AM is given instead of the job's token (jobdir.TOKEN_VERIFIER)."""
-    return hashlib.sha256(token.encode()).hexdigest()
+def new_token() -> str:
+    """A job's token, the secret its owner's clients show its AM: minted here only."""
+    return secrets.token_urlsafe(32)
+
+
+def token_verifier(token: str | bytes) -> str:
+    """What an AM is given instead of the job's token (jobdir.TOKEN_VERIFIER): its SHA-256,
+    computed here only."""
+    return hashlib.sha256(token.encode() if isinstance(token, str) else token).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -26,8 +34,8 @@ class ExecutorEnv(Record):
     token: str = ""  # a one-time registration secret, traded for the task's token (register)
     job_id: str = ""  # the job's id
     chief: str = ""  # the task whose last expression is the cell's value (JobSpec.chief_id)
-    heartbeat_ms: int = 1000  # tony.task.heartbeat-interval-ms
-    max_missed: int = 8  # tony.task.max-missed-heartbeats
+    heartbeat_ms: int = HEARTBEAT_INTERVAL_MS  # tony.task.heartbeat-interval-ms
+    max_missed: int = MAX_MISSED_HEARTBEATS  # tony.task.max-missed-heartbeats
     am_lost_s: float = 0.0  # the sidecar ends its task after this long unanswered (0: 2x above)
     checkpoint_dir: str = ""  # what tony_jupyter.checkpoint_dir() returns
     tensorboard_dir: str = ""  # what tony_jupyter.tensorboard_dir() returns

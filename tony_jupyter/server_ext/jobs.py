@@ -41,8 +41,10 @@ def _owned(rec: JobRecord, user: str | None) -> bool:
     """Whether the server's user may see this job: on a secure cluster only its submitter."""
     if user is None:
         return True
-    info = rec.read_json(YARN_INFO) or {}
-    return not info.get("secure") or info.get("user") == user
+    info = rec.yarn()
+    if info is None:  # a local job's, or a damaged yarn.json: its submitter unknown
+        return YARN_INFO not in rec.damaged
+    return not info.secure or info.user == user
 
 
 def kerberos_user() -> str | None:
@@ -111,7 +113,7 @@ class ServerJobs:
         if not client.snapshot().terminal:
             return None  # a running job's TensorBoard is its chief's, registered with its AM
         rec = client.record
-        if rec.read_json(YARN_INFO) and not has_event_files(rec.layout.tensorboard):
+        if rec.yarn() and not has_event_files(rec.layout.tensorboard):
             from ..launcher.yarn.history import fetch_tensorboard
 
             try:

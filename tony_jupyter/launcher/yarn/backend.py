@@ -9,14 +9,13 @@ instead (warm.py).
 
 from __future__ import annotations
 
-import json
-import secrets
 import time
 
 from ... import jobdir, shards
 from ...bundle import Bundle
+from ...protocol import new_token
 from ...spec import JobSpec
-from ..client import JobRecord, jobs_dir
+from ..client import JobRecord
 from . import packenv, secure, warm
 from .appmaster import (
     PRIVATE_FILES,
@@ -59,7 +58,7 @@ def _submit(cluster, spec, bundle, argv, tokens, staged) -> JobRecord:
     started = time.time()
     try:
         app_id = rm.new_application()
-        token = secrets.token_urlsafe(32)
+        token = new_token()
         files = bundle_files(spec, bundle, argv, token)
         resources = staging.upload(app_id, files, private=PRIVATE_FILES)
         executor_resources = {k: v for k, v in resources.items() if executor_file(k)}
@@ -79,38 +78,22 @@ def _submit(cluster, spec, bundle, argv, tokens, staged) -> JobRecord:
         resources[jobdir.RESOURCES] = staging.upload_json(
             app_id, jobdir.RESOURCES, executor_resources
         )
-        record_dir = jobs_dir() / app_id
-        record_dir.mkdir(mode=0o700)
-        d = jobdir.JobDir(record_dir)
-        d.token.touch(mode=0o600)
-        d.token.write_text(token)
-        yarn_info = {
-            "app_id": app_id,
-            "rm_url": conf.rm.url,
-            "webhdfs_url": conf.webhdfs.url,
-            "default_fs": conf.default_fs,
-            "user": conf.user,
-            **cluster.record(),
-            "staging": staging.job_dir(app_id),
-            "submitted": started,
-        }
-        if env_info is not None:
-            yarn_info["pack_env"] = env_info  # bytes_uploaded: 0 when the hash was cached
-        if src_info is not None:
-            yarn_info["src"] = src_info
-        d.yarn_info.write_text(json.dumps(yarn_info))
-        d.spec.write_text(spec.to_json())  # last: it makes the dir a job
+        record = JobRecord.create(app_id, token, token_in_dir=True)
+        record_dir = record.dir
+        # pack_env's bytes_uploaded: 0 when the hash was cached
+        yarn_info = cluster.job_info(app_id, submitted=started, pack_env=env_info, src=src_info)
+        yarn_info.write(record.layout.yarn_info)
+        record.write_spec(spec)
         submitted = True  # from here a half-done submit may have created the app: kill it
         creds = tokens.tokens if tokens else None
         rm.submit(am_context(conf, spec, app_id, staging.job_dir(app_id), resources, creds))
         url = wait_for_am(rm, app_id, token, spec.localization_timeout_s)
-        yarn_info["am_url"] = url
-        yarn_info["am_up"] = time.time()
-        d.yarn_info.write_text(json.dumps(yarn_info))
+        yarn_info = yarn_info.am_started(url)
+        yarn_info.write(record.layout.yarn_info)
         if tokens:  # new tokens before these reach their maximum lifetime
             due = tokens.refresh_time()
             secure.TokenKeeper.get().watch(app_id, record_dir, spec, yarn_info, due)
     except BaseException:  # KeyboardInterrupt included: leave no app, no staging, no record
         cleanup(rm, staging, app_id, submitted, record_dir)
         raise
-    return JobRecord(app_id, record_dir)
+    return record

@@ -16,6 +16,7 @@ import time
 from ... import jobdir
 from ...errors import BackendError
 from ...protocol import JobSnapshot, JobState
+from ...yarninfo import YarnInfo
 from ..client import JobClient, JobRecord
 from .rm import TERMINAL_APP_STATES, RMClient
 from .secure import from_record
@@ -32,13 +33,15 @@ FINAL_TO_STATE = {
 }
 
 
-def rm_client(info: dict) -> RMClient:
+def rm_client(info: YarnInfo) -> RMClient:
     return from_record(info)[0]
 
 
-def app_report(info: dict) -> dict | None:
+def app_report(info: YarnInfo) -> dict | None:
+    if not info.rm_url:  # a damaged yarn.json (JobRecord.yarn): no RM to ask
+        return None
     try:
-        return rm_client(info).app(info["app_id"])
+        return rm_client(info).app(info.app_id)
     except BackendError:
         return None
 
@@ -55,7 +58,7 @@ def ended(app: dict | None) -> bool:
     return app is not None and app.get("state") in TERMINAL_APP_STATES
 
 
-def lost_snapshot(info: dict, spec: dict, app: dict | None) -> JobSnapshot:
+def lost_snapshot(app_id: str, spec: dict, app: dict | None) -> JobSnapshot:
     """The job as YARN reports it, when neither the AM nor a saved final status is there."""
     if app is None:
         state = JobState.LOST
@@ -68,7 +71,7 @@ def lost_snapshot(info: dict, spec: dict, app: dict | None) -> JobSnapshot:
     else:
         state, reason = JobState.STARTING, f"YARN: {app.get('state')}"
     return JobSnapshot.lost(
-        info["app_id"],
+        app_id,
         {**spec, "backend": "yarn"},
         reason,
         state=state,
@@ -77,21 +80,26 @@ def lost_snapshot(info: dict, spec: dict, app: dict | None) -> JobSnapshot:
     )
 
 
-def kill(info: dict, timeout: float = 30.0) -> None:
+def kill(info: YarnInfo, timeout: float = 30.0) -> None:
     """Kill through the RM (the AM is unreachable) and delete the staging directory."""
-    rm_client(info).kill(info["app_id"], timeout)
+    if not info.rm_url:
+        raise BackendError(
+            f"{info.app_id}'s record has no usable {jobdir.YARN_INFO}: kill it with "
+            f"`yarn application -kill {info.app_id}`"
+        )
+    rm_client(info).kill(info.app_id, timeout)
     remove_staging(info)
 
 
-def remove_staging(info: dict) -> None:
+def remove_staging(info: YarnInfo) -> None:
     try:
         staging = from_record(info)[1]
-        staging.remove(info["app_id"])
+        staging.remove(info.app_id)
     except BackendError:
         pass
 
 
-def wait_end(info: dict, timeout: float) -> bool:
+def wait_end(info: YarnInfo, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         app = app_report(info)
@@ -107,7 +115,8 @@ class YarnJobClient(JobClient):
 
     def __init__(self, record: JobRecord):
         super().__init__(record)
-        self.info = record.read_json(jobdir.YARN_INFO) or {}
+        # damaged: no RM to ask (the record says so, JobRecord.damage_note)
+        self.info = record.yarn() or YarnInfo(app_id=record.id, rm_url="")
         self._url: str | None = None
         self._app: dict | None = None
         self._unanswered: set[str] = set()  # AM addresses that did not answer this client
@@ -129,7 +138,7 @@ class YarnJobClient(JobClient):
         to it fails, and this client reads the job as the RM reports it from then on."""
         if self._app is not None and self._app.get("state") not in RECOVERED_STATES:
             return None
-        known = self.info.get("am_url")
+        known = self.info.am_url
         return None if known in self._unanswered else known
 
     def _am_unreachable(self) -> None:
@@ -140,7 +149,7 @@ class YarnJobClient(JobClient):
     def lost_snapshot(self, spec: dict) -> JobSnapshot:
         if not ended(self._app):  # a report cached while it ran is stale once the AM is gone
             self._app = app_report(self.info)
-        return lost_snapshot(self.info, spec, self._app)
+        return lost_snapshot(self.info.app_id, spec, self._app)
 
     def _answered(self, snap: JobSnapshot) -> None:
         if snap.settled:

@@ -126,8 +126,7 @@ def remote_jobs(root: Path | None, known: set[str]) -> list[tuple[str, dict]]:
             continue
         if WARM_TAG in (app.get("applicationTags") or "").split(","):
             continue  # a warm AM waiting for a job (warm.py), or one handed a job elsewhere
-        info = {"app_id": app["id"]}
-        snap = lost_snapshot(info, {"name": app.get("name", "")}, app)
+        snap = lost_snapshot(app["id"], {"name": app.get("name", "")}, app)
         if app.get("state") in RM_STATES:
             snap = type(snap).from_json({**snap.to_json(), "state": "RUNNING", "reason": ""})
         out.append(("yarn", JobSummary.of(snap).to_json()))
@@ -168,17 +167,7 @@ def adopt(app_id: str, root: Path | None = None) -> JobRecord | None:
         token = JobDir(tmp).token
         if not token.exists():
             token.touch(mode=0o600)  # a finished job: no AM to authenticate to
-        info = {
-            "app_id": app_id,
-            "rm_url": cluster.conf.rm.url,
-            "webhdfs_url": cluster.conf.webhdfs.url,
-            "default_fs": cluster.conf.default_fs,
-            "user": user,
-            **cluster.record(),
-            "staging": st.job_dir(app_id),
-            "adopted": True,  # made here from the cluster, not submitted from here
-        }
-        JobDir(tmp).yarn_info.write_text(json.dumps(info))
+        cluster.job_info(app_id, adopted=True).write(JobDir(tmp).yarn_info)
         try:
             tmp.rename(d)
         except OSError:
@@ -192,11 +181,11 @@ def adopt(app_id: str, root: Path | None = None) -> JobRecord | None:
 def fetch_tensorboard(rec: JobRecord) -> bool:
     """The chief's event files from the job's history entry into ``<record>/tensorboard``
     (for a finished job's TensorBoard, server_ext/boards.py); False when the entry has none."""
-    info = rec.read_json(jobdir.YARN_INFO) or {}
-    if not info.get("app_id"):
+    info = rec.yarn()
+    if info is None:
         return False
     st = secure.from_record(info)[1]
-    remote = f"{history_root(info['user'])}/{info['app_id']}/{jobdir.TENSORBOARD}"
+    remote = f"{history_root(info.user)}/{info.app_id}/{jobdir.TENSORBOARD}"
     if st._call("reading", st.client.status, remote, strict=False) is None:
         return False
     tmp = rec.dir / f".tensorboard.{secrets.token_hex(3)}"

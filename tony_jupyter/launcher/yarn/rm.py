@@ -385,13 +385,3 @@ def _message(r: requests.Response) -> str:
         return str(r.json()["RemoteException"]["message"])[:300]
     except (ValueError, KeyError, TypeError):
         return r.text[:300]
-
-
-def wait_app(rm: RMClient, app_id: str, timeout: float) -> dict | None:
-    """Poll until the app is in a terminal state; the last report."""
-    deadline = time.monotonic() + timeout
-    app = rm.app(app_id)
-    while app and app.get("state") not in TERMINAL_APP_STATES and time.monotonic() < deadline:
-        time.sleep(0.2)
-        app = rm.app(app_id)
-    return app

@@ -14,13 +14,13 @@ job's AM, which passes them on to its containers.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import requests
@@ -32,6 +32,7 @@ from ...jobdir import JobDir
 from ...kerberos import Login
 from ...spec import JobSpec
 from ...tokens import Token, alias
+from ...yarninfo import YarnInfo
 from .rm import TERMINAL_APP_STATES, RMClient
 from .staging import Staging
 
@@ -52,9 +53,20 @@ class Cluster:
     def secure(self) -> bool:
         return self.login is not None
 
-    def record(self) -> dict:
-        """What a job's yarn.json keeps to reach the cluster again as the same user."""
-        return {"secure": self.secure, "login": self.login.to_json() if self.login else None}
+    def job_info(self, app_id: str, **more: Any) -> YarnInfo:
+        """A job's yarn.json on this cluster, the one place it is made: what reaches the
+        cluster again as the same user, and ``more`` (yarninfo.YarnInfo's fields)."""
+        return YarnInfo(
+            app_id=app_id,
+            rm_url=self.conf.rm.url,
+            webhdfs_url=self.conf.webhdfs.url,
+            default_fs=self.conf.default_fs,
+            user=self.conf.user,
+            secure=self.secure,
+            login=self.login.to_json() if self.login else None,
+            staging=self.staging.job_dir(app_id),
+            **more,
+        )
 
 
 def connect(spec: JobSpec | None = None) -> Cluster:
@@ -79,18 +91,18 @@ def connect(spec: JobSpec | None = None) -> Cluster:
     )
 
 
-def from_record(info: dict, timeout: float = 5.0) -> tuple[RMClient, Staging]:
+def from_record(info: YarnInfo, timeout: float = 5.0) -> tuple[RMClient, Staging]:
     """RM and staging clients for a job's record (yarn.json), as the user who submitted it."""
     auth = None
-    if info.get("secure"):
-        auth = Login(**(info.get("login") or {})).auth()
+    if info.secure:
+        auth = Login(**(info.login or {})).auth()
     rm = RMClient(
-        Address(info["rm_url"], f"the job's record ({jobdir.YARN_INFO})"),
-        info["user"],
+        Address(info.rm_url, f"the job's record ({jobdir.YARN_INFO})"),
+        info.user,
         timeout,
         auth,
     )
-    staging = Staging(Address(info["webhdfs_url"], jobdir.YARN_INFO), info["user"], "", auth)
+    staging = Staging(Address(info.webhdfs_url, jobdir.YARN_INFO), info.user, "", auth)
     return rm, staging
 
 
@@ -194,7 +206,7 @@ def acls_json(user: str) -> dict:
 class _Watched:
     record_dir: Path
     spec: JobSpec
-    info: dict
+    info: YarnInfo
     due: float  # when to obtain new tokens
     pushed: JobTokens | None = None  # the last ones sent to the AM, renewed by the notebook
     renew_at: float = 0.0
@@ -222,7 +234,7 @@ class TokenKeeper:
                 cls._instance = cls()
             return cls._instance
 
-    def watch(self, app_id: str, record_dir: Path, spec: JobSpec, info: dict, due: float):
+    def watch(self, app_id: str, record_dir: Path, spec: JobSpec, info: YarnInfo, due: float):
         self.jobs[app_id] = _Watched(record_dir, spec, info, due)
 
     def _run(self) -> None:
@@ -269,6 +281,7 @@ class TokenKeeper:
 
 def _am_url(record_dir: Path) -> str | None:
     try:
-        return json.loads(JobDir(record_dir).yarn_info.read_text()).get("am_url")
+        info = YarnInfo.read(JobDir(record_dir).yarn_info)
     except (OSError, ValueError):
         return None
+    return info.am_url if info else None

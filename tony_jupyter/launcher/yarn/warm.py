@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import atexit
 import base64
-import json
 import os
-import secrets
 import threading
 import time
 from dataclasses import dataclass
@@ -32,10 +30,10 @@ import requests
 from ... import jobdir, srcdir, warm
 from ...bundle import Bundle, BundleInfo
 from ...errors import BackendError
-from ...protocol import SpareJob, SpareStatus, token_verifier
+from ...protocol import SpareJob, SpareStatus, new_token, token_verifier
 from ...spec import JobSpec
 from .. import outcome
-from ..client import JobRecord, jobs_dir
+from ..client import JobRecord
 from . import packenv, secure
 from .appmaster import (
     AM_START_TIMEOUT_S,
@@ -137,31 +135,17 @@ def take(
         _let_go(spare)
         return None  # the usual way
     try:
-        record_dir = jobs_dir() / spare.app_id
-        record_dir.mkdir(mode=0o700)
-        d = jobdir.JobDir(record_dir)
-        d.token.touch(mode=0o600)
-        d.token.write_text(spare.token)
-        info = {
-            "app_id": spare.app_id,
-            "rm_url": cluster.conf.rm.url,
-            "webhdfs_url": cluster.conf.webhdfs.url,
-            "default_fs": cluster.conf.default_fs,
-            "user": cluster.conf.user,
-            **cluster.record(),
-            "staging": cluster.staging.job_dir(spare.app_id),
-            "submitted": time.time(),
-            "warm": True,  # handed to a warm AM (launcher/yarn/warm.py)
-        }
-        d.yarn_info.write_text(json.dumps(info))
-        d.spec.write_text(spec.to_json())
-        info["am_url"] = wait_for_am(rm, spare.app_id, spare.token)
-        info["am_up"] = time.time()
-        d.yarn_info.write_text(json.dumps(info))
+        record = JobRecord.create(spare.app_id, spare.token, token_in_dir=True)
+        record_dir = record.dir
+        info = cluster.job_info(spare.app_id, submitted=time.time(), warm=True)
+        info.write(record.layout.yarn_info)
+        record.write_spec(spec)
+        info = info.am_started(wait_for_am(rm, spare.app_id, spare.token))
+        info.write(record.layout.yarn_info)
     except BaseException:
         cleanup(rm, cluster.staging, spare.app_id, True, record_dir)
         raise
-    return JobRecord(spare.app_id, record_dir)
+    return record
 
 
 def wait_for_url(rm, app_id: str) -> str:
@@ -205,7 +189,7 @@ def _start(cluster: secure.Cluster, spec: JobSpec, env_entry: dict | None, idle:
     app_id = None
     try:
         app_id = rm.new_application()
-        token = secrets.token_urlsafe(32)
+        token = new_token()
         files = {
             jobdir.SPEC: spec.to_json().encode(),
             jobdir.ENV: spec.env_json().encode(),  # the template's variables, for its spares
