@@ -228,6 +228,42 @@ def test_kill_button_calls_back_and_disables():
     assert JobView("job-2").kill_button.disabled  # nothing to call
 
 
+def wait_stacks(view: JobView) -> None:
+    for t in threading.enumerate():
+        if t.name == "tony-stacks":
+            t.join(10)
+
+
+def test_the_stacks_button_fetches_and_shows_them_the_odd_one_marked():
+    text = "2 task(s) in 2 group(s) of the same stacks\n\nworker:0\n  thread 1:\n\n" + (
+        ">>> worker:1 (differs)\n  thread 1:\n    File \"c.py\", line 4 in <b>sleep"
+    )
+    view = JobView("job-1", on_stacks=lambda: text)
+    view.update(snap())
+    assert not view.stacks_button.disabled
+    view.stacks_button.click()
+    wait_stacks(view)
+    assert view.stacks_text == text
+    shown = view.stacks_html.value
+    assert "<b style='color:" in shown and "&gt;&gt;&gt; worker:1 (differs)" in shown
+    assert "&lt;b&gt;sleep" in shown  # what tasks send is escaped
+    assert not view.stacks_button.disabled  # may be asked again
+    view.finish(snap("SUCCEEDED", finished=T0 + 12))
+    assert view.stacks_button.disabled
+    assert JobView("job-2").stacks_button.disabled  # nothing to call
+
+
+def test_a_stacks_failure_is_shown():
+    def boom() -> str:
+        raise RuntimeError("AM unreachable")
+
+    view = JobView("job-1", on_stacks=boom)
+    view.update(snap())
+    view.stacks_button.click()
+    wait_stacks(view)
+    assert "stacks failed: AM unreachable" in view.stacks_html.value
+
+
 def test_kill_failure_is_shown_and_can_be_retried():
     def boom():
         raise RuntimeError("AM unreachable")

@@ -30,6 +30,7 @@ from .exclusions import Exclusions
 from .metrics import MetricLog
 from .provider import Provider
 from .recovery import ENDPOINT_SECRETS
+from .stacks import StackRequests
 from .task_credentials import TaskCredentials
 from .tasks import Task
 from .transitions import JOB_MOVES, TASK_MOVES
@@ -83,6 +84,7 @@ class Coordinator:
         self.metrics = MetricLog()  # each task's progress and resource use over time
         self.deadlines = Deadlines()  # when each task's heartbeats are due
         self.exclusions = Exclusions(spec.exclusion_wait_s)  # hosts of lost tasks (exclusions.py)
+        self.stacks = StackRequests()  # every task's stacks, on request (stacks.py)
         JobDir(job_dir).logs.mkdir(parents=True, exist_ok=True)
 
     # --- events ---------------------------------------------------------------------------

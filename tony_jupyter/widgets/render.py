@@ -248,6 +248,24 @@ def tracebacks_html(snap: JobSnapshot) -> str:
     return "".join(out)
 
 
+def stacks_html(text: str) -> str:
+    """The tasks' stacks as ``%tony stacks`` words them (stackgroups.render), in a scrolled
+    pane; the groups marked ``>>>`` (the odd ones out, the furthest behind) in red."""
+    lines = []
+    for line in text.splitlines():
+        esc = html.escape(line)
+        if line.startswith(">>> "):
+            esc = f"<b style='color:{STATE_COLOURS['FAILED']}'>{esc}</b>"
+        elif line and not line.startswith(" "):
+            esc = f"<b>{esc}</b>"
+        lines.append(esc)
+    return (
+        "<details open><summary>Stacks</summary><div style='max-height:24em;overflow:auto'>"
+        f"<pre style='margin:0;font-size:85%;line-height:1.3'>{chr(10).join(lines)}</pre>"
+        "</div></details>"
+    )
+
+
 def log_pane_html(lines: list[str], height: str = "18em") -> str:
     # column-reverse keeps the scroll position pinned to the newest line, without any JS
     return (
