@@ -58,6 +58,10 @@ def status_text(job_id: str) -> str:
     ]
     if s.reason:
         lines.append(f"reason: {s.reason}")
+    if s.stall is not None:
+        from .widgets.render import stall_text
+
+        lines.append(stall_text(s) + " (`stacks` shows where each task is)")
     for a in s.attempts:
         lines.append(f"attempt {a.attempt} ended: {a.reason}")
     for t in s.tasks:
@@ -106,7 +110,7 @@ def client_stacks_text(client, task: str | None = None) -> str:
     answer = client.stacks(task)
     if answer is None:
         return f"job {job_id}: its AM did not answer (state {snap.state}); try `status`"
-    return render(answer)
+    return render(answer, snap.stall.behind if snap.stall else ())
 
 
 def kill_text(job_id: str) -> str:

@@ -90,6 +90,13 @@ class JobSpec:
     registration_timeout_s: float = 120.0  # from the task's container running (past localizing)
     localization_timeout_s: float = 1800.0  # YARN: a NodeManager fetching and unpacking its files
     completion_grace_s: float = 30.0
+    # A running job whose tasks all heartbeat but none reports a new step for longer than
+    # stall_factor x its recent median step interval, within [floor, ceiling] seconds, is
+    # stalled (am/stalls.py); then stall_action: warn, kill or restart (the attempt).
+    stall_factor: int = 10
+    stall_floor_s: float = 60.0
+    stall_ceiling_s: float = 1800.0  # 0: no stall detection
+    stall_action: str = "warn"
     am_linger_s: float = 30.0
     am_memory_mb: int = 1024
     am_vcores: int = 1
@@ -188,6 +195,8 @@ class JobSpec:
         return cls(**d)
 
 
+STALL_ACTIONS = ("warn", "kill", "restart")  # tony.stall.action
+
 # --- TonY configuration keys -------------------------------------------------------------
 
 
@@ -277,6 +286,28 @@ _JOB_KEYS: dict[str, ConfKey] = {
     "tony.task.completion-grace-sec": _seconds(
         "completion_grace_s",
         "tasks still running this long after the chief succeeded are stopped, and the job fails",
+    ),
+    "tony.stall.factor": ConfKey(
+        "stall_factor",
+        "whole",
+        "a job is stalled when no task reports a new step for this many times its recent "
+        "median step interval (within the floor and ceiling)",
+        minimum=1,
+        maximum=1000,
+    ),
+    "tony.stall.floor-sec": _seconds(
+        "stall_floor_s", "a job is never stalled after less than this without a new step"
+    ),
+    "tony.stall.ceiling-sec": _seconds(
+        "stall_ceiling_s",
+        "a job whose tasks heartbeat is stalled after this long without a new step, "
+        "whatever its step times; 0: no stall detection",
+    ),
+    "tony.stall.action": ConfKey(
+        "stall_action",
+        "text",
+        "what a stall does: warn (mark the job stalled, attach its stacks), kill (the job) "
+        "or restart (fail the attempt: the next one starts if --max-attempts allows)",
     ),
     "tony.am.memory": ConfKey("am_memory", "memory", "the AM's memory, e.g. 1g"),
     "tony.am.vcores": ConfKey("am_vcores", "whole", "the AM's vcores", minimum=1),
@@ -446,6 +477,12 @@ class SpecBuilder:
         elif what in ("max_total_instances", "max_total_gpus"):
             if v >= 0:
                 self.limits[key] = v
+        elif what == "stall_action":
+            if v not in STALL_ACTIONS:
+                raise SpecError(
+                    f"{key}: expected one of {', '.join(STALL_ACTIONS)}, got {shown(v)}"
+                )
+            self.job[what] = v
         elif what == "allocation_timeout_ms":
             if v > 0:
                 self.job["registration_timeout_s"] = v / 1000.0
@@ -516,6 +553,13 @@ class SpecBuilder:
         check_tasks(job, tasks)
         if int(job.get("max_attempts", 1)) < 1:  # type: ignore[call-overload]
             raise SpecError("--max-attempts must be at least 1")
+        floor = float(job.get("stall_floor_s", JobSpec.stall_floor_s))  # type: ignore[arg-type]
+        ceiling = float(job.get("stall_ceiling_s", JobSpec.stall_ceiling_s))  # type: ignore[arg-type]
+        if ceiling and ceiling < floor:
+            raise SpecError(
+                f"tony.stall.ceiling-sec={ceiling:g} is below tony.stall.floor-sec={floor:g}: "
+                "raise the ceiling or lower the floor (ceiling 0 turns stall detection off)"
+            )
         return JobSpec(
             tasks=tuple(tasks),
             backend=self.backend,

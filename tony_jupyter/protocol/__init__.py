@@ -53,7 +53,7 @@ from .session import (
     NextCellAnswer,
 )
 from .spare import SpareJob, SpareSecret, SpareStatus, SpareTask
-from .stacks import StacksAnswer, StacksReport, TaskStacks
+from .stacks import StacksAnswer, StacksReport
 from .states import (
     DONE_CELL_STATES,
     DONE_TASK_STATES,
@@ -71,6 +71,8 @@ from .views import (
     GpuUse,
     JobSnapshot,
     JobSummary,
+    Stall,
+    TaskStacks,
     TaskSummary,
     TaskView,
     progress_time,
@@ -87,7 +89,7 @@ __all__ = [
     "JobSnapshot", "JobState", "JobSummary", "LogBatch", "LogsAnswer", "MetricsAnswer",
     "NextCellAnswer", "NoBody", "Ok", "ReasonBody", "RegisterAnswer", "RegisterRequest",
     "Resources", "ResultAnswer", "ResultRequest", "SpareJob", "SpareSecret", "SpareStatus",
-    "SpareTask", "StacksAnswer", "StacksReport", "StateAnswer", "TaskCall", "TaskStacks",
+    "SpareTask", "Stall", "StacksAnswer", "StacksReport", "StateAnswer", "TaskCall", "TaskStacks",
     "TaskState", "TaskSummary", "TaskView", "clean_progress", "progress_bound", "progress_time",
     "token_verifier",
 ]  # fmt: skip

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ..records import Record
 from .executor import MAX_NAME, TaskCall
+from .views import TaskStacks
 
 MAX_STACKS_TEXT = 1 << 20  # one task's dump: all its threads, within reason
 
@@ -32,17 +33,6 @@ class StacksReport(TaskCall):
             raise ValueError(f"'error' must be at most {MAX_NAME * 4} characters")
         if not 0 <= self.seconds < 1e6:
             raise ValueError("'seconds' must be from 0 to 1e6")
-
-
-@dataclass(frozen=True)
-class TaskStacks(Record):
-    """One task's answer to a request."""
-
-    task: str
-    text: str = ""
-    error: str | None = None
-    seconds: float = 0.0  # the sidecar's time: signal, dump, read
-    host: str | None = None
 
 
 @dataclass(frozen=True)

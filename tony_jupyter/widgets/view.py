@@ -60,6 +60,7 @@ class JobView:
         self._dirty: set[str] = set()
         self._seen: dict[str, object] = {}  # what the text fallback last printed per task / "job"
         self.stacks_text = ""  # the last stacks the Stacks button fetched
+        self._stall_stacks = ""  # a stalled job's stacks, as last shown
         self._build()
 
     # --- widgets ------------------------------------------------------------------------------
@@ -134,6 +135,10 @@ class JobView:
         self.metric_history.add(p)
         self.chart.value = chart_html(self.metric_history)
         self.tracebacks.value = render.tracebacks_html(snap)
+        stall_stacks = render.stall_stacks_text(snap)
+        if stall_stacks and stall_stacks != self._stall_stacks:  # attached as it was marked
+            self._stall_stacks = stall_stacks
+            self.stacks_html.value = render.stacks_html(stall_stacks)
         for row in self.task_rows:
             self._pane(row["task"])
         tb = tensorboard.TAB_TITLE
@@ -337,6 +342,13 @@ class JobView:
                 code = f" (exit {row['exit_code']})" if row["exit_code"] is not None else ""
                 own = f" (attempt {row['own_attempt']})" if row["own_attempt"] else ""
                 self._say(f"[{row['task']}] {row['state']}{own}{where}{code}")
+        stall = (snap.stall.since, bool(snap.stall.stacks)) if snap.stall else None
+        if self._seen.get("stall", None) != stall:
+            if stall or self._seen.get("stall"):
+                self._say(f"[job] {render.stall_text(snap) or 'no longer stalled: steps go on'}")
+                if stall and stall[1]:
+                    self._say(render.stall_stacks_text(snap))
+            self._seen["stall"] = stall
         p = render.chief_progress(snap)
         epoch = p.get("epoch_done", p.get("epoch"))  # once per epoch, with its final metrics
         if p and self._seen.get("epoch") != epoch:
