@@ -63,6 +63,12 @@ FULL_ONLY: dict[str, str] = {
         "tony.stall.action=restart on real processes, two attempts (13 s): "
         "tests/am/test_stalls.py's restart case and the [pytorch] stall in CI"
     ),
+    "tests/frameworks/test_stalls.py::"
+    "test_on_yarn_each_containers_sidecar_dumps_its_task_for_the_stall": (
+        "a stall on YARN: the [pytorch] stall on the local backend runs in CI (the sidecar and "
+        "the AM are the same code in a container), and so does the stacks route on YARN's AM "
+        "through tests/am/test_routes_typed.py's real AM"
+    ),
     "tests/frameworks/test_pytorch.py::*[yarn]": "PyTorch in YARN containers (44 s): "
     "tests/frameworks/test_jax.py's [yarn] jobs (a framework's rendezvous from the containers' "
     "addresses) and test_pytorch.py's [local] jobs run in CI",

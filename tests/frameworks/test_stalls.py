@@ -8,6 +8,7 @@ import time
 
 import pytest
 from helpers.jobs import FAST, running, submit, wait_for
+from IPython.core.error import UsageError
 
 from tony_jupyter.stackgroups import group
 
@@ -87,7 +88,7 @@ def stalled(client, timeout: float = 180):
 
 @pytest.mark.parametrize("framework", ["pytorch", "tensorflow", "jax"])
 def test_a_rank_that_sleeps_before_its_collective_is_named_with_every_ranks_stack(
-    framework, tony_home
+    framework, tony_home, shell, capsys
 ):
     pytest.importorskip({"pytorch": "torch"}.get(framework, framework))
     client = submit(f"--framework {framework} {STALL}", CELLS[framework], {})
@@ -120,6 +121,18 @@ def test_a_rank_that_sleeps_before_its_collective_is_named_with_every_ranks_stac
         assert answer is not None and not answer.missing
         assert "in wait_here" in next(s.text for s in answer.tasks if s.task == "worker:1")
         print(f"{framework}: `stacks` answered in {took:.2f} s")
+        # %tony stacks (and tony-jupyter stacks: the same text): grouped, rank 1 marked
+        capsys.readouterr()
+        shell.run_line_magic("tony", f"stacks {job.job_id}")
+        text = capsys.readouterr().out
+        assert "2 task(s) in 2 group(s) of the same stacks" in text
+        assert ">>> worker:1 (furthest behind)" in text and "in wait_here" in text
+        shell.run_line_magic("tony", f"status {job.job_id}")
+        assert "stalled since " in capsys.readouterr().out
+        with pytest.raises(UsageError, match="has no task 'worker:7'"):
+            shell.run_line_magic("tony", f"stacks {job.job_id} worker:7")
+    shell.run_line_magic("tony", f"stacks {job.job_id}")  # the job was killed at the end
+    assert "has ended (KILLED): no task runs to take stacks of" in capsys.readouterr().out
 
 
 def test_a_stalled_job_is_killed_when_the_setting_says_kill(tony_home):
@@ -146,3 +159,19 @@ def test_a_stalled_attempt_is_restarted_when_the_setting_says_restart(tony_home)
         # the second attempt stalls as the first did, and with no attempt left the job fails
         end = wait_for(lambda: (s := job.snapshot()).terminal and s, 180, "the job's end")
         assert end.state == "FAILED" and "stalled" in end.reason
+
+
+@pytest.mark.parametrize("backend", [pytest.param("yarn", marks=pytest.mark.yarn)], indirect=True)
+def test_on_yarn_each_containers_sidecar_dumps_its_task_for_the_stall(backend, tony_home):
+    pytest.importorskip("torch")
+    client = submit(f"--framework pytorch {STALL}", PYTORCH, {})
+    with running(client.record, tony_home, timeout=180) as job:
+        st = stalled(job).stall
+        assert st.behind == ("worker:1",) and st.threshold_s < st.marked - st.since
+        stacks = {s.task: s for s in st.stacks}
+        assert "in wait_here" in stacks["worker:1"].text
+        assert all(f in stacks["worker:0"].text for f in IN_COLLECTIVE["pytorch"])
+        # each from its own container, on the host YARN put it on
+        assert all(s.host and not s.error for s in st.stacks)
+        assert sorted(g.tasks for g in group(st.stacks)) == [("worker:0",), ("worker:1",)]
+        print("\nyarn: dumps " + ", ".join(f"{s.task} {s.seconds:.3f} s" for s in st.stacks))
