@@ -346,6 +346,8 @@ class Coordinator:
         if self.state is not JobState.RUNNING or self.spec.session:
             return
         if self.stall is None:
+            if not self.stalls.due(now):
+                return
             live = {
                 t.id: (t.last_heartbeat, t.progress)
                 for t in self.tasks.values()

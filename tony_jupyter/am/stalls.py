@@ -71,6 +71,7 @@ class StallWatch:
         self.last: dict[str, tuple[float, ...]] = {}
         self.changed_at: dict[str, float] = {}
         self.intervals: deque[float] = deque(maxlen=WINDOW)
+        self.newest = 0.0  # the last new step of any task
 
     def observe(self, task: str, progress: Mapping[str, Any] | None, at: float) -> bool:
         """A heartbeat's progress; True when it is a new step of the task."""
@@ -80,11 +81,17 @@ class StallWatch:
         if task in self.changed_at:
             self.intervals.append(at - self.changed_at[task])
         self.last[task], self.changed_at[task] = pos, at
+        self.newest = max(self.newest, at)
         return True
 
     @property
     def limit(self) -> float:
         return threshold(self.intervals, self.factor, self.floor, self.ceiling)
+
+    def due(self, now: float) -> bool:
+        """No new step for longer than the limit: worth a :meth:`check` (which looks at every
+        task; this, each AM tick, at nothing but the newest step)."""
+        return bool(self.ceiling and self.changed_at) and now - self.newest > self.limit
 
     def check(
         self,
@@ -94,14 +101,11 @@ class StallWatch:
     ) -> Found | None:
         """``live``: each running task's last heartbeat and progress. A :class:`Found` when
         the job is stalled at ``now``."""
-        if not self.ceiling or not live or not self.changed_at:
+        if not live or not self.due(now):
             return None
         if any(hb is None or now - hb > LATE_BEATS * beat_s for hb, _ in live.values()):
             return None  # a task not heard from: lost, not stalled (rules.missed_heartbeats)
-        since = max(self.changed_at.values())
-        limit = self.limit
-        if now - since <= limit:
-            return None
+        since, limit = self.newest, self.limit
         steps = {t: words(p) for t, (_, p) in sorted(live.items())}
         return Found(since, round(limit, 3), self.behind(live), steps)
 
