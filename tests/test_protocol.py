@@ -2,7 +2,7 @@
 labextension's TypeScript types are generated from (labextension/schema/) kept in step."""
 
 import json
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import jsonschema
@@ -22,7 +22,15 @@ from tony_jupyter.protocol import (
 SCHEMA = json.loads(
     (Path(__file__).parents[1] / "labextension/schema/protocol.schema.json").read_text()
 )
-RECORDS = (TaskView, FailedAttempt, JobSnapshot, protocol.TaskSummary, JobSummary)
+RECORDS = (
+    TaskView,
+    FailedAttempt,
+    JobSnapshot,
+    protocol.TaskSummary,
+    JobSummary,
+    protocol.Stall,
+    protocol.TaskStacks,
+)
 
 
 def snapshot() -> JobSnapshot:
@@ -76,6 +84,20 @@ def test_records_as_the_am_and_server_send_them_match_the_schema():
     validator("JobSummary").validate(JobSummary.of(snap).to_json())
     lost = JobSnapshot.lost("tony_2", {"name": "x"}, "the AM is gone")
     validator("JobSnapshot").validate(lost.to_json())
+    stalled = replace(
+        snap,
+        stall=protocol.Stall(
+            2.0,
+            3.0,
+            10.0,
+            ("worker:0",),
+            {"worker:0": "step 4"},
+            "warn",
+            (protocol.TaskStacks("worker:0", "Thread 0x1 (most recent call first):", None, 0.05),),
+        ),
+    )
+    validator("JobSnapshot").validate(stalled.to_json())
+    assert JobSnapshot.from_json(json.loads(json.dumps(stalled.to_json()))) == stalled
 
 
 def test_schema_refuses_a_record_that_drifted():

@@ -49,6 +49,27 @@ FULL_ONLY: dict[str, str] = {
     "tests/test_src_dir.py::*[yarn]": "the notebook's directory on YARN (27 s): "
     "tests/yarn/test_yarn_examples.py's cell importing beside the notebook from the shipped "
     "archive runs in CI, and these tests on the local backend",
+    "tests/frameworks/test_stalled_jobs.py::"
+    "test_a_rank_that_sleeps_before_its_collective_is_named_with_every_ranks_stack[!pytorch]": (
+        "a stalled TensorFlow MWMS and JAX job (20 s each): the [pytorch] case runs in CI, and "
+        "the stall rule is framework-neutral (tests/am/test_stalls.py)"
+    ),
+    "tests/frameworks/test_stalled_jobs.py::"
+    "test_a_stalled_job_is_killed_when_the_setting_says_kill": (
+        "tony.stall.action=kill on real processes (12 s): tests/am/test_stalls.py's kill case "
+        "and the [pytorch] stall in CI"
+    ),
+    "tests/frameworks/test_stalled_jobs.py::"
+    "test_a_stalled_attempt_is_restarted_when_the_setting_says_restart": (
+        "tony.stall.action=restart on real processes, two attempts (13 s): "
+        "tests/am/test_stalls.py's restart case and the [pytorch] stall in CI"
+    ),
+    "tests/frameworks/test_stalled_jobs.py::"
+    "test_on_yarn_each_containers_sidecar_dumps_its_task_for_the_stall": (
+        "a stall on YARN: the [pytorch] stall on the local backend runs in CI (the sidecar and "
+        "the AM are the same code in a container), and so does the stacks route on YARN's AM "
+        "through tests/am/test_routes_typed.py's real AM"
+    ),
     "tests/frameworks/test_pytorch.py::*[yarn]": "PyTorch in YARN containers (44 s): "
     "tests/frameworks/test_jax.py's [yarn] jobs (a framework's rendezvous from the containers' "
     "addresses) and test_pytorch.py's [local] jobs run in CI",

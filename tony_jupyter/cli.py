@@ -16,6 +16,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("list", "", "every job: this host's records, the HDFS history and the RM's running ones"),
     ("status", "JOB", "a job's state, attempts, tasks and endpoints"),
     ("logs", "JOB [TASK]", "a task's stdout/stderr (every task's without TASK)"),
+    ("stacks", "JOB [TASK]", "every running task's Python stacks (all threads), grouped"),
     ("kill", "JOB", "kill a job"),
     ("doctor", "[--python PATH] [--queue NAME] [--no-probe]", "check what a first job needs"),
     (

@@ -1,4 +1,5 @@
-"""list / status / logs / kill: the same text for ``%tony`` and the ``tony-jupyter`` command."""
+"""list / status / logs / stacks / kill: the same text for ``%tony`` and the ``tony-jupyter``
+command."""
 
 from __future__ import annotations
 
@@ -57,6 +58,10 @@ def status_text(job_id: str) -> str:
     ]
     if s.reason:
         lines.append(f"reason: {s.reason}")
+    if s.stall is not None:
+        from .widgets.render import stall_text
+
+        lines.append(stall_text(s) + " (`stacks` shows where each task is)")
     for a in s.attempts:
         lines.append(f"attempt {a.attempt} ended: {a.reason}")
     for t in s.tasks:
@@ -85,6 +90,29 @@ def logs_text(job_id: str, task: str | None = None, attempt: int = 0) -> str:
     return "\n".join(out)
 
 
+def stacks_text(job_id: str, task: str | None = None) -> str:
+    """Every running task's Python stacks (all threads), grouped: tasks with the same stacks
+    together, the odd ones out marked (stackgroups.py)."""
+    return client_stacks_text(open_client(open_job(job_id)), task)
+
+
+def client_stacks_text(client, task: str | None = None) -> str:
+    """:func:`stacks_text` of a job whose client is open (the widget's Stacks button)."""
+    from .stackgroups import render
+
+    job_id = client.job_id
+    snap = client.snapshot()
+    known = [t.id for t in snap.tasks]
+    if task and known and task not in known:
+        raise SpecError(f"job {job_id} has no task {task!r}; its tasks: {', '.join(sorted(known))}")
+    if snap.terminal:
+        return f"job {job_id} has ended ({snap.state}): no task runs to take stacks of"
+    answer = client.stacks(task)
+    if answer is None:
+        return f"job {job_id}: its AM did not answer (state {snap.state}); try `status`"
+    return render(answer, snap.stall.behind if snap.stall else ())
+
+
 def kill_text(job_id: str) -> str:
     from .job import TonyJob
 
@@ -98,14 +126,14 @@ def kill_text(job_id: str) -> str:
 
 def dispatch(cmd: str, args: list[str]) -> None:
     """Run one of list/status/logs/kill and print its text."""
-    need = {"status": 1, "logs": 1, "kill": 1}
+    need = {"status": 1, "logs": 1, "stacks": 1, "kill": 1}
     if cmd == "doctor":
         from .launcher.doctor import doctor
 
         show(doctor(args)[0])  # the `tony-jupyter doctor` command exits 1 on a failed check
         return
     if cmd not in ("list", *need):
-        raise SpecError(f"unknown command {cmd!r}; try list, status, logs, kill, doctor")
+        raise SpecError(f"unknown command {cmd!r}; try list, status, logs, stacks, kill, doctor")
     if len(args) < need.get(cmd, 0):
         raise SpecError(f"{cmd} needs a job id (see `list`)")
     if cmd == "list":
@@ -114,6 +142,8 @@ def dispatch(cmd: str, args: list[str]) -> None:
         show(status_text(args[0]))
     elif cmd == "logs":
         show(logs_text(args[0], args[1] if len(args) > 1 else None))
+    elif cmd == "stacks":
+        show(stacks_text(args[0], args[1] if len(args) > 1 else None))
     else:
         show(kill_text(args[0]))
 

@@ -32,6 +32,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("list", "", "every job, also those of kernels that have died"),
     ("status", "ID", "a job's state, attempts, tasks and endpoints"),
     ("logs", "ID [TASK]", "a task's stdout/stderr"),
+    ("stacks", "ID [TASK]", "every running task's Python stacks (all threads), grouped"),
     ("kill", "ID", "kill a job"),
     ("attach", "ID", "the live widget of a job again"),
     ("session", "start|status|stop|restart [flags]", "a warm cluster that runs cell after cell"),
@@ -274,7 +275,11 @@ def _asks_for_resources(args) -> bool:
 def _view(job: TonyJob):
     from .widgets import JobView
 
-    view = JobView(job.job_id, on_kill=lambda: job.client.kill("killed from the widget"))
+    view = JobView(
+        job.job_id,
+        on_kill=lambda: job.client.kill("killed from the widget"),
+        on_stacks=lambda: commands.client_stacks_text(job.client),
+    )
     view.display()
     return view
 

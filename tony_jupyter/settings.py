@@ -190,6 +190,16 @@ SETTINGS: tuple[Setting, ...] = (
           "NodeManager may fetch and unpack a container's files"),
     _secs("tony.task.completion-grace-sec", "completion_grace_s", "tasks still running this "
           "long after the chief succeeded are stopped, and the job fails"),
+    Setting("tony.stall.factor", "stall_factor", "whole", "a job is stalled when no task reports "
+            "a new step for this many times its recent median step interval (within the floor "
+            "and ceiling)", minimum=1, maximum=1000),
+    _secs("tony.stall.floor-sec", "stall_floor_s", "a job is never stalled after less than this "
+          "without a new step"),
+    _secs("tony.stall.ceiling-sec", "stall_ceiling_s", "a job whose tasks heartbeat is stalled "
+          "after this long without a new step, whatever its step times; 0: no stall detection"),
+    Setting("tony.stall.action", "stall_action", "choice", "what a stall does: warn (mark the "
+            "job stalled, attach its stacks), kill (the job) or restart (fail the attempt: the "
+            "next one starts if --max-attempts allows)", choices=("warn", "kill", "restart")),
     Setting("tony.am.memory", "am_memory_mb", "memory", "the AM's memory, e.g. 1g"),
     Setting("tony.am.vcores", "am_vcores", "whole", "the AM's vcores", minimum=1),
     _secs("tony.am.linger-sec", "am_linger_s", "how long the AM stays, after the job ends, for "

@@ -97,6 +97,13 @@ class JobSpec:
     registration_timeout_s: float = 120.0  # from the task's container running (past localizing)
     localization_timeout_s: float = 1800.0  # YARN: a NodeManager fetching and unpacking its files
     completion_grace_s: float = 30.0
+    # A running job whose tasks all heartbeat but none reports a new step for longer than
+    # stall_factor x its recent median step interval, within [floor, ceiling] seconds, is
+    # stalled (am/stalls.py); then stall_action: warn, kill or restart (the attempt).
+    stall_factor: int = 10
+    stall_floor_s: float = 60.0
+    stall_ceiling_s: float = 1800.0  # 0: no stall detection
+    stall_action: str = "warn"
     am_linger_s: float = 30.0
     am_memory_mb: int = 1024
     am_vcores: int = 1
@@ -207,6 +214,8 @@ def _read(key: str, k: Setting, value: str) -> Any:
         return tuple(t.strip() for t in value.split(",") if t.strip())
     if k.kind == "pairs":
         return _pairs(key, value)
+    if k.kind == "choice" and value not in k.choices:
+        raise SpecError(f"{key}: expected one of {', '.join(k.choices)}, got {shown(value)}")
     return value
 
 
@@ -418,4 +427,10 @@ class SpecBuilder:
         check_tasks(spec, tasks)
         if spec.max_attempts < 1:
             raise SpecError("--max-attempts must be at least 1")
+        if spec.stall_ceiling_s and spec.stall_ceiling_s < spec.stall_floor_s:
+            raise SpecError(
+                f"tony.stall.ceiling-sec={spec.stall_ceiling_s:g} is below tony.stall.floor-sec="
+                f"{spec.stall_floor_s:g}: raise the ceiling or lower the floor (ceiling 0 turns "
+                "stall detection off)"
+            )
         return spec

@@ -99,6 +99,10 @@ export interface JobSnapshot {
    * the job has ended but its AM is still writing its history entry: it is reported ended once that is complete
    */
   history_pending?: boolean;
+  /**
+   * the job is stalled: its tasks heartbeat but none reported a new step for longer than its threshold (am/stalls.py); null otherwise
+   */
+  stall?: Stall | null;
 }
 /**
  * One failed attempt in JobSnapshot.attempts (Coordinator.attempt_history).
@@ -169,6 +173,48 @@ export interface GpuUse {
   utilization: number | null;
   memory_used_mb: number | null;
   memory_total_mb: number | null;
+}
+/**
+ * JobSnapshot.stall: since when no task reported a new step, the threshold, the tasks furthest behind, each live task's last step and their stacks (protocol/views.py Stall).
+ */
+export interface Stall {
+  /**
+   * the last new step any task reported
+   */
+  since: number;
+  /**
+   * when the AM marked the job stalled
+   */
+  marked: number;
+  threshold_s: number;
+  /**
+   * the tasks at the lowest step (none when all are at one)
+   */
+  behind?: string[];
+  /**
+   * each live task's last step, in words
+   */
+  steps?: {
+    [k: string]: string;
+  };
+  /**
+   * tony.stall.action: warn, kill or restart
+   */
+  action?: string;
+  stacks?: TaskStacks[];
+}
+/**
+ * One task's stacks as its sidecar dumped them: every thread's Python stack in faulthandler's text, or why there are none (protocol/views.py TaskStacks).
+ */
+export interface TaskStacks {
+  task: string;
+  text?: string;
+  error?: string | null;
+  /**
+   * the sidecar's time: signal, dump, read
+   */
+  seconds?: number;
+  host?: string | null;
 }
 /**
  * GET /tony/api/jobs/<job id>/detail (server_ext/detail.py): the job page and the comparison of runs: the job's snapshot, its spec (spec.json), its attempts and each task's metric series by attempt (metrics.json, written when the job ends).

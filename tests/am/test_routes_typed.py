@@ -123,6 +123,14 @@ def test_a_real_am_answers_every_route_with_its_record(session):
         "feed": [("GET", lambda: job("GET", "feed", params={"offsets": f"{task}=0,worker:0=5"}))],
         "logs": [("GET", lambda: job("GET", "logs", params={"task": task}))],
         "metrics": [("GET", lambda: job("GET", "metrics"))],
+        # Every running task's stacks, dumped by its sidecar (both workers idle in the session)
+        "stacks": [("GET", lambda: job("GET", "stacks", params={"timeout": 10}))],
+        "executor/stacks": [
+            (
+                "POST",
+                lambda: executor("POST", "executor/stacks", json={**me, "request": 1, "text": ""}),
+            )
+        ],
         "result": [("GET", lambda: job("GET", "result"))],
         "endpoints": [("POST", lambda: job("POST", "endpoints", json={"name": "web", "url": EP}))],
         "endpoints/([A-Za-z0-9][A-Za-z0-9_-]{0,63})": [
@@ -174,6 +182,12 @@ def test_a_real_am_answers_every_route_with_its_record(session):
         "kill": [("POST", lambda: job("POST", "kill", json={}))],
         "release": [("POST", lambda: job("POST", "release"))],
     }
+    # Stacks are the job owner's: a task's own token and a wrong token are refused
+    r = executor("GET", "stacks")
+    assert r.status_code == 403 and "executor calls only" in r.text, r.text
+    wrong = {"Authorization": "Bearer " + "x" * 43}
+    r = requests.get(url + "stacks", headers=wrong, timeout=15)
+    assert r.status_code == 403 and "wrong job token" in r.text, r.text
     found = routes()
     assert set(calls) == set(found)  # a new route needs its call here
     refused = {"credentials": 409, "executor/register": 403}
@@ -190,7 +204,11 @@ def test_a_real_am_answers_every_route_with_its_record(session):
             record = answer.checked(r.json())
             assert record.to_json() == r.json(), pattern  # nothing left out or added
             seen[f"{method} {pattern}"] = r.json()
-    # What the walk saw is the job's own: the cell the task fetched, the log it shipped
+    # What the walk saw is the job's own: the cell the task fetched, the log it shipped, both
+    # workers' stacks (in the session's loop, waiting for the next cell)
+    stacks = seen["GET stacks"]
+    assert [t["task"] for t in stacks["tasks"]] == ["worker:0", "worker:1"], stacks
+    assert all("session_loop.py" in t["text"] for t in stacks["tasks"]), stacks
     assert seen["GET executor/next-cell"]["cell"]["id"] == 2
     assert "hi\n" in client.logs(task)[0]
     assert seen["GET feed"]["snapshot"]["job_id"] == client.job_id

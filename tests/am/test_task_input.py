@@ -33,6 +33,7 @@ from tony_jupyter.protocol import (
     RegisterRequest,
     Resources,
     ResultRequest,
+    StacksReport,
     clean_progress,
     token_verifier,
 )
@@ -81,6 +82,10 @@ ROUTES: dict[str, tuple[type[Record], dict]] = {
     ),
     "executor/logs": (LogBatch, {**ME, "text": "a line\n"}),
     "executor/result": (ResultRequest, {**ME, "status": "ok"}),
+    "executor/stacks": (
+        StacksReport,
+        {**ME, "request": 1, "text": "Thread 0x1 (most recent call first):\n", "seconds": 0.06},
+    ),
     "executor/cell-result": (CellResultRequest, {**ME, "status": "ok", "cell": 1}),
     "endpoints": (EndpointRequest, {"name": "web", "url": "http://127.0.0.1:7000/"}),
     "beats": (Beat, {"progress": {"step": 1, "time": 1000.0}, "rss": 1}),  # the stream's line

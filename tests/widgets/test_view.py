@@ -228,6 +228,82 @@ def test_kill_button_calls_back_and_disables():
     assert JobView("job-2").kill_button.disabled  # nothing to call
 
 
+def wait_stacks(view: JobView) -> None:
+    for t in threading.enumerate():
+        if t.name == "tony-stacks":
+            t.join(10)
+
+
+def test_the_stacks_button_fetches_and_shows_them_the_odd_one_marked():
+    text = "2 task(s) in 2 group(s) of the same stacks\n\nworker:0\n  thread 1:\n\n" + (
+        '>>> worker:1 (differs)\n  thread 1:\n    File "c.py", line 4 in <b>sleep'
+    )
+    view = JobView("job-1", on_stacks=lambda: text)
+    view.update(snap())
+    assert not view.stacks_button.disabled
+    view.stacks_button.click()
+    wait_stacks(view)
+    assert view.stacks_text == text
+    shown = view.stacks_html.value
+    assert "<b style='color:" in shown and "&gt;&gt;&gt; worker:1 (differs)" in shown
+    assert "&lt;b&gt;sleep" in shown  # what tasks send is escaped
+    assert not view.stacks_button.disabled  # may be asked again
+    view.finish(snap("SUCCEEDED", finished=T0 + 12))
+    assert view.stacks_button.disabled
+    assert JobView("job-2").stacks_button.disabled  # nothing to call
+
+
+def test_a_stacks_failure_is_shown():
+    def boom() -> str:
+        raise RuntimeError("AM unreachable")
+
+    view = JobView("job-1", on_stacks=boom)
+    view.update(snap())
+    view.stacks_button.click()
+    wait_stacks(view)
+    assert "stacks failed: AM unreachable" in view.stacks_html.value
+
+
+STALL_DUMP = (
+    'Current thread 0x01 (most recent call first):\n  File "/c/src/cell.py", line {} in {}\n'
+)
+
+
+def stalled(stacks: bool) -> dict:
+    return {
+        "since": T0 + 2,
+        "marked": T0 + 9,
+        "threshold_s": 6.0,
+        "behind": ["worker:1"],
+        "steps": {"worker:0": "step 5", "worker:1": "step 4"},
+        "action": "warn",
+        "stacks": [
+            {"task": "worker:0", "text": STALL_DUMP.format(7, "all_reduce")},
+            {"task": "worker:1", "text": STALL_DUMP.format(4, "wait_here")},
+        ]
+        if stacks
+        else [],
+    }
+
+
+def test_a_stalled_job_says_since_when_who_is_behind_and_shows_the_stacks(capsys):
+    view = JobView("job-1", mode="text")
+    view.update(snap(stall=stalled(stacks=False)))
+    view.update(snap(stall=stalled(stacks=True)))
+    header = view.header.value
+    assert "stalled since " in header and "for 8.0 s (limit 6.0 s)" in header
+    assert "furthest behind: worker:1" in header
+    assert "worker:0 at step 5; worker:1 at step 4" in header
+    pane = view.stacks_html.value
+    assert "&gt;&gt;&gt; worker:1 (furthest behind)" in pane and "wait_here" in pane
+    out = capsys.readouterr().out
+    assert out.count("[job] stalled since ") == 2  # as marked, and once its stacks came
+    assert "line 7 in all_reduce" in out and ">>> worker:1 (furthest behind)" in out
+    view.update(snap())  # steps go on
+    assert "stalled" not in view.header.value
+    assert "[job] no longer stalled: steps go on" in capsys.readouterr().out
+
+
 def test_kill_failure_is_shown_and_can_be_retried():
     def boom():
         raise RuntimeError("AM unreachable")

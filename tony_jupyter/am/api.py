@@ -32,8 +32,11 @@ from ..protocol import (
     RegisterRequest,
     ResultAnswer,
     ResultRequest,
+    StacksAnswer,
+    StacksReport,
     StateAnswer,
     TaskCall,
+    TaskState,
 )
 from .beats import answer_heartbeat
 from .coordinator import ENDPOINT_SECRETS
@@ -106,6 +109,43 @@ class KillHandler(BaseHandler):
     def post(self) -> None:
         self.coord.kill(self.parsed(ReasonBody).reason or "killed on request")
         self.answer(StateAnswer(JobState(self.coord.state)))
+
+
+class StacksHandler(BaseHandler):
+    """``GET stacks?task=&timeout=``: every running task's Python stacks, all threads (or one
+    task's), as each task's sidecar dumps them on its own host (executor/stacks.py); waits up
+    to ``timeout`` seconds (default 10) for them. The job token only: a task's token gets 403."""
+
+    records = {"GET": (NoBody, StacksAnswer)}
+
+    async def get(self) -> None:
+        one = self.get_argument("task", None)
+        running = live_tasks(self.coord)
+        if one is not None:
+            self.job_task(one)
+            if one not in running:
+                state = self.coord.tasks[one].state if one in self.coord.tasks else "not started"
+                raise web.HTTPError(409, f"{one} is {state}: only a running task has stacks")
+            running = [one]
+        if not running:
+            raise web.HTTPError(
+                409, f"no task of this job is running (the job is {self.coord.state})"
+            )
+        stacks = self.coord.stacks
+        request = stacks.ask(running)
+        deadline = time.monotonic() + self.seconds_arg("timeout", 10)
+        while not stacks.complete and stacks.request == request:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            await self.wait_change(left)
+        self.answer(stacks.answer(request, running))
+
+
+def live_tasks(coord) -> list[str]:
+    """The tasks whose process runs and heartbeats: those a stack request goes to."""
+    live = (TaskState.REGISTERED, TaskState.RUNNING)
+    return sorted(t.id for t in coord.tasks.values() if t.state in live)
 
 
 class ReleaseHandler(BaseHandler):
@@ -306,6 +346,21 @@ class ExecutorResultHandler(ExecutorHandler):
         self.answer(Ok())
 
 
+class ExecutorStacksHandler(ExecutorHandler):
+    """A task's stacks, dumped by its sidecar for the AM's request (protocol/stacks.py)."""
+
+    max_body = 8 << 20  # MAX_STACKS_TEXT characters, JSON-escaped
+    records = {"POST": (StacksReport, Ok)}
+
+    def post(self) -> None:
+        b = self.parsed(StacksReport)
+        task, attempt = self.task_and_attempt(b)
+        self.coord.live_task(task, attempt)
+        if self.coord.stacks.add(b, self.coord.tasks[task].host):
+            self.coord.changed()
+        self.answer(Ok())
+
+
 # The AM's routes under /api/v1/, each handler declaring its records; a session's AM adds
 # session_api.ROUTES. The docs' HTTP API reference is made from these tables.
 ROUTES: list[tuple[str, type[BaseHandler]]] = [
@@ -316,6 +371,7 @@ ROUTES: list[tuple[str, type[BaseHandler]]] = [
     ("metrics", MetricsHandler),
     ("result", ResultHandler),
     ("kill", KillHandler),
+    ("stacks", StacksHandler),
     ("release", ReleaseHandler),
     ("endpoints", EndpointHandler),
     ("credentials", CredentialsHandler),
@@ -325,6 +381,7 @@ ROUTES: list[tuple[str, type[BaseHandler]]] = [
     ("executor/heartbeat", HeartbeatHandler),
     ("executor/logs", ExecutorLogsHandler),
     ("executor/result", ExecutorResultHandler),
+    ("executor/stacks", ExecutorStacksHandler),
 ]
 
 

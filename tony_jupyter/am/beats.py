@@ -39,6 +39,9 @@ def answer_heartbeat(am: AMState, task: str, attempt: int, b: Beat) -> Heartbeat
     :class:`StaleAttempt` when the attempt is over."""
     am.coordinator.heartbeat(task, attempt, b.progress, b.rss, b.resources)
     answer = am.cells.command_for(task) if am.cells else None
+    stacks = am.coordinator.stacks.for_task(task)
+    if stacks is not None:  # the owner asked for every task's stacks (stacks.py)
+        answer = replace(answer or HeartbeatAnswer(), stacks=stacks)
     creds = am.coordinator.provider.credentials()
     if creds is not None and b.credentials is not None and creds["version"] > b.credentials:
         newer = Credentials.checked(creds)  # secure clusters

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from ..jobdir import JobDir
@@ -19,6 +20,7 @@ from ..protocol import (
     JobSnapshot,
     JobState,
     Resources,
+    Stall,
     TaskState,
 )
 from ..shown import redacted
@@ -30,6 +32,8 @@ from .exclusions import Exclusions
 from .metrics import MetricLog
 from .provider import Provider
 from .recovery import ENDPOINT_SECRETS
+from .stacks import StackRequests
+from .stalls import StallWatch
 from .task_credentials import TaskCredentials
 from .tasks import Task
 from .transitions import JOB_MOVES, TASK_MOVES
@@ -39,6 +43,10 @@ log = logging.getLogger(__name__)
 # A task's events that cannot end a cluster-spec long-poll (see Coordinator.subscribe); a task
 # is asked to stop only just before the attempt's or the job's own event, which does.
 _NOT_TURNS = {TaskState.LAUNCHED, TaskState.REGISTERED, TaskState.RUNNING, TaskState.STOPPING}
+
+
+# A stall's kill or restart waits this long at most for the stacks it attaches.
+STALL_STACKS_WAIT_S = 10.0
 
 
 class StaleAttempt(Exception):
@@ -83,6 +91,10 @@ class Coordinator:
         self.metrics = MetricLog()  # each task's progress and resource use over time
         self.deadlines = Deadlines()  # when each task's heartbeats are due
         self.exclusions = Exclusions(spec.exclusion_wait_s)  # hosts of lost tasks (exclusions.py)
+        self.stacks = StackRequests()  # every task's stacks, on request (stacks.py)
+        self.stalls = StallWatch(spec.stall_factor, spec.stall_floor_s, spec.stall_ceiling_s)
+        self.stall: Stall | None = None  # the job is stalled (stalls.py; the snapshot's)
+        self.stall_request = 0  # the stack request made as it was marked
         JobDir(job_dir).logs.mkdir(parents=True, exist_ok=True)
 
     # --- events ---------------------------------------------------------------------------
@@ -171,6 +183,8 @@ class Coordinator:
         self.attempt_started = self.clock()
         self.chief_done_at = None
         self.cluster_spec = None
+        self.stalls.reset()
+        self.stall = None
         self.tasks = {}
         for t in self.spec.tasks:
             for i in range(t.instances):
@@ -245,6 +259,10 @@ class Coordinator:
         now = self.clock()
         task.beat(now, progress, rss, resources)
         self.metrics.add(attempt, task_id, now, task.progress, resources)
+        if self.stalls.observe(task_id, task.progress, now) and self.stall is not None:
+            if self.state not in TERMINAL_JOB_STATES:  # its steps go on: no longer stalled
+                self.stall = None
+                self.emit(EventKind.STALL, stalled=False, task=task_id)
         self.changed()
 
     def log_path(self, task_id: str, attempt: int | None = None) -> Path:
@@ -319,6 +337,68 @@ class Coordinator:
             if verdict is not None:
                 self._apply(verdict)
                 return
+        self._watch_stall(now)
+
+    def _watch_stall(self, now: float) -> None:
+        """Mark the job stalled (stalls.py): an event, the snapshot's ``stall``, every live
+        task's stacks asked for and attached; then ``tony.stall.action``'s kill or restart,
+        once the stacks are in (or :data:`STALL_STACKS_WAIT_S` has passed)."""
+        if self.state is not JobState.RUNNING or self.spec.session:
+            return
+        if self.stall is None:
+            if not self.stalls.due(now):
+                return
+            live = {
+                t.id: (t.last_heartbeat, t.progress)
+                for t in self.tasks.values()
+                if t.state in (TaskState.REGISTERED, TaskState.RUNNING)
+            }
+            beat_s = self.spec.heartbeat_interval_ms / 1000.0
+            found = self.stalls.check(now, live, beat_s)
+            if found is None:
+                return
+            self.stall = Stall(
+                found.since,
+                now,
+                found.threshold_s,
+                found.behind,
+                found.steps,
+                self.spec.stall_action,
+            )
+            self.stall_request = self.stacks.ask(live)
+            log.warning(
+                "stalled: no new step for %.1f s (limit %.1f s)",
+                now - found.since,
+                found.threshold_s,
+            )
+            self.emit(
+                EventKind.STALL,
+                stalled=True,
+                since=found.since,
+                threshold_s=found.threshold_s,
+                behind=list(found.behind),
+                action=self.spec.stall_action,
+            )
+            return
+        if not self.stall.stacks and self.stacks.request == self.stall_request:
+            if self.stacks.complete or now - self.stall.marked > STALL_STACKS_WAIT_S:
+                got = self.stacks.answer(self.stall_request).tasks
+                self.stall = replace(self.stall, stacks=got)
+                self.changed()
+        waited = self.stall.stacks or now - self.stall.marked > STALL_STACKS_WAIT_S
+        if self.stall.action == "warn" or not waited:
+            return
+        why = (
+            f"stalled: no task reported a new step for {now - self.stall.since:.0f} s "
+            f"(limit {self.stall.threshold_s:g} s; tony.stall.action={self.stall.action})"
+        )
+        if self.stall.action == "kill":
+            self.kill(why)
+        else:  # restart: the attempt fails, blamed on the task furthest behind (if one is)
+            blamed = self.tasks.get(self.stall.behind[0] if self.stall.behind else "") or next(
+                t for t in self.tasks.values() if t.tracked
+            )
+            self._fail_attempt(blamed, why)
 
     def _apply(self, verdict: rules.Verdict) -> None:
         task, why = verdict.task, verdict.reason

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from ..protocol import Stall
 from ..spec import JobSpec
 from .deadlines import Deadlines
 from .provider import Provider
@@ -49,3 +50,5 @@ class JobView(Protocol):
     def history_kept(self) -> bool: ...
     @property
     def deadlines(self) -> Deadlines: ...
+    @property
+    def stall(self) -> Stall | None: ...

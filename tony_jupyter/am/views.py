@@ -68,6 +68,7 @@ def snapshot_json(c: JobView) -> dict:
         "tasks": [task_json(t) for t in c.tasks.values()],
         "schema_version": SCHEMA_VERSION,
         "history_pending": c.state in TERMINAL_JOB_STATES and not c.history_kept,
+        "stall": c.stall.to_json() if c.stall is not None else None,
     }
 
 

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from .. import tokens
-from ..protocol import Beat, HeartbeatAnswer, HeartbeatRequest, Resources
+from ..protocol import Beat, HeartbeatAnswer, HeartbeatRequest, Ok, Resources, StacksReport
 from .link import AMLink, BeatStream, Stale
 
 # How long a task the AM refused (410) has after its SIGTERM before it is killed.
@@ -33,9 +33,12 @@ class Heartbeater:
         self._last = b""
 
     @classmethod
-    def fork(cls, link, interval: float, give_up_s: float) -> Heartbeater:
+    def fork(
+        cls, link, interval: float, give_up_s: float, stacks_fd: int | None = None
+    ) -> Heartbeater:
         """Fork the sidecar now: before the task starts a thread (fork copies only this one)
-        or opens a connection (the child must not share the parent's sockets)."""
+        or opens a connection (the child must not share the parent's sockets). ``stacks_fd``:
+        where the task's stack dumps go (stacks.py), which the sidecar reads on request."""
         progress_r, progress_w = os.pipe()
         command_r, command_w = os.pipe()
         parent = os.getpid()
@@ -44,7 +47,7 @@ class Heartbeater:
             os.close(progress_w)
             os.close(command_r)
             try:
-                _beat(link, parent, progress_r, command_w, interval, give_up_s)
+                _beat(link, parent, progress_r, command_w, interval, give_up_s, stacks_fd)
             finally:
                 os._exit(0)
         os.close(progress_r)
@@ -67,8 +70,14 @@ class Heartbeater:
         return {int(x) for x in data.split()}
 
 
-def _beat(  # noqa: C901 - the executor's sidecar loop, being reworked with stall detection
-    link, parent: int, progress_fd: int, command_fd: int, interval: float, give_up_s: float
+def _beat(
+    link,
+    parent: int,
+    progress_fd: int,
+    command_fd: int,
+    interval: float,
+    give_up_s: float,
+    stacks_fd: int | None = None,
 ) -> None:
     import psutil  # here, in the forked sidecar: the task's start does not wait for it
 
@@ -78,6 +87,7 @@ def _beat(  # noqa: C901 - the executor's sidecar loop, being reworked with stal
     os.set_blocking(progress_fd, False)
     state: dict[str, Any] = {"progress": {}, "cell": None}
     pending = b""
+    served = 0  # the last stack request answered (stacks.py)
     last_ok = time.monotonic()
     stream: BeatStream | None = None
     # A secure cluster's tokens: the version this task has; newer ones go to its file.
@@ -99,16 +109,12 @@ def _beat(  # noqa: C901 - the executor's sidecar loop, being reworked with stal
             return
         if status == psutil.STATUS_ZOMBIE:
             return
-        try:
-            data = os.read(progress_fd, 1 << 16)
-            if not data:
-                return  # the task closed its end: it exited
-            pending += data
-            *lines, pending = pending.split(b"\n")
-            if lines:
-                state = json.loads(lines[-1])
-        except BlockingIOError:
-            pass
+        read = _read_progress(progress_fd, pending)
+        if read is None:
+            return  # the task closed its end: it exited
+        pending, newest = read
+        if newest is not None:
+            state = newest
         if status not in stopped:
             try:
                 resources = Resources.from_json(used)
@@ -123,23 +129,11 @@ def _beat(  # noqa: C901 - the executor's sidecar loop, being reworked with stal
                 if answer.command == "interrupt" and cell == state["cell"]:
                     os.write(command_fd, f"{cell}\n".encode())
                     os.kill(parent, signal.SIGINT)
+                if answer.stacks is not None and answer.stacks != served:
+                    served = answer.stacks
+                    _send_stacks(link, parent, stacks_fd, served)
             except Stale as e:
-                # The attempt is over (a newer one runs: this host was cut off, say).
-                print(
-                    f"[tony] the AM refused this task's heartbeat (410: {e}); ending it",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                os.kill(parent, signal.SIGTERM)
-                # With its coordination service on (MultiWorkerMirroredStrategy), TensorFlow
-                # installs a SIGTERM handler of its own (a preemption notice: "SIGTERM caught
-                # at ...") and trains on: what outlives the grace is killed, as YARN's
-                # NodeManager does after its own SIGTERM.
-                deadline = time.monotonic() + STOP_GRACE_S
-                while os.getppid() == parent and time.monotonic() < deadline:
-                    time.sleep(0.1)
-                if os.getppid() == parent:
-                    os.killpg(os.getpgid(0), signal.SIGKILL)
+                _end_stale(e, parent)
                 return
             except OSError:
                 if time.monotonic() - last_ok > give_up_s:
@@ -147,6 +141,58 @@ def _beat(  # noqa: C901 - the executor's sidecar loop, being reworked with stal
                     # rather than leave it running as an orphan.
                     os.killpg(os.getpgid(0), signal.SIGKILL)
         time.sleep(interval)
+
+
+def _read_progress(fd: int, pending: bytes) -> tuple[bytes, dict[str, Any] | None] | None:
+    """What the task wrote on its progress pipe since the last read: the bytes of a line not
+    yet whole, and its newest whole line's state (None: nothing new); None once it closed
+    its end (it exited)."""
+    try:
+        data = os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return pending, None
+    if not data:
+        return None
+    *lines, pending = (pending + data).split(b"\n")
+    return pending, json.loads(lines[-1]) if lines else None
+
+
+def _end_stale(e: Stale, parent: int) -> None:
+    """The attempt is over (a newer one runs: this host was cut off, say): end the task."""
+    print(
+        f"[tony] the AM refused this task's heartbeat (410: {e}); ending it",
+        file=sys.stderr,
+        flush=True,
+    )
+    os.kill(parent, signal.SIGTERM)
+    # With its coordination service on (MultiWorkerMirroredStrategy), TensorFlow installs a
+    # SIGTERM handler of its own (a preemption notice: "SIGTERM caught at ...") and trains on:
+    # what outlives the grace is killed, as YARN's NodeManager does after its own SIGTERM.
+    deadline = time.monotonic() + STOP_GRACE_S
+    while os.getppid() == parent and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if os.getppid() == parent:
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+
+
+def _send_stacks(link: AMLink, parent: int, fd: int | None, request: int) -> None:
+    """The task's stacks for the AM's request ``request`` (or why there are none)."""
+    from .stacks import dump
+
+    error: str | None
+    if fd is None:
+        text, error, seconds = "", "this task's process has no stack dump installed", 0.0
+    else:
+        text, error, seconds = dump(parent, fd)
+    report = StacksReport(
+        request=request,
+        text=text,
+        error=error,
+        seconds=round(seconds, 4),
+        task=link.task,
+        attempt=link.attempt,
+    )
+    link.send("executor/stacks", report, Ok)
 
 
 def _send(

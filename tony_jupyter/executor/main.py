@@ -27,7 +27,7 @@ from ..protocol import (
     RegisterRequest,
     ResultRequest,
 )
-from . import checkpoints, localranks, mlflow_run, reaper
+from . import checkpoints, localranks, mlflow_run, reaper, stacks
 from .background import Background
 from .capture import LogCapture
 from .cell import enter_src, run_user_code
@@ -101,7 +101,8 @@ def main() -> int:  # noqa: C901 - a task's whole life, being split into the exe
         return 143
     except LinkError as e:
         return unreachable(task_id, host, am, e)
-    beat = Heartbeater.fork(am, env.heartbeat_ms / 1000.0, env.am_lost_limit)
+    # Every thread's stack, on the owner's request: the sidecar signals, this process dumps.
+    beat = Heartbeater.fork(am, env.heartbeat_ms / 1000.0, env.am_lost_limit, stacks.install())
     logs = LogCapture()
     bg = Background(am, logs, beat)
     reaper.flush_before_exit(bg.flush)

@@ -40,6 +40,7 @@ from ..protocol import (
     LogsAnswer,
     ReasonBody,
     ResultAnswer,
+    StacksAnswer,
     token_verifier,
 )
 from ..spec import JobSpec
@@ -374,6 +375,15 @@ class JobClient(ABC):
         except Exception as e:  # noqa: BLE001 - whatever a damaged pickle raises
             why = f"holds no result that can be read ({e!r:.80})"
             raise DamagedRecordError(self.record.layout.result, why) from None
+
+    def stacks(self, task: str | None = None, timeout: float = 10) -> StacksAnswer | None:
+        """Every running task's Python stacks, all threads (``task``: that one's), as the
+        tasks' sidecars dump them (``GET stacks``); None when no AM answers."""
+        params: dict[str, Any] = {"timeout": timeout}
+        if task is not None:
+            params["task"] = task
+        got = self.call_am("GET", "stacks", timeout=timeout + 10, params=params)
+        return None if got is None else StacksAnswer.from_json(got)
 
     def kill(self, reason: str = "killed on request") -> bool:
         if self.call_am("POST", "kill", json=ReasonBody(reason).to_json()) is not None:

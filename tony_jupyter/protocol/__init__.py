@@ -3,7 +3,8 @@
 By responsibility: the states and the event log's entries (states.py), the job as the AM
 reports it (views.py), the executor's messages (executor.py), a session's cells (session.py),
 the job client's (client.py), the warm YARN AM's spare routes (spare.py), what every route
-shares (common.py) and the executor's environment (env.py). Each AM route declares the
+shares (common.py), the executor's environment (env.py) and every task's stacks on demand
+(stacks.py). Each AM route declares the
 records of its body and its answer (am/http.py ``BaseHandler.records``;
 tests/am/test_routes_typed.py walks them). This module re-exports them all, so that
 ``from tony_jupyter.protocol import X`` reads any of them.
@@ -52,6 +53,7 @@ from .session import (
     NextCellAnswer,
 )
 from .spare import SpareJob, SpareSecret, SpareStatus, SpareTask
+from .stacks import StacksAnswer, StacksReport
 from .states import (
     DONE_CELL_STATES,
     DONE_TASK_STATES,
@@ -70,6 +72,8 @@ from .views import (
     GpuUse,
     JobSnapshot,
     JobSummary,
+    Stall,
+    TaskStacks,
     TaskSummary,
     TaskView,
     progress_time,
@@ -89,6 +93,7 @@ __all__ = [
     "JobSnapshot", "JobState", "JobSummary", "LogBatch", "LogsAnswer", "MetricsAnswer",
     "NextCellAnswer", "NoBody", "Ok", "ReasonBody", "RegisterAnswer", "RegisterRequest",
     "Resources", "ResultAnswer", "ResultRequest", "SpareJob", "SpareSecret", "SpareStatus",
-    "SpareTask", "StateAnswer", "TaskCall", "TaskState", "TaskSummary",
-    "TaskView", "clean_progress", "progress_bound", "progress_time", "token_verifier",
+    "SpareTask", "Stall", "StacksAnswer", "StacksReport", "StateAnswer", "TaskCall", "TaskStacks",
+    "TaskState", "TaskSummary", "TaskView", "clean_progress", "progress_bound", "progress_time",
+    "token_verifier",
 ]  # fmt: skip

@@ -181,6 +181,7 @@ class HeartbeatAnswer(Sparse):
     cell: int | None = None  # the session cell an interrupt is for
     credentials: Credentials | None = None
     beats: int | None = None  # the port of the AM's heartbeat streams (HTTP answers only)
+    stacks: int | None = None  # a request for the task's stacks (protocol/stacks.py), by number
 
     def to_json(self) -> dict[str, Any]:
         return {"command": self.command, **super().to_json()}  # "command" always there

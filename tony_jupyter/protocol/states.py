@@ -88,6 +88,7 @@ class EventKind(str, Enum):
     ENDPOINT = "endpoint"  # a task registered an endpoint (TensorBoard)
     CELL = "cell"  # a session cell changed state
     LOG = "log"  # a task's log batch, kept in the YARN AM's recovery log only
+    STALL = "stall"  # the job was marked stalled (stalled: true), or its steps went on (false)
 
     def __str__(self) -> str:
         return self.value

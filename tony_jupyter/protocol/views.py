@@ -77,6 +77,33 @@ class FailedAttempt(Record):
 
 
 @dataclass(frozen=True)
+class TaskStacks(Record):
+    """One task's stacks as its sidecar dumped them (protocol/stacks.py): every thread's
+    Python stack in faulthandler's text, or why there are none (``error``)."""
+
+    task: str
+    text: str = ""
+    error: str | None = None
+    seconds: float = 0.0  # the sidecar's time: signal, dump, read
+    host: str | None = None
+
+
+@dataclass(frozen=True)
+class Stall(Record):
+    """A running job none of whose tasks reported a new step for longer than its threshold
+    while all of them heartbeat (am/stalls.py): since when, which tasks are furthest behind,
+    their stacks once gathered."""
+
+    since: float  # the last new step any task reported
+    marked: float  # when the AM marked the job stalled
+    threshold_s: float  # the job's own: factor x its median step interval, floor..ceiling
+    behind: tuple[str, ...] = ()  # the tasks at the lowest step
+    steps: dict[str, str] = field(default_factory=dict)  # each live task's last step, in words
+    action: str = "warn"  # tony.stall.action: warn, kill or restart
+    stacks: tuple[TaskStacks, ...] = ()  # every live task's, gathered as the stall is marked
+
+
+@dataclass(frozen=True)
 class JobSnapshot(Record):
     """The whole job at one moment: what ``GET /api/v1/job`` answers and ``status.json`` keeps."""
 
@@ -99,6 +126,7 @@ class JobSnapshot(Record):
     # The job has ended but its AM is still writing its history entry (am/history.py): it is
     # reported ended only once that entry is complete where the cluster keeps it.
     history_pending: bool = False
+    stall: Stall | None = None  # the job is stalled (am/stalls.py)
 
     @property
     def terminal(self) -> bool:

@@ -155,6 +155,41 @@ def status_text(snap: JobSnapshot) -> str:
     return " · ".join(parts)
 
 
+def stall_text(snap: JobSnapshot) -> str:
+    """One line when the job is stalled (protocol Stall): since when, for how long against its
+    limit, the tasks furthest behind and each task's last step; "" otherwise."""
+    st = snap.stall
+    if st is None:
+        return ""
+    since = time.strftime("%H:%M:%S", time.localtime(st.since))
+    now = snap.now or st.marked
+    parts = [
+        f"stalled since {since}: no task reported a new step for {fmt_duration(now - st.since)} "
+        f"(limit {fmt_duration(st.threshold_s)})"
+    ]
+    if st.behind:
+        parts.append(f"furthest behind: {', '.join(st.behind)}")
+    steps: dict[str, list[str]] = {}
+    for task, step in st.steps.items():
+        steps.setdefault(step, []).append(task)
+    if steps:
+        parts.append("; ".join(f"{', '.join(ts)} at {step}" for step, ts in steps.items()))
+    if st.action != "warn" and not snap.terminal:
+        parts.append(f"tony.stall.action={st.action}: acting once the stacks are in")
+    return " · ".join(parts)
+
+
+def stall_stacks_text(snap: JobSnapshot) -> str:
+    """A stalled job's stacks, as they were gathered when it was marked ("" before)."""
+    if snap.stall is None or not snap.stall.stacks:
+        return ""
+    from ..protocol import StacksAnswer
+    from ..stackgroups import render
+
+    answer = StacksAnswer(0, snap.stall.stacks)
+    return "stacks when the job was marked stalled: " + render(answer, snap.stall.behind)
+
+
 def _state_span(state: str) -> str:
     colour = STATE_COLOURS.get(state, "#888888")
     return f'<b style="color:{colour}">{html.escape(state)}</b>'
@@ -178,6 +213,8 @@ def header_html(snap: JobSnapshot, notice: str = "") -> str:
         lines.append(f'<span style="color:{colour}">{e(snap.reason)}</span>')
     if attempts_text(snap) and attempts_text(snap) not in snap.reason:
         lines.append(f"<i>{e(attempts_text(snap))}</i>")
+    if stall_text(snap):
+        lines.append(f'<b style="color:{STATE_COLOURS["FAILED"]}">{e(stall_text(snap))}</b>')
     if snap.endpoints:
         lines.append(endpoints_html(snap.endpoints, snap.job_id))
     lines += [f"<i>{e(notice)}</i>"] if notice else []
@@ -248,6 +285,24 @@ def tracebacks_html(snap: JobSnapshot) -> str:
     return "".join(out)
 
 
+def stacks_html(text: str) -> str:
+    """The tasks' stacks as ``%tony stacks`` words them (stackgroups.render), in a scrolled
+    pane; the groups marked ``>>>`` (the odd ones out, the furthest behind) in red."""
+    lines = []
+    for line in text.splitlines():
+        esc = html.escape(line)
+        if line.startswith(">>> "):
+            esc = f"<b style='color:{STATE_COLOURS['FAILED']}'>{esc}</b>"
+        elif line and not line.startswith(" "):
+            esc = f"<b>{esc}</b>"
+        lines.append(esc)
+    return (
+        "<details open><summary>Stacks</summary><div style='max-height:24em;overflow:auto'>"
+        f"<pre style='margin:0;font-size:85%;line-height:1.3'>{chr(10).join(lines)}</pre>"
+        "</div></details>"
+    )
+
+
 def log_pane_html(lines: list[str], height: str = "18em") -> str:
     # column-reverse keeps the scroll position pinned to the newest line, without any JS
     return (
@@ -299,5 +354,7 @@ def report_text(snap: JobSnapshot) -> str:
     lines = [status_text(snap)]
     if snap.reason:
         lines.append(snap.reason)
+    if stall_text(snap):
+        lines.append(stall_text(snap))
     lines += [f"  {r['task']:<12} {r['state']:<10} {r['address']}" for r in task_rows(snap)]
     return "\n".join(lines)

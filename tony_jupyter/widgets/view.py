@@ -39,12 +39,15 @@ class JobView:
         job_id: str,
         on_kill: Callable[[], object] | None = None,
         *,
+        on_stacks: Callable[[], str] | None = None,
         mode: str | None = None,
         max_log_lines: int = 2000,
         report_tail: int = 50,
     ):
-        """mode: "widget", "text", or None to pick widget inside a kernel at display()."""
+        """mode: "widget", "text", or None to pick widget inside a kernel at display().
+        on_stacks: every running task's stacks as text (the Stacks button)."""
         self.job_id, self.on_kill, self.mode = job_id, on_kill, mode
+        self.on_stacks = on_stacks
         self.max_log_lines, self.report_tail = max_log_lines, report_tail
         self.snapshot = JobSnapshot(job_id=job_id)
         self.logs: dict[str, LogBuffer] = {}
@@ -56,6 +59,8 @@ class JobView:
         self._rendered_at: dict[str, float] = {}
         self._dirty: set[str] = set()
         self._seen: dict[str, object] = {}  # what the text fallback last printed per task / "job"
+        self.stacks_text = ""  # the last stacks the Stacks button fetched
+        self._stall_stacks = ""  # a stalled job's stacks, as last shown
         self._build()
 
     # --- widgets ------------------------------------------------------------------------------
@@ -71,6 +76,15 @@ class JobView:
             layout=w.Layout(width="auto", flex="0 0 auto"),
         )
         self.kill_button.on_click(self._kill_clicked)
+        self.stacks_button = w.Button(
+            description="Stacks",
+            icon="align-left",
+            disabled=self.on_stacks is None,
+            tooltip="Every running task's Python stacks, tasks with the same stacks together",
+            layout=w.Layout(width="auto", flex="0 0 auto"),
+        )
+        self.stacks_button.on_click(self._stacks_clicked)
+        self.stacks_html = w.HTML()  # the last stacks asked for (render.stacks_html)
         # tqdm.notebook's layout: label, bar, right-hand figures
         self.progress_label = w.HTML()
         self.progress_bar = w.IntProgress(
@@ -85,11 +99,12 @@ class JobView:
         self.tabs = w.Tab()
         self.root = w.VBox(
             [
-                w.HBox([self.header, self.kill_button]),
+                w.HBox([self.header, self.stacks_button, self.kill_button]),
                 w.HBox([self.progress_label, self.progress_bar, self.progress_right]),
                 self.tasks_html,
                 self.chart,
                 self.tracebacks,
+                self.stacks_html,
                 self.tabs,
             ]
         )
@@ -120,6 +135,10 @@ class JobView:
         self.metric_history.add(p)
         self.chart.value = chart_html(self.metric_history)
         self.tracebacks.value = render.tracebacks_html(snap)
+        stall_stacks = render.stall_stacks_text(snap)
+        if stall_stacks and stall_stacks != self._stall_stacks:  # attached as it was marked
+            self._stall_stacks = stall_stacks
+            self.stacks_html.value = render.stacks_html(stall_stacks)
         for row in self.task_rows:
             self._pane(row["task"])
         tb = tensorboard.TAB_TITLE
@@ -173,6 +192,7 @@ class JobView:
                 self._mark_attempt(snapshot)
             if snapshot.terminal:
                 self.kill_button.disabled = True
+                self.stacks_button.disabled = True
             self._render()
             self._say_changes()
 
@@ -267,6 +287,29 @@ class JobView:
             self._notice = f"kill failed: {e}"
             self.header.value = render.header_html(self.snapshot, self._notice)
 
+    def _stacks_clicked(self, _button=None) -> None:
+        """Fetched in a thread (the tasks' sidecars answer within a heartbeat or two): the
+        kernel goes on handling the widget's events meanwhile."""
+        if self.on_stacks is None:
+            return
+        self.stacks_button.disabled = True
+        self.stacks_button.description = "Stacks…"
+        threading.Thread(target=self._fetch_stacks, name="tony-stacks", daemon=True).start()
+
+    def _fetch_stacks(self) -> None:
+        assert self.on_stacks is not None
+        try:
+            text = self.on_stacks()
+        except Exception as e:  # noqa: BLE001 - the user must see why, and may try again
+            text = f"stacks failed: {e}"
+        with self._lock:
+            self.stacks_text = text
+            self.stacks_html.value = render.stacks_html(text)
+            self.stacks_button.description = "Stacks"
+            self.stacks_button.disabled = self.finished or self.snapshot.terminal
+            if self.mode == "text":
+                self._say(text)
+
     def _close_widgets(self) -> None:
         # the report replaced the view: free the comms and keep the saved widget state small
         for pane in self.panes.values():
@@ -299,6 +342,13 @@ class JobView:
                 code = f" (exit {row['exit_code']})" if row["exit_code"] is not None else ""
                 own = f" (attempt {row['own_attempt']})" if row["own_attempt"] else ""
                 self._say(f"[{row['task']}] {row['state']}{own}{where}{code}")
+        stall = (snap.stall.since, bool(snap.stall.stacks)) if snap.stall else None
+        if self._seen.get("stall", None) != stall:
+            if stall or self._seen.get("stall"):
+                self._say(f"[job] {render.stall_text(snap) or 'no longer stalled: steps go on'}")
+                if stall and stall[1]:
+                    self._say(render.stall_stacks_text(snap))
+            self._seen["stall"] = stall
         p = render.chief_progress(snap)
         epoch = p.get("epoch_done", p.get("epoch"))  # once per epoch, with its final metrics
         if p and self._seen.get("epoch") != epoch:
