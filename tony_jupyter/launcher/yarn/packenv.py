@@ -10,11 +10,13 @@ The content hash is over the venv's file list with each file's size and mtime (a
 symlink's target), ``__pycache__`` left out: it reads no file's content, so it takes well under a
 second for a large venv. Any install, upgrade or edit in the venv changes it; merely running
 Python in it (which writes ``__pycache__``) does not. It also covers what the archive leaves out
-(``LEFT_OUT``), so a change of those rules makes a new archive.
+(``LEFT_OUT``, ``shipignore.SECRETS``; a venv's own ``.tonyignore`` is one of its files), so
+a change of those rules makes a new archive.
 
 The archive leaves out ``__pycache__`` and TensorFlow's C++ headers (``tensorflow/include``:
 18,500 of the 22,000 files of a TensorFlow install, 430 MB unpacked), which only a build of a
-custom op reads. Files, not bytes, are what a NodeManager's unpacking costs most where Hadoop's
+custom op reads; and hidden files and files that may hold credentials (venvfiles.py), named
+once when the venv is packed. Files, not bytes, are what a NodeManager's unpacking costs most where Hadoop's
 native library is missing: it sets each unpacked file's permissions with one ``chmod`` process
 per file (a few milliseconds each).
 
@@ -44,7 +46,9 @@ from pathlib import Path
 import psutil
 
 from ...errors import BackendError, SpecError
+from ...shipignore import SECRETS
 from ...spec import JobSpec
+from . import venvfiles
 
 ENV_NAME = "env"  # the ARCHIVE's link name in the container
 PYTHON = f"{ENV_NAME}/bin/python"
@@ -90,7 +94,7 @@ def venv_version(root: Path) -> str | None:
 
 def content_hash(prefix: Path) -> str:
     """sha256 over (relative path, size, mtime) of every file and (path, target) of every link."""
-    h = hashlib.sha256("\0".join(LEFT_OUT).encode() + b"\n")
+    h = hashlib.sha256("\0".join(LEFT_OUT + SECRETS + venvfiles.HIDDEN).encode() + b"\n")
     for root, dirs, files in os.walk(prefix):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
         rel_root = os.path.relpath(root, prefix)
@@ -106,7 +110,8 @@ def content_hash(prefix: Path) -> str:
 
 
 def pack(prefix: Path, output: Path) -> None:
-    """``prefix`` packed into ``output`` (.tar.gz) with venv-pack, ``LEFT_OUT`` left out, and
+    """``prefix`` packed into ``output`` (.tar.gz) with venv-pack, ``LEFT_OUT`` and what
+    venvfiles.py leaves out (hidden and credential files: said once, here) left out, and
     compressed on every core (``gzip_in_parallel``)."""
     try:
         import venv_pack
@@ -118,17 +123,17 @@ def pack(prefix: Path, output: Path) -> None:
     tar = output.with_name(output.name + ".tar")
     try:
         try:
-            venv_pack.pack(
-                prefix=str(prefix),
-                output=str(tar),
-                format="tar",
-                filters=[("exclude", pattern) for pattern in LEFT_OUT],
-                force=True,
-                verbose=False,
-            )
+            env = venv_pack.Env(str(prefix))
+            for pattern in LEFT_OUT:
+                env = env.exclude(pattern)
+            out = venvfiles.left_out(prefix)
+            env.files = [f for f in env.files if not out.covers(f.target.replace(os.sep, "/"))]
+            env.pack(output=str(tar), format="tar", force=True, verbose=False)
         except venv_pack.VenvPackException as e:
             # e.g. editable installs (pip install -e): their code is outside the venv.
             raise BackendError(f"--pack-env {prefix}: venv-pack cannot pack it: {e}") from None
+        if out.names:
+            print(out.notice(prefix), file=sys.stderr, flush=True)
         gzip_in_parallel(tar, output)
     finally:
         tar.unlink(missing_ok=True)
