@@ -145,8 +145,8 @@ def odd_directory(notebook: Path, outside: Path) -> None:
     (notebook / "mod.py").write_text("X = 1\n")
     (notebook / "inner").symlink_to(notebook / "mod.py")  # absolute, but inside: a copy of it
     outside.mkdir()
-    (outside / "notes.txt").write_text("PRIVATE KEY")
-    (notebook / "notes.txt").symlink_to(outside / "notes.txt")
+    (outside / "notes").write_text("PRIVATE KEY")
+    (notebook / "notes").symlink_to(outside / "notes")
     (notebook / "outdir").symlink_to(outside)
     (notebook / "passwd").symlink_to("/etc/passwd")
     (notebook / "environ").symlink_to("/proc/self/environ")
@@ -168,7 +168,7 @@ def test_links_out_pseudo_and_special_files_and_odd_names_are_left_out_with_one_
     notices = [line for line in err.splitlines() if "not shipped from" in line]
     assert len(notices) == 1, err
     for said in (  # the first three of each kind, by name
-        "environ (/proc/self/environ), notes.txt (" + str(tony_home.parent / "outside" / "notes.txt"),
+        "environ (/proc/self/environ), notes (" + str(tony_home.parent / "outside" / "notes"),
         "outdir (" + str(tony_home.parent / "outside") + ") and 2 more: links out",
         "--src-follow-links",
         "fifo: not regular files",
@@ -187,11 +187,11 @@ def test_links_out_pseudo_and_special_files_and_odd_names_are_left_out_with_one_
 def test_follow_links_ships_what_links_point_at_but_never_pseudo_files(shell, tony_home, capsys):
     notebook = tony_home.parent / "notebook"
     odd_directory(notebook, tony_home.parent / "outside")
-    cell = LIST + "key = open('notes.txt').read()\n"
+    cell = LIST + "key = open('notes').read()\n"
     shell.run_cell_magic("tony", f"{RUN} --src-follow-links --pull names,key", cell)
     assert shell.user_ns["key"] == "PRIVATE KEY"
     assert "environ" not in shell.user_ns["names"] and "pagemap" not in shell.user_ns["names"]
-    assert {"notes.txt", "outdir/notes.txt", "passwd"} <= set(shell.user_ns["names"])
+    assert {"notes", "outdir/notes", "passwd"} <= set(shell.user_ns["names"])
     err = capsys.readouterr().err
     assert "environ (/proc/" in err and "pagemap (/proc/" in err and "pseudo-files" in err
     assert "Traceback" not in err
