@@ -10,6 +10,7 @@ import sys
 import tarfile
 from pathlib import Path
 
+from tony_jupyter import nodepython
 from tony_jupyter.launcher.yarn import interpreter, packenv
 
 BASE = Path(os.path.realpath(sys.base_prefix))
@@ -69,7 +70,7 @@ def test_this_machines_interpreter_runs_unpacked_elsewhere_with_the_venv(tmp_pat
         "maps = {l.split()[-1] for l in open('/proc/self/maps') if '/' in l}\n"
         "print(sys.base_prefix, mymod.WHERE, *sorted(maps), sep='\\n')\n"
     )
-    script = f'{interpreter.prelude(ver or "")} && {interpreter.PYTHON} -c "$CODE"'
+    script = f'{nodepython.prelude(ver or "")} && {interpreter.PYTHON} -c "$CODE"'
     got = subprocess.run(
         ["bash", "-c", script],
         cwd=container,
@@ -83,3 +84,13 @@ def test_this_machines_interpreter_runs_unpacked_elsewhere_with_the_venv(tmp_pat
     assert where == "packed"
     assert [m for m in maps if m.startswith(str(BASE))] == []
     assert [m for m in maps if m.startswith(str(cache / interpreter.NAME))]  # libpython, .so's
+
+
+def test_the_container_command_assembles_the_venv_without_quotes_of_its_own():
+    # YARN runs a container's command inside a double-quoted bash -c: none of its own
+    cmd = nodepython.launch(nodepython.SHIPPED_PYTHON, "3.11", "run", "err")
+    assert '"' not in cmd and "'" not in cmd
+    assert cmd.startswith("echo ") and ". ./.tony-venv.sh && " in cmd
+    assert nodepython.launch("/usr/bin/python3", "3.11", "run", "err") == nodepython.guarded(
+        "/usr/bin/python3", "3.11", "run", "err"
+    )

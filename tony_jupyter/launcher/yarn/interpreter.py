@@ -14,9 +14,9 @@ python-build-standalone's); a shared-library build (``--enable-shared``) finds i
 The archive holds the prefix less what no job runs: the base's own ``site-packages`` (a venv
 without ``include-system-site-packages`` never reads it), the test suite, headers, static
 libraries, man pages, ``__pycache__``, and the console scripts in its ``bin/``. In a
-container the ARCHIVE is ``pyhome``; ``prelude`` assembles a venv in the container's directory
-(``pyvenv.cfg`` naming ``pyhome/bin``, its ``lib`` the packed venv's) whose ``bin/python`` is
-the job's Python.
+container the ARCHIVE is ``pyhome``; ``nodepython.prelude`` assembles a venv in the
+container's directory (``pyvenv.cfg`` naming ``pyhome/bin``, its ``lib`` the packed venv's)
+whose ``bin/python`` is the job's Python.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ import re
 import tarfile
 from pathlib import Path
 
-NAME = "pyhome"  # the ARCHIVE's link name in the container
-VENV = ".tony-venv"  # the venv assembled in the container
-PYTHON = f"{VENV}/bin/python"
+from ... import nodepython
+
+NAME = nodepython.SHIPPED  # the ARCHIVE's link name in the container
+PYTHON = nodepython.SHIPPED_PYTHON
 SYSTEM = frozenset({"/", "/usr", "/usr/local", "/opt", "/bin"})
 # What the lib/ of a prefix of one CPython holds beside it (python-build-standalone: Tcl/Tk).
 LIB = re.compile(r"^(python3\.\d+|libpython3.*|pkgconfig|tcl.*|tk.*|itcl.*|thread.*|.*\.a)$")
@@ -139,15 +140,3 @@ def pack(prefix: Path, output: Path) -> int:
             elif info.issym():
                 tar.addfile(info)
     return total
-
-
-def prelude(ver: str, env: str = "env") -> str:
-    """Shell lines run first in a container: the venv ``VENV`` assembled over the unpacked
-    interpreter ``NAME`` and the packed venv ``env``, and ``libpython`` found in it."""
-    return (
-        f'mkdir -p {VENV}/bin && ln -sfn "$PWD/{NAME}/bin/python{ver}" {VENV}/bin/python && '
-        f'ln -sfn "$PWD/{env}/lib" {VENV}/lib && '
-        f"printf 'home = %s\\ninclude-system-site-packages = false\\nversion = {ver}\\n' "
-        f'"$PWD/{NAME}/bin" > {VENV}/pyvenv.cfg && '
-        f'export LD_LIBRARY_PATH="$PWD/{NAME}/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"'
-    )
