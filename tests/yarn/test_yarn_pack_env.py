@@ -24,7 +24,15 @@ RUNTIME = ["requests", "cloudpickle", "tornado", "psutil", "jpype1", "hdfs"]
 @pytest.fixture(scope="module")
 def small_venv(tmp_path_factory):
     """A self-contained venv of the runtime deps and a copy of tony_jupyter."""
-    return build_env(tmp_path_factory.mktemp("packenv"), RUNTIME)
+    root = tmp_path_factory.mktemp("packenv")
+    venv = build_env(root, RUNTIME)
+    # The user's own package, installed editable (a path .pth, as hatchling writes one)
+    pkg = root / "userproj" / "src" / "userpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("WHERE = 'the user project'\n")
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "_userpkg.pth").write_text(str(pkg.parent))
+    return venv
 
 
 CELL = """
@@ -33,6 +41,8 @@ import tony_jupyter
 # The container's directory (the task itself runs in its shipped copy of the notebook's).
 prefix, cwd = sys.prefix, os.environ["TONY_BUNDLE_DIR"]
 base = sys.base_prefix
+import userpkg
+upkg = (userpkg.WHERE, userpkg.__file__)
 pkg = tony_jupyter.__file__
 """
 
@@ -41,7 +51,7 @@ def _run(shell, venv, name):
     t0 = time.monotonic()
     job = shell.run_cell_magic(
         "tony",
-        f"--workers 1 --async --pack-env {venv} --pull prefix,cwd,pkg,base --name {name}",
+        f"--workers 1 --async --pack-env {venv} --pull prefix,cwd,pkg,base,upkg --name {name}",
         CELL,
     )
     submitted = time.monotonic() - t0
@@ -65,6 +75,10 @@ def test_pack_env_uploads_once_and_tasks_run_in_it(
     assert os.path.realpath(base) == os.path.realpath(os.path.join(cwd, "pyhome")), base
     assert "filecache" in os.path.realpath(base)
     assert first["interpreter"]["size"] > 1 << 20
+    # the editable package imports from the archive's copy, not from its project directory
+    where, upkg = shell.user_ns["upkg"]
+    assert where == "the user project"
+    assert os.path.realpath(upkg).startswith(os.path.realpath(env) + "/"), upkg
     # Unpacked with the permissions Hadoop gives a PRIVATE resource (0500 files, 0700 dirs),
     # set by the NodeManagers' own local filesystem (devcluster/nodefs.py), one system call a
     # file instead of one chmod process.
