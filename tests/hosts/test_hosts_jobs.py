@@ -182,3 +182,30 @@ def test_a_venv_on_the_kernels_pyenv_python_trains_on_workers_that_have_none(
     assert "filecache" in out["python"] and not out["python"].startswith(str(base))
     assert out["pack_env"]["interpreter"]["size"] > 1 << 20
     print(json.dumps(out))
+
+
+@pytest.mark.timeout(2400)  # packs a venv without TensorFlow (470 MB) first
+def test_a_users_package_installed_editable_imports_in_every_task(
+    hosts_cluster, tmp_path_factory, tmp_path
+):
+    import nodeenv  # tests/hosts/nodeenv.py
+
+    from tony_jupyter.devcluster.hosts import node_python
+
+    python = node_python()
+    assert python is not None, "the machine has no interpreter of the kernel's version"
+    root = tmp_path_factory.mktemp("editableenv")
+    venv = nodeenv.build(root, python, nodeenv.BASE_ROOTS)
+    # the user's project, under the edge's /tmp (hidden from the workers), installed editable
+    pkg = root / "userproj" / "src" / "userpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("WHERE = 'the user project'\n")
+    (pkg / ".env").write_text("TOKEN=not-for-the-cluster\n")
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "_userpkg.pth").write_text(str(pkg.parent))  # as hatchling writes it
+    name = f"hosts-editable-{uuid.uuid4().hex[:6]}"
+    res, out = on_edge(hosts_cluster, venv, tmp_path / "nb", "edge_editable.py", name, result=name)
+    assert "error" not in out, (out, res.stderr[-3000:])
+    assert out["where"] == out["kernel_where"] == "the user project"
+    assert out["host"] in ("worker1", "worker2") and "filecache" in out["path"], out
+    assert "userpkg/.env: may hold credentials" in res.stderr  # left out, said
