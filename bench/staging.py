@@ -8,7 +8,9 @@ cache), and a copy of tony_jupyter (venv-pack refuses editable installs). Each r
 removes that environment's archive from the HDFS cache, so the first submission packs and
 uploads it and the second finds it by content hash and uploads no environment bytes. The raw
 side is two bare WebHDFS calls (CREATE, then a streamed PUT to the DataNode) with the same
-archive, packed once by the bench with the same venv-pack call.
+archive, packed once by the bench with the same venv-pack call. ``interpreter``: the venv's
+base interpreter as it goes with the job where it is a prefix of one CPython (pyenv's here):
+hash and pack seconds, bytes, and a first unpacking with it beside one without.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from bench.lib.common import Context, log, median, ratio
 from tony_jupyter.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher.yarn import backend as yarn_backend
-from tony_jupyter.launcher.yarn import packenv
+from tony_jupyter.launcher.yarn import interpreter, packenv
 from tony_jupyter.launcher.yarn import staging as yarn_staging
 from tony_jupyter.options import parse_job_args
 
@@ -171,6 +173,48 @@ def _raw_webhdfs(cluster, files: dict[str, int]) -> float:
     return took
 
 
+def _unpack_s(archives: list[Path], into: Path) -> float:
+    """Seconds for ``tar -xzf`` of each archive into its own directory, as a node's first
+    unpacking of them (the NodeManager runs ``gzip -dc | tar``)."""
+    t = time.perf_counter()
+    for n, a in enumerate(archives):
+        d = into / str(n)
+        d.mkdir(parents=True)
+        subprocess.run(["tar", "-xzf", str(a), "-C", str(d)], check=True)
+    return time.perf_counter() - t
+
+
+def interpreter_figures(venv: Path, archive: Path, tmp: Path) -> dict:
+    """The venv's base interpreter shipped with it (launcher/yarn/interpreter.py): hash and
+    pack seconds, bytes, and a first unpacking with and without it, side by side."""
+    prefix = interpreter.base_prefix(venv)
+    why = interpreter.not_relocatable(prefix) if prefix else "no base interpreter found"
+    if prefix is None or why:
+        return {"shipped": False, "why": why}
+    t = time.perf_counter()
+    interpreter.content_hash(prefix)
+    hash_s = time.perf_counter() - t
+    tar, gz = tmp / "py.tar", tmp / "py.tar.gz"
+    t = time.perf_counter()
+    unpacked = interpreter.pack(prefix, tar)
+    packenv.gzip_in_parallel(tar, gz)
+    pack_s = time.perf_counter() - t
+    tar.unlink()
+    without = _unpack_s([archive], tmp / "without")
+    with_it = _unpack_s([archive, gz], tmp / "with")
+    return {
+        "shipped": True,
+        "prefix": str(prefix),
+        "hash_s": round(hash_s, 3),
+        "pack_s": round(pack_s, 2),
+        "unpacked_mib": round(unpacked / 2**20, 1),
+        "archive_mib": round(gz.stat().st_size / 2**20, 1),
+        "first_unpack_without_s": round(without, 2),
+        "first_unpack_with_s": round(with_it, 2),
+        "first_unpack_with_vs_without": ratio(with_it, without),
+    }
+
+
 def _du(path: Path) -> int:
     total = 0
     for root, _, names in os.walk(path):
@@ -194,6 +238,8 @@ def run(ctx: Context) -> dict:
         t = time.perf_counter()
         packenv.pack(venv, archive)
         log(f"  packed {archive.stat().st_size / 2**20:.1f} MiB in {time.perf_counter() - t:.1f} s")
+        shipped = interpreter_figures(venv, archive, Path(tmp))
+        log(f"  its interpreter: {shipped}")
         log(f"staging: {runs} round(s) of first + second submission with --pack-env")
         rounds = []
         for _ in range(runs):
@@ -251,6 +297,7 @@ def run(ctx: Context) -> dict:
             "staging_s": med("second", "staging_s"),
             "submit_to_am_serving_s": med("second", "submit_to_am_serving_s"),
         },
+        "interpreter": shipped,
         "env_upload_mib_s": up,
         "raw_webhdfs_mib_s": raw_up,
         "env_upload_vs_raw_webhdfs": ratio(up, raw_up),

@@ -145,8 +145,8 @@ def odd_directory(notebook: Path, outside: Path) -> None:
     (notebook / "mod.py").write_text("X = 1\n")
     (notebook / "inner").symlink_to(notebook / "mod.py")  # absolute, but inside: a copy of it
     outside.mkdir()
-    (outside / "id_rsa").write_text("PRIVATE KEY")
-    (notebook / "id_rsa").symlink_to(outside / "id_rsa")
+    (outside / "notes").write_text("PRIVATE KEY")
+    (notebook / "notes").symlink_to(outside / "notes")
     (notebook / "outdir").symlink_to(outside)
     (notebook / "passwd").symlink_to("/etc/passwd")
     (notebook / "environ").symlink_to("/proc/self/environ")
@@ -168,7 +168,7 @@ def test_links_out_pseudo_and_special_files_and_odd_names_are_left_out_with_one_
     notices = [line for line in err.splitlines() if "not shipped from" in line]
     assert len(notices) == 1, err
     for said in (  # the first three of each kind, by name
-        "environ (/proc/self/environ), id_rsa (" + str(tony_home.parent / "outside" / "id_rsa"),
+        "environ (/proc/self/environ), notes (" + str(tony_home.parent / "outside" / "notes"),
         "outdir (" + str(tony_home.parent / "outside") + ") and 2 more: links out",
         "--src-follow-links",
         "fifo: not regular files",
@@ -187,11 +187,11 @@ def test_links_out_pseudo_and_special_files_and_odd_names_are_left_out_with_one_
 def test_follow_links_ships_what_links_point_at_but_never_pseudo_files(shell, tony_home, capsys):
     notebook = tony_home.parent / "notebook"
     odd_directory(notebook, tony_home.parent / "outside")
-    cell = LIST + "key = open('id_rsa').read()\n"
+    cell = LIST + "key = open('notes').read()\n"
     shell.run_cell_magic("tony", f"{RUN} --src-follow-links --pull names,key", cell)
     assert shell.user_ns["key"] == "PRIVATE KEY"
     assert "environ" not in shell.user_ns["names"] and "pagemap" not in shell.user_ns["names"]
-    assert {"id_rsa", "outdir/id_rsa", "passwd"} <= set(shell.user_ns["names"])
+    assert {"notes", "outdir/notes", "passwd"} <= set(shell.user_ns["names"])
     err = capsys.readouterr().err
     assert "environ (/proc/" in err and "pagemap (/proc/" in err and "pseudo-files" in err
     assert "Traceback" not in err
@@ -319,3 +319,26 @@ def test_a_directory_git_ignores_is_shipped_when_asked_for(tmp_path):
     assert [f.name for f in srcdir.collect(d).files] == ["run.log", "train.py"]
     (tmp_path / ".gitignore").write_text("*.log\n")  # rules that leave it in still apply
     assert [f.name for f in srcdir.collect(d).files] == ["train.py"]
+
+
+def test_files_that_may_hold_credentials_are_left_out_named_and_can_be_asked_for(tmp_path):
+    secrets = (
+        ".env", ".env.local", ".netrc", ".pypirc", "pip.conf", ".git-credentials",
+        "certs/server.pem", "certs/server.key", "conf/credentials.json",
+    )  # fmt: skip
+    for name in (*secrets, "train.py", ".hidden_notes", "etc/jupyter/jupyter_server_config.json"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    (tmp_path / ".aws").mkdir()
+    (tmp_path / ".aws" / "credentials").write_text("[default]\n")
+    src = srcdir.collect(tmp_path)
+    assert [f.name for f in src.files] == ["train.py"]
+    said = sorted(n for why, n, _ in src.left_out if why == srcdir.SECRET)
+    # the shipped directory's own etc/jupyter is Jupyter's settings of the venv it holds
+    assert said == sorted([*secrets, ".aws/", "etc/jupyter/"])  # hidden notes: left out unsaid
+    assert "may hold credentials; ship one with a '!NAME' line in .tonyignore" in src.notice
+    assert src.notice.count("tony-jupyter: not shipped from") == 1
+    (tmp_path / ".tonyignore").write_text("!certs/server.pem\n")
+    src = srcdir.collect(tmp_path)
+    assert [f.name for f in src.files] == ["certs/server.pem", "train.py"]
+    assert "certs/server.pem" not in [n for _, n, _ in src.left_out]

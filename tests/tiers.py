@@ -151,6 +151,13 @@ FULL_ONLY: dict[str, str] = {
     "tests/hosts/test_hosts_jobs.py::test_a_blocked_way_from_the_edge_to_the_nodes_is_named_not_"
     "waited_out": "the words for an AM this host cannot reach (tests/launcher/test_launch_outcome"
     ".py, test_am_unreachable.py) run in CI",
+    "tests/hosts/test_hosts_jobs.py::test_a_venv_on_the_kernels_pyenv_python_trains_on_workers_"
+    "that_have_none": "a second 2 GB TensorFlow venv to pack: the interpreter shipped on one "
+    "host (tests/yarn/test_yarn_pack_env.py, tests/launcher/test_interpreter.py) and the MWMS "
+    "job from the edge run in CI",
+    "tests/hosts/test_hosts_jobs.py::test_a_users_package_installed_editable_imports_in_every_"
+    "task": "a 470 MB venv to pack: the editable package in a one-host YARN task "
+    "(tests/yarn/test_yarn_pack_env.py) and the discovery's unit tests run in CI",
     "tests/hosts/test_hosts_faults.py": "a host cut off mid-training: "
     "test_hosts_cluster.py's link down/up and tests/test_fault_tolerance.py run in CI",
 }

@@ -8,6 +8,10 @@ now runs a short check first; when it fails, the container's stderr says which h
 interpreter (and where its link leads), which version was wanted and found, and the fixes, and
 the container exits 127 at once.
 
+Where the venv's base interpreter goes with the job (launcher/yarn/interpreter.py) it is
+the ARCHIVE ``SHIPPED`` beside the venv ``env``, and ``prelude`` assembles a venv over both in
+the container's directory first; its ``bin/python`` (``SHIPPED_PYTHON``) is the job's Python.
+
 The check travels base64-encoded: a YARN container's command is run inside a double-quoted
 ``bash -c``, where quotes of its own would be mangled.
 """
@@ -60,3 +64,33 @@ def guarded(python: str, want: str | None, command: str, stderr: str) -> str:
     (the file the command's own stderr is appended to afterwards)."""
     script = base64.b64encode(check_script(python, want).encode()).decode()
     return f"echo {script} | base64 -d | bash 2>{stderr} && {command}"
+
+
+SHIPPED = "pyhome"  # the shipped interpreter's ARCHIVE link name in a container
+SHIPPED_VENV = ".tony-venv"  # the venv assembled over it in the container's directory
+SHIPPED_PYTHON = f"{SHIPPED_VENV}/bin/python"
+
+
+def prelude(version: str, env: str = "env") -> str:
+    """Shell commands run first in a container: the venv ``SHIPPED_VENV`` assembled over the
+    unpacked interpreter ``SHIPPED`` and the packed venv ``env``, ``libpython`` found in it."""
+    v = shlex.quote(version)
+    return (
+        f'mkdir -p {SHIPPED_VENV}/bin && ln -sfn "$PWD/{SHIPPED}/bin/python"{v} '
+        f"{SHIPPED_VENV}/bin/python && "
+        f'ln -sfn "$PWD/{env}/lib" {SHIPPED_VENV}/lib && '
+        f"printf 'home = %s\\ninclude-system-site-packages = false\\nversion = %s\\n' "
+        f'"$PWD/{SHIPPED}/bin" {v} > {SHIPPED_VENV}/pyvenv.cfg && '
+        f'export LD_LIBRARY_PATH="$PWD/{SHIPPED}/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"'
+    )
+
+
+def launch(python: str, want: str | None, command: str, stderr: str) -> str:
+    """``guarded``, preceded by ``prelude`` when ``python`` is the shipped interpreter's: the
+    prelude travels base64-encoded like the check, written to a file and sourced, so what it
+    exports holds for the command."""
+    run = guarded(python, want, command, stderr)
+    if python == SHIPPED_PYTHON and want:
+        script = base64.b64encode(prelude(want).encode() + b"\n").decode()
+        return f"echo {script} | base64 -d > {SHIPPED_VENV}.sh && . ./{SHIPPED_VENV}.sh && {run}"
+    return run

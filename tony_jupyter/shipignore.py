@@ -9,6 +9,11 @@ over a shallower one, ``.tonyignore`` over ``.gitignore`` in the same directory,
 over an earlier one; a directory left out is not entered, as in git. A file matched by a ``!``
 line of a ``.tonyignore`` is *asked for*: it is shipped even when larger than the per-file
 threshold.
+
+``SECRETS`` names files that may hold credentials (package-index passwords, ``.netrc``, ``.env``
+files, private keys, Jupyter's server settings, cloud credentials): a shipped directory and a
+packed venv (launcher/yarn/packenv.py) both leave them out by default and say which; a ``!``
+line of a ``.tonyignore`` brings one back.
 """
 
 from __future__ import annotations
@@ -20,6 +25,42 @@ from dataclasses import dataclass
 
 # Hidden entries (.git, .ipynb_checkpoints, .venv, ...), caches, installed packages.
 DEFAULTS = (".*", "__pycache__/", "node_modules/", "site-packages/", "*.pyc", "*.pyo")
+# Names that may hold credentials, in git's syntax: left out and named when left out.
+SECRETS = (
+    ".env",
+    ".env.*",
+    ".envrc",
+    ".netrc",
+    "_netrc",
+    ".pypirc",
+    "pip.conf",
+    "pip.ini",
+    ".git-credentials",
+    ".npmrc",
+    ".pgpass",
+    ".my.cnf",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keytab",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    ".ssh/",
+    ".aws/",
+    ".azure/",
+    ".kube/",
+    ".docker/",
+    ".gnupg/",
+    "gcloud/",
+    "credentials.json",
+    "application_default_credentials.json",
+    "service-account*.json",
+    "/etc/jupyter/",
+)
 FILES = (".gitignore", ".tonyignore")  # in this order: the second wins
 MAX_RULES_BYTES = 1 << 20  # an ignore file larger than this is not read
 MAX_LEVELS_UP = 64
@@ -30,6 +71,7 @@ class _Spec:
     base: str  # the directory its paths are relative to ("" = the shipped directory)
     spec: object  # pathspec.GitIgnoreSpec
     asks: bool  # a .tonyignore: its '!' lines ask for a file
+    secret: bool = False  # SECRETS: what it leaves out is named
 
 
 def _spec(lines: list[str]):
@@ -54,6 +96,7 @@ def _read(directory: str, name: str) -> list[str] | None:
 class Decision:
     left_out: bool
     asked: bool  # matched last by a '!' line of a .tonyignore
+    secret: bool = False  # left out by SECRETS (and by no later rule)
 
 
 class Rules:
@@ -66,7 +109,10 @@ class Rules:
     def for_root(cls, root: str) -> Rules:
         """The defaults, then the ignore files of the git work tree above ``root`` (outermost
         first), then ``root``'s own."""
-        specs = [_Spec("", _spec(list(DEFAULTS)), False)]
+        specs = [
+            _Spec("", _spec(list(DEFAULTS)), False),
+            _Spec("", _spec(list(SECRETS)), False, True),
+        ]
         above: list[str] = []
         here = root
         for _ in range(MAX_LEVELS_UP):
@@ -94,7 +140,7 @@ class Rules:
         return Rules(self.specs + tuple(_load(real_dir, rel)))
 
     def decide(self, rel: str, is_dir: bool) -> Decision:
-        left_out, asked = False, False
+        left_out, asked, secret = False, False, False
         for s in self.specs:
             if s.base.startswith("../"):  # from above the shipped directory
                 path = posixpath.join(s.base[3:], rel)
@@ -108,7 +154,8 @@ class Rules:
             if got.include is not None:
                 left_out = bool(got.include)
                 asked = s.asks and not left_out
-        return Decision(left_out, asked)
+                secret = s.secret and left_out
+        return Decision(left_out, asked, secret)
 
 
 def _leaves_out_root(root: str, outer: list[tuple[str, _Spec]]) -> bool:

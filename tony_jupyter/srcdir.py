@@ -7,7 +7,8 @@ it). The content hash covers every file's name, mode and bytes: YARN uploads an 
 per hash.
 
 What is shipped is what a job needs: names left out by ``.gitignore``/``.tonyignore`` and the
-defaults (shipignore.py) and virtual environments are skipped; so are files over
+defaults (shipignore.py) and virtual environments are skipped, and files that may hold
+credentials (``shipignore.SECRETS``) too, said by name; so are files over
 ``MAX_FILE_BYTES`` (unless a ``!`` line of a ``.tonyignore`` asks for them), links that lead out
 of the directory (unless ``follow_links``), pseudo-files (procfs, sysfs, ...), special files,
 names that are not UTF-8 and unreadable files: each said in one brief notice (``SrcDir.notice``).
@@ -70,10 +71,11 @@ class SrcDir:
         return notice(self.path, self.left_out)
 
 
-LARGE, LINK_OUT, PSEUDO, SPECIAL, BAD_NAME, UNREADABLE = (
-    "large", "link out", "pseudo", "special", "bad name", "unreadable"
+LARGE, LINK_OUT, PSEUDO, SPECIAL, BAD_NAME, UNREADABLE, SECRET = (
+    "large", "link out", "pseudo", "special", "bad name", "unreadable", "secret"
 )  # fmt: skip
 _HOW = {
+    SECRET: "may hold credentials; ship one with a '!NAME' line in .tonyignore",
     LARGE: f"over {MAX_FILE_BYTES >> 20} MB each; ship one with a '!NAME' line in .tonyignore",
     LINK_OUT: "links out of the directory; follow them with --src-follow-links",
     PSEUDO: "pseudo-files (procfs, sysfs, ...), never shipped",
@@ -205,6 +207,8 @@ class _Walk:
             is_dir = stat.S_ISDIR(st.st_mode)
             decided = rules.decide(shipped, is_dir)
             if decided.left_out:
+                if decided.secret:
+                    self.left_out.append((SECRET, shipped + ("/" if is_dir else ""), ""))
                 continue
             if is_dir:
                 if real in above or real in self.exclude or _is_venv(real):

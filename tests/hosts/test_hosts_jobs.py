@@ -156,3 +156,56 @@ def test_ps_shard_hdfs_data_session_warm_am_tensorboard_and_history_from_the_edg
     assert hist["where"] == "history" and hist["state"] == "SUCCEEDED", hist
     assert hist["name"] == "edge-ps" and "SUCCEEDED" in hist["status"], hist
     assert "Epoch 2/2" in hist["log"], hist  # the chief's log, from HDFS: this home is empty
+
+
+# A second TensorFlow venv (2 GB) to pack: minutes on 2 busy cores.
+@pytest.mark.timeout(2400)
+def test_a_venv_on_the_kernels_pyenv_python_trains_on_workers_that_have_none(
+    hosts_cluster, tmp_path_factory, tmp_path
+):
+    import os
+
+    import nodeenv  # tests/hosts/nodeenv.py
+
+    # This machine's default python3 is pyenv's (~/.pyenv, hidden from the workers): a venv
+    # made from it, as a data scientist's is. Its interpreter goes with it.
+    base = Path(os.path.realpath(sys.base_prefix))
+    python = base / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    venv = nodeenv.build(tmp_path_factory.mktemp("pyenvenv"), python, nodeenv.ROOTS)
+    name = f"hosts-pyenv-{uuid.uuid4().hex[:6]}"
+    res, out = on_edge(hosts_cluster, venv, tmp_path / "notebook", "edge_job.py", name, result=name)
+    assert "error" not in out, (out, res.stderr[-3000:])
+    assert f"the venv's Python {base} goes with the job" in res.stderr
+    assert out["where"] in ("worker1", "worker2") and out["replicas"] == 2
+    assert math.isfinite(out["loss"])
+    # The task's interpreter is the localized copy, not a path under the edge's home.
+    assert "filecache" in out["python"] and not out["python"].startswith(str(base))
+    assert out["pack_env"]["interpreter"]["size"] > 1 << 20
+    print(json.dumps(out))
+
+
+@pytest.mark.timeout(2400)  # packs a venv without TensorFlow (470 MB) first
+def test_a_users_package_installed_editable_imports_in_every_task(
+    hosts_cluster, tmp_path_factory, tmp_path
+):
+    import nodeenv  # tests/hosts/nodeenv.py
+
+    from tony_jupyter.devcluster.hosts import node_python
+
+    python = node_python()
+    assert python is not None, "the machine has no interpreter of the kernel's version"
+    root = tmp_path_factory.mktemp("editableenv")
+    venv = nodeenv.build(root, python, nodeenv.BASE_ROOTS)
+    # the user's project, under the edge's /tmp (hidden from the workers), installed editable
+    pkg = root / "userproj" / "src" / "userpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("WHERE = 'the user project'\n")
+    (pkg / ".env").write_text("TOKEN=not-for-the-cluster\n")
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "_userpkg.pth").write_text(str(pkg.parent))  # as hatchling writes it
+    name = f"hosts-editable-{uuid.uuid4().hex[:6]}"
+    res, out = on_edge(hosts_cluster, venv, tmp_path / "nb", "edge_editable.py", name, result=name)
+    assert "error" not in out, (out, res.stderr[-3000:])
+    assert out["where"] == out["kernel_where"] == "the user project"
+    assert out["host"] in ("worker1", "worker2") and "filecache" in out["path"], out
+    assert "userpkg/.env: may hold credentials" in res.stderr  # left out, said

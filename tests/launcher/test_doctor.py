@@ -267,3 +267,25 @@ def test_a_tracking_server_a_node_cannot_reach_is_named_with_host_and_port():
     assert failed.detail.startswith("worker1 could not reach edge:5000: [Errno 111] Connection")
     assert "mlflow server --host edge --port 5000, not 127.0.0.1" in failed.fix
     assert "port 5000 open from the cluster's nodes" in failed.fix
+
+
+def test_the_python_fix_offers_pack_env_only_where_it_works(tmp_path):
+    python_fix = doctor.python_fix
+    venv = tmp_path / "venv"  # on this machine's pyenv Python: it goes with the job
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    base = os.path.realpath(sys.base_prefix)
+    fix = python_fix(str(venv), base, "3.11")
+    assert fix.startswith(f"--pack-env (ship this kernel's venv; its Python {base} goes with it)")
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")  # on a system Python
+    fix = python_fix(str(venv), "/usr", "3.11")
+    assert fix.startswith("--pack-env VENV naming a venv made from the nodes' own Python 3.11")
+    assert "/usr is a system prefix" in fix
+    assert "conda-pack is not supported" in python_fix(str(_conda(tmp_path)), "/opt/c", "3.11")
+    fix = python_fix("/usr", "/usr", "3.11")  # no venv: --pack-env has nothing to ship
+    assert not fix.startswith("--pack-env") and "run the kernel in a venv" in fix
+
+
+def _conda(tmp_path):
+    env = tmp_path / "conda"
+    (env / "conda-meta").mkdir(parents=True)
+    return env

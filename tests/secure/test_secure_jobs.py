@@ -160,10 +160,13 @@ def test_parameter_server_training_with_chief_worker_and_ps(digits, tony_home, s
     assert secure.wait_app_end(list_jobs()[0].id)["finalStatus"] == "SUCCEEDED"
 
 
+# The packages are the localized env's (sys.prefix is the venv assembled in the container
+# over it where its interpreter goes with it).
 PACKED = """
-import os, sys
+import os, sys, tony_jupyter
 from tony_jupyter import tokens
-(os.path.realpath(sys.prefix).startswith(os.path.realpath(os.path.join(os.getcwd(), "env"))),
+(os.path.realpath(tony_jupyter.__file__).startswith(
+    os.path.realpath(os.path.join(os.getcwd(), "env")) + "/"),
  bool(tokens.hdfs_token()))
 """
 

@@ -28,7 +28,12 @@ with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         tar.addfile(info, io.BytesIO(text.encode()))
 InsecureClient({webhdfs!r}, user={user!r}).write({path!r}, buf.getvalue(), overwrite=True)
 """
-CELL = "import sys, tony_jupyter\nprefix, pkg = sys.prefix, tony_jupyter.__file__\n"
+# (realpath: where the venv's interpreter goes with it, sys.prefix is a venv assembled in the
+# container over the localized env, whose lib/ is the env's)
+CELL = (
+    "import os, sys, tony_jupyter\n"
+    "prefix, pkg = sys.prefix, os.path.realpath(tony_jupyter.__file__)\n"
+)
 
 
 def run(shell, venv, name: str, cell: str = CELL) -> tuple[dict, str]:

@@ -24,7 +24,15 @@ RUNTIME = ["requests", "cloudpickle", "tornado", "psutil", "jpype1", "hdfs"]
 @pytest.fixture(scope="module")
 def small_venv(tmp_path_factory):
     """A self-contained venv of the runtime deps and a copy of tony_jupyter."""
-    return build_env(tmp_path_factory.mktemp("packenv"), RUNTIME)
+    root = tmp_path_factory.mktemp("packenv")
+    venv = build_env(root, RUNTIME)
+    # The user's own package, installed editable (a path .pth, as hatchling writes one)
+    pkg = root / "userproj" / "src" / "userpkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("WHERE = 'the user project'\n")
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    (site / "_userpkg.pth").write_text(str(pkg.parent))
+    return venv
 
 
 CELL = """
@@ -32,6 +40,9 @@ import os, sys
 import tony_jupyter
 # The container's directory (the task itself runs in its shipped copy of the notebook's).
 prefix, cwd = sys.prefix, os.environ["TONY_BUNDLE_DIR"]
+base = sys.base_prefix
+import userpkg
+upkg = (userpkg.WHERE, userpkg.__file__)
 pkg = tony_jupyter.__file__
 """
 
@@ -39,7 +50,9 @@ pkg = tony_jupyter.__file__
 def _run(shell, venv, name):
     t0 = time.monotonic()
     job = shell.run_cell_magic(
-        "tony", f"--workers 1 --async --pack-env {venv} --pull prefix,cwd,pkg --name {name}", CELL
+        "tony",
+        f"--workers 1 --async --pack-env {venv} --pull prefix,cwd,pkg,base,upkg --name {name}",
+        CELL,
     )
     submitted = time.monotonic() - t0
     assert job.result(timeout=180) is None
@@ -51,13 +64,21 @@ def test_pack_env_uploads_once_and_tasks_run_in_it(
     shell, tony_home, cluster, yarn_cluster, small_venv
 ):
     first_job, first, sub1, total1 = _run(shell, small_venv, f"packenv1-{RUN}")
-    prefix, cwd, pkg = (shell.user_ns[k] for k in ("prefix", "cwd", "pkg"))
-    # The executor's Python is the localized archive's: sys.prefix is the container's env
-    # link (or what it points at, in the NodeManager's filecache), and so is tony_jupyter.
+    prefix, cwd, pkg, base = (shell.user_ns[k] for k in ("prefix", "cwd", "pkg", "base"))
+    # The venv is made from this machine's pyenv Python, which goes with it (interpreter.py):
+    # the executor's Python is a venv assembled in the container over the localized venv
+    # (tony_jupyter is the archive's, in the NodeManager's filecache) and interpreter.
     env = os.path.join(cwd, "env")
-    assert os.path.realpath(prefix) == os.path.realpath(env), (prefix, cwd)
+    assert os.path.realpath(prefix) == os.path.join(os.path.realpath(cwd), ".tony-venv")
     assert os.path.realpath(pkg).startswith(os.path.realpath(env) + "/"), pkg
     assert "filecache" in os.path.realpath(env)
+    assert os.path.realpath(base) == os.path.realpath(os.path.join(cwd, "pyhome")), base
+    assert "filecache" in os.path.realpath(base)
+    assert first["interpreter"]["size"] > 1 << 20
+    # the editable package imports from the archive's copy, not from its project directory
+    where, upkg = shell.user_ns["upkg"]
+    assert where == "the user project"
+    assert os.path.realpath(upkg).startswith(os.path.realpath(env) + "/"), upkg
     # Unpacked with the permissions Hadoop gives a PRIVATE resource (0500 files, 0700 dirs),
     # set by the NodeManagers' own local filesystem (devcluster/nodefs.py), one system call a
     # file instead of one chmod process.

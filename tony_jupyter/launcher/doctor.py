@@ -189,8 +189,7 @@ class Doctor:
                 "python on the nodes",
                 f"{python} on {node} is Python {report.get('version')}, this kernel's is {ours}: "
                 "the cell's pickles and the job's packages need the same minor version",
-                "--pack-env (ship this kernel's virtualenv), or --python PATH naming a Python "
-                f"{ours} on the nodes",
+                python_fix(sys.prefix, sys.base_prefix, ours),
             )
         self.checks.append(
             Check("notebook host -> node", True, f"reached the probe on {node} (as the Jupyter "
@@ -434,6 +433,32 @@ def _probe_context(app_id, queue, python, port, targets, user) -> dict:
     }
 
 
+def python_fix(prefix: str, base_prefix: str, version: str) -> str:
+    """The fix for a job's Python the nodes lack, for the environment this kernel runs in:
+    --pack-env only where it works (a venv; its interpreter goes with it when it is a prefix of
+    one CPython, as pyenv's and uv's are: launcher/yarn/interpreter.py)."""
+    from pathlib import Path
+
+    from .yarn import interpreter
+
+    other = f"--python PATH naming a Python {version} the nodes have"
+    if os.path.isdir(os.path.join(prefix, "conda-meta")):
+        return (
+            f"{other}, or a venv (python -m venv) for the kernel, which --pack-env ships: "
+            "conda environments are not shipped (conda-pack is not supported)"
+        )
+    if prefix == base_prefix:
+        return f"{other}, or run the kernel in a venv (python -m venv), which --pack-env ships"
+    base = interpreter.base_prefix(Path(prefix))
+    why = interpreter.not_relocatable(base) if base else "the venv names no base interpreter"
+    if why is None:
+        return f"--pack-env (ship this kernel's venv; its Python {base} goes with it), or {other}"
+    return (
+        f"--pack-env VENV naming a venv made from the nodes' own Python {version} (this "
+        f"kernel's venv needs its Python at {base} on every node: {why}), or {other}"
+    )
+
+
 def _ended(app: dict, node: str, python: str) -> _ProbeFailed:
     """The probe's application ended before it reported: why, from its diagnostics."""
     why = " ".join(str(app.get("diagnostics", "")).split())
@@ -442,8 +467,7 @@ def _ended(app: dict, node: str, python: str) -> _ProbeFailed:
         return _ProbeFailed(
             f"the job's Python {python} is not on {node} (the probe's container exited with "
             "code 127, command not found)",
-            "--pack-env (ship this kernel's virtualenv), or --python PATH naming a Python on "
-            "the nodes",
+            python_fix(sys.prefix, sys.base_prefix, f"{sys.version_info[0]}.{sys.version_info[1]}"),
         )
     return _ProbeFailed(
         f"the probe ended on {node} before it reported"

@@ -435,7 +435,7 @@ class YarnProvider(Provider):
         spare = f"--spare-yarn {self.spares.framework} " if launch.spare else ""
         run = f"{shlex.quote(self.python)} -m tony_jupyter.executor {spare}"
         cmds = J.ArrayList()  # this AM runs the job's Python: the version the tasks need
-        cmds.add(nodepython.guarded(self.python, nodepython.this_version(), run + LOGS, ERR))
+        cmds.add(nodepython.launch(self.python, nodepython.this_version(), run + LOGS, ERR))
         return J.ContainerLaunchContext.newInstance(resources, jenv, cmds, None, tokens, None)
 
     def _completed(self, s) -> None:

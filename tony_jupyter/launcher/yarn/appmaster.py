@@ -77,6 +77,8 @@ def am_context(
 ) -> dict:
     # --pack-env: the venv localized as the ARCHIVE "env" (packenv.py), in every container.
     python = packenv.PYTHON if spec.pack_env else (spec.python or sys.executable)
+    if nodepython.SHIPPED in resources:  # the venv's interpreter too: a venv made over both
+        python = nodepython.SHIPPED_PYTHON
     env = {
         # The AM starts a JVM (JPype) for AMRMClient/NMClient on the cluster's own classpath.
         "CLASSPATH": "<CPS>".join(conf.app_classpath),
@@ -104,7 +106,7 @@ def am_context(
     if conf.secure:
         container["credentials"] = secure.credentials_json(tokens or {})
         container["application-acls"] = secure.acls_json(conf.user)
-    cmd = nodepython.guarded(
+    cmd = nodepython.launch(
         python,
         _wanted_version(spec),
         f"{shlex.quote(python)} -m tony_jupyter.am {{{{PWD}}}} --provider yarn "

@@ -9,6 +9,7 @@ instead (warm.py).
 
 from __future__ import annotations
 
+import sys
 import time
 
 from ... import jobdir, shards
@@ -16,7 +17,7 @@ from ...bundle import Bundle
 from ...protocol import new_token
 from ...spec import JobSpec
 from ..client import JobRecord
-from . import packenv, secure, warm
+from . import interpreter, packenv, secure, warm
 from .appmaster import (
     PRIVATE_FILES,
     am_context,
@@ -40,15 +41,39 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
         # Before the application exists: packing a large venv takes a while, and a failure
         # here leaves nothing to clean up (the cache only ever holds complete archives).
         env_entry, env_info = staging.env_archive(packenv.venv_root(spec.pack_env))
-    record = warm.take(cluster, spec, bundle, argv, env_entry)  # the kernel's warm AM, if on
+        py_entry = _interpreter(staging, packenv.venv_root(spec.pack_env))
+        if py_entry is not None:
+            env_info = {**(env_info or {}), "interpreter": py_entry}
+    # the kernel's warm AM, if on (its spares run the venv as packed, without an interpreter)
+    shipped = bool(env_info and env_info.get("interpreter"))
+    record = None if shipped else warm.take(cluster, spec, bundle, argv, env_entry)
     if record is None:
         # Only the usual way localizes the shipped directory from HDFS (a hand-over carries it).
         src_entry, src_info = staging.src_archive(bundle.src) if bundle.src else (None, None)
         record = _submit(
             cluster, spec, bundle, argv, tokens, (env_entry, env_info, src_entry, src_info)
         )
-    warm.replenish(cluster, spec, bundle, env_entry)
+    if not shipped:
+        warm.replenish(cluster, spec, bundle, env_entry)
     return record
+
+
+def _interpreter(staging, venv) -> dict | None:
+    """The venv's base interpreter as an ARCHIVE entry when it goes with the job (a prefix of
+    one CPython, as pyenv and uv install: interpreter.py), said with its size; None when the
+    venv runs on a system Python, which the nodes are to have at the same path."""
+    prefix = interpreter.base_prefix(venv)
+    if prefix is None or interpreter.not_relocatable(prefix) is not None:
+        return None
+    entry, info = staging.python_archive(prefix)
+    print(
+        f"tony-jupyter: the venv's Python {prefix} goes with the job "
+        f"({entry['size'] / (1 << 20):.0f} MB packed, uploaded once per content"
+        f"{'' if info.get('bytes_uploaded') else ': already on HDFS'})",
+        file=sys.stderr,
+        flush=True,
+    )
+    return entry
 
 
 def _submit(cluster, spec, bundle, argv, tokens, staged) -> JobRecord:
@@ -71,6 +96,9 @@ def _submit(cluster, spec, bundle, argv, tokens, staged) -> JobRecord:
         }
         if env_entry is not None:
             executor_resources[packenv.ENV_NAME] = resources[packenv.ENV_NAME] = env_entry
+        if env_info and env_info.get("interpreter"):
+            py = env_info["interpreter"]
+            executor_resources[interpreter.NAME] = resources[interpreter.NAME] = py
         if src_entry is not None:
             # The shipped directory, an ARCHIVE each executor localizes (executor/cell.py); not
             # the AM's: it runs no user code.

@@ -10,11 +10,20 @@ The content hash is over the venv's file list with each file's size and mtime (a
 symlink's target), ``__pycache__`` left out: it reads no file's content, so it takes well under a
 second for a large venv. Any install, upgrade or edit in the venv changes it; merely running
 Python in it (which writes ``__pycache__``) does not. It also covers what the archive leaves out
-(``LEFT_OUT``), so a change of those rules makes a new archive.
+(``LEFT_OUT``, ``shipignore.SECRETS``; a venv's own ``.tonyignore`` is one of its files), so
+a change of those rules makes a new archive.
 
 The archive leaves out ``__pycache__`` and TensorFlow's C++ headers (``tensorflow/include``:
 18,500 of the 22,000 files of a TensorFlow install, 430 MB unpacked), which only a build of a
-custom op reads. Files, not bytes, are what a NodeManager's unpacking costs most where Hadoop's
+custom op reads; and hidden files and files that may hold credentials (venvfiles.py), named
+once when the venv is packed.
+
+Editable installs (``pip install -e``, editables.py) go with it: each one's code, under the
+shipped directory's rules (srcdir.py), is added under ``site-packages/__tony_editable__/`` and
+its ``.pth`` names that copy, so a task imports the code the kernel imports; the content hash
+covers that code's bytes, so an edit makes a new archive.
+
+Files, not bytes, are what a NodeManager's unpacking costs most where Hadoop's
 native library is missing: it sets each unpacked file's permissions with one ``chmod`` process
 per file (a few milliseconds each).
 
@@ -37,14 +46,19 @@ import ipaddress
 import os
 import socket
 import sys
+import tempfile
+import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psutil
 
+from ... import srcdir
 from ...errors import BackendError, SpecError
+from ...shipignore import SECRETS
 from ...spec import JobSpec
+from . import editables, venvfiles
 
 ENV_NAME = "env"  # the ARCHIVE's link name in the container
 PYTHON = f"{ENV_NAME}/bin/python"
@@ -90,7 +104,7 @@ def venv_version(root: Path) -> str | None:
 
 def content_hash(prefix: Path) -> str:
     """sha256 over (relative path, size, mtime) of every file and (path, target) of every link."""
-    h = hashlib.sha256("\0".join(LEFT_OUT).encode() + b"\n")
+    h = hashlib.sha256("\0".join(LEFT_OUT + SECRETS + venvfiles.HIDDEN).encode() + b"\n")
     for root, dirs, files in os.walk(prefix):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
         rel_root = os.path.relpath(root, prefix)
@@ -102,12 +116,64 @@ def content_hash(prefix: Path) -> str:
                 h.update(f"L\0{rel}\0{os.readlink(full)}\n".encode())
             else:
                 h.update(f"F\0{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    for code in editable_sources(prefix):
+        h.update(f"E\0{code.entry}\0{code.digest}\n".encode())
     return h.hexdigest()[:40]
 
 
+@dataclasses.dataclass(frozen=True)
+class EditableCode:
+    """One root of an editable install as it goes in the archive."""
+
+    pth: str  # the venv-relative .pth that points at the project, replaced in the archive
+    entry: str  # the sys.path entry the replacement .pth names, relative to site-packages
+    files: tuple[tuple[str, str], ...]  # (local file, venv-relative name in the archive)
+    digest: str
+    notice: str  # what the shipped directory's rules left out ("" if nothing)
+
+
+def editable_sources(prefix: Path) -> list[EditableCode]:
+    """Each editable install's code (editables.py), under the shipped directory's rules
+    (srcdir.py), placed under ``site-packages/__tony_editable__/``."""
+    found = editables.discover(prefix)
+    if found.unknown:
+        raise SpecError(
+            f"--pack-env {prefix}: {', '.join(found.unknown)} installs a package editable "
+            "through an import hook tony-jupyter cannot follow; install it without -e "
+            "(pip install PATH) in the venv, or use setuptools' or hatchling's editable "
+            "install (nothing was submitted)"
+        )
+    out = []
+    for e in found.editables:
+        site = os.path.dirname(e.pth)
+        for n, root in enumerate(e.roots):
+            entry = f"{editables.SHIPPED}/{Path(e.pth).stem}/{n}"
+            base = f"{site}/{entry}"
+            if root.kind == editables.MAPPED and not os.path.isdir(root.source):
+                data = Path(root.source).read_bytes()  # a module mapped to its file
+                name = f"{base}/{os.path.basename(root.source)}"
+                digest = hashlib.sha256(data).hexdigest()
+                out.append(EditableCode(e.pth, entry, ((root.source, name),), digest, ""))
+                continue
+            if root.kind == editables.MAPPED:
+                base += f"/{root.name}"
+            try:
+                src = srcdir.collect(root.source, cwd=root.source)
+            except SpecError as err:
+                raise SpecError(
+                    f"--pack-env {prefix}: the editable install of {', '.join(e.dists)} "
+                    f"({root.source}) cannot go with the job: {err}"
+                ) from None
+            files = tuple((f.path, f"{base}/{f.name}") for f in src.files)
+            out.append(EditableCode(e.pth, entry, files, src.digest, src.notice))
+    return out
+
+
 def pack(prefix: Path, output: Path) -> None:
-    """``prefix`` packed into ``output`` (.tar.gz) with venv-pack, ``LEFT_OUT`` left out, and
-    compressed on every core (``gzip_in_parallel``)."""
+    """``prefix`` packed into ``output`` (.tar.gz) with venv-pack: ``LEFT_OUT`` and what
+    venvfiles.py leaves out (hidden and credential files) left out, each editable install's code
+    added (``editable_sources``), what was left out said once, here; and compressed on every
+    core (``gzip_in_parallel``)."""
     try:
         import venv_pack
     except ImportError:
@@ -118,20 +184,60 @@ def pack(prefix: Path, output: Path) -> None:
     tar = output.with_name(output.name + ".tar")
     try:
         try:
-            venv_pack.pack(
-                prefix=str(prefix),
-                output=str(tar),
-                format="tar",
-                filters=[("exclude", pattern) for pattern in LEFT_OUT],
-                force=True,
-                verbose=False,
-            )
+            env = _env(venv_pack, prefix)
+            for pattern in LEFT_OUT:
+                env = env.exclude(pattern)
+            out = venvfiles.left_out(prefix)
+            env.files = [f for f in env.files if not out.covers(f.target.replace(os.sep, "/"))]
+            notices = [out.notice(prefix)] if out.names else []
+            with tempfile.TemporaryDirectory(prefix="tony-pth-") as tmp:
+                env.files = _with_editables(venv_pack, prefix, env.files, Path(tmp), notices)
+                env.pack(output=str(tar), format="tar", force=True, verbose=False)
         except venv_pack.VenvPackException as e:
-            # e.g. editable installs (pip install -e): their code is outside the venv.
             raise BackendError(f"--pack-env {prefix}: venv-pack cannot pack it: {e}") from None
+        for line in notices:
+            print(line, file=sys.stderr, flush=True)
         gzip_in_parallel(tar, output)
     finally:
         tar.unlink(missing_ok=True)
+
+
+_UNCHECKED = threading.Lock()
+
+
+def _env(venv_pack, prefix: Path):
+    """venv-pack's view of the venv, without its refusal of editable installs, whose code
+    ``_with_editables`` adds (venv-pack has no option to skip that check: it is replaced for
+    the call, under a lock)."""
+    core = venv_pack.core
+    with _UNCHECKED:
+        check = core.check_no_editable_packages
+        core.check_no_editable_packages = lambda context: None
+        try:
+            return venv_pack.Env(str(prefix))
+        finally:
+            core.check_no_editable_packages = check
+
+
+def _with_editables(venv_pack, prefix: Path, files: list, tmp: Path, notices: list[str]) -> list:
+    """``files`` with each editable install's code added and its ``.pth`` naming that code
+    (written in ``tmp``) in place of the one naming the project."""
+    code = editable_sources(prefix)
+    if not code:
+        return files
+    pths: dict[str, list[str]] = {}
+    for c in code:
+        pths.setdefault(c.pth, []).append(c.entry)
+    out = [f for f in files if f.target not in pths]
+    for c in code:
+        out += [venv_pack.core.File(local, name) for local, name in c.files]
+        if c.notice:
+            notices.append(c.notice)
+    for n, (pth, entries) in enumerate(sorted(pths.items())):
+        local = tmp / f"{n}.pth"
+        local.write_text("".join(f"{entry}\n" for entry in dict.fromkeys(entries)))
+        out.append(venv_pack.core.File(str(local), pth))
+    return out
 
 
 def gzip_in_parallel(source: Path, output: Path, threads: int | None = None) -> None:

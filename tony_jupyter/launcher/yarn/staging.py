@@ -33,6 +33,7 @@ from . import transport, uploads
 
 STAGING = ".tony-jupyter"
 ENVS = "envs"  # --pack-env archives, one per content hash, kept across jobs
+PYTHONS = "pythons"  # venvs' base interpreters (interpreter.py), one per content hash
 SRCS = "src"  # shipped directories (srcdir.py), one per content hash, kept across jobs
 UPLOAD_THREADS = 8
 
@@ -196,6 +197,21 @@ class Staging:
 
         # PRIVATE: a NodeManager keeps the unpacked env for this user's later jobs too.
         return self._archive(ENVS, digest, pack, "PRIVATE")
+
+    def python_archive(self, prefix: Path) -> tuple[dict, dict]:
+        """The base interpreter at ``prefix`` (interpreter.py) as a YARN ARCHIVE entry, packed
+        and uploaded only if its content hash is not there yet."""
+        from . import interpreter, packenv
+
+        def pack(local: Path) -> None:
+            tar = local.with_name(local.name + ".tar")
+            try:
+                interpreter.pack(prefix, tar)
+                packenv.gzip_in_parallel(tar, local)
+            finally:
+                tar.unlink(missing_ok=True)
+
+        return self._archive(PYTHONS, interpreter.content_hash(prefix), pack, "PRIVATE")
 
     def src_archive(self, src: SrcDir) -> tuple[dict, dict]:
         """The shipped directory (srcdir.py) as a YARN ARCHIVE entry, uploaded once per content
