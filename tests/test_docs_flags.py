@@ -37,6 +37,7 @@ FOREIGN = {
     "--uts": "unshare",
     "--forceactive": "hdfs haadmin",
     "--negotiate": "curl",
+    "--enable-shared": "CPython's configure (a shared-library build)",
     "--format": "nvidia-smi",
     "--query-gpu": "nvidia-smi",
     "--logdir": "tensorboard",
