@@ -198,6 +198,7 @@ AREAS = (
             "tony_jupyter/launcher/yarn/venvfiles.py",
             "tony_jupyter/launcher/yarn/editables.py",
             "tony_jupyter/launcher/yarn/interpreter.py",
+            "tony_jupyter/launcher/yarn/shipchoice.py",
             "tony_jupyter/launcher/yarn/envcache.py",
             "tony_jupyter/launcher/yarn/appmaster.py",
             "tony_jupyter/launcher/doctor.py",

@@ -134,6 +134,12 @@ SETTINGS: tuple[Setting, ...] = (
             "kernel's, sys.prefix), upload it once per content hash and run the job in it "
             "instead of a Python already on the nodes; needs venv-pack; venvs only, not conda",
             how="special", metavar="VENV", readme=True),
+    Setting("--ship-python", "ship_python", "choice", "YARN with --pack-env: ship the venv's "
+            "base interpreter with it: auto (when it is a prefix of one CPython, as pyenv's and "
+            "uv's are, unless the doctor's probe found it on the nodes), always (refused for a "
+            "system Python, which cannot run from another path) or never (the nodes have it at "
+            "the same path); tony.python.ship", metavar="WHEN",
+            choices=("auto", "always", "never")),
     Setting("--principal", "principal", "text", "YARN with Kerberos: log in as this principal "
             "(with --keytab; default: the ticket cache's, after kinit)", metavar="PRINCIPAL"),
     Setting("--keytab", "keytab", "text", "YARN with Kerberos: the principal's keytab; tokens "
@@ -200,6 +206,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("tony.stall.action", "stall_action", "choice", "what a stall does: warn (mark the "
             "job stalled, attach its stacks), kill (the job) or restart (fail the attempt: the "
             "next one starts if --max-attempts allows)", choices=("warn", "kill", "restart")),
+    Setting("tony.python.ship", "ship_python", "choice", "YARN with --pack-env: auto, always or "
+            "never ship the venv's base interpreter with it (--ship-python)",
+            choices=("auto", "always", "never")),
     Setting("tony.am.memory", "am_memory_mb", "memory", "the AM's memory, e.g. 1g"),
     Setting("tony.am.vcores", "am_vcores", "whole", "the AM's vcores", minimum=1),
     _secs("tony.am.linger-sec", "am_linger_s", "how long the AM stays, after the job ends, for "

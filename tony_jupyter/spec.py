@@ -121,6 +121,9 @@ class JobSpec:
     pull: tuple[str, ...] = ()
     python: str = ""  # YARN: the Python on the nodes for the AM and executors ("" = this one)
     pack_env: str = ""  # YARN: a venv packed and localized as the ARCHIVE "env" (--pack-env)
+    # YARN with pack_env: auto | always | never ship the venv's base interpreter
+    # (launcher/yarn/shipchoice.py)
+    ship_python: str = "auto"
     keep_staging: bool = False  # YARN: keep the HDFS staging directory after the job
     # YARN with Kerberos: a keytab to log in with (else the ticket cache), and the NameNodes
     # besides the default FS that the job needs delegation tokens for (tony.other.namenodes).

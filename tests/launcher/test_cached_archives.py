@@ -122,3 +122,32 @@ def test_a_damaged_record_is_no_record(tony_home):
     uploads.record("k", uploads.Upload(1, 2, None))
     assert uploads.recorded("k") == uploads.Upload(1, 2, None)
     assert oct(uploads._path().stat().st_mode & 0o777) == "0o600"
+
+
+def test_an_interpreter_packed_once_is_not_packed_again_for_an_emptied_cache(
+    staging, tmp_path, monkeypatch
+):
+    """The interpreter's archive is kept on this host too (envcache.py's ``pythons``): a job
+    after the cluster's cache was cleared, or on another cluster, copies it, packing nothing."""
+    from tony_jupyter.launcher.yarn import envcache, interpreter
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    prefix = tmp_path / "py"
+    (prefix / "lib" / "python3.11").mkdir(parents=True)
+    (prefix / "lib" / "python3.11" / "os.py").write_text("# the landmark\n")
+    (prefix / "bin").mkdir()
+    (prefix / "bin" / "python3.11").write_bytes(b"\x7fELF not really" * 1000)
+    packed = []
+    real_pack = interpreter.pack
+    monkeypatch.setattr(interpreter, "pack", lambda p, out: packed.append(p) or real_pack(p, out))
+    entry, first = staging.python_archive(prefix)
+    assert packed == [prefix] and first["bytes_uploaded"] > 0 and "local_cache" not in first
+    kept = envcache.directory(envcache.PYTHONS) / f"{first['hash']}.tar.gz"
+    assert kept.is_file() and kept.stat().st_size == entry["size"]
+    staging.client.files.clear()  # the cluster's cache cleared (or another cluster)
+    again, second = staging.python_archive(prefix)
+    assert packed == [prefix], "packed a second time"
+    assert second["local_cache"] is True and second["bytes_uploaded"] == entry["size"]
+    assert second["hash"] == first["hash"]
+    # the venvs' archives are kept apart: an interpreter evicts none of them
+    assert not envcache.directory(envcache.ENVS).exists()

@@ -14,10 +14,11 @@ import time
 
 from ... import jobdir, shards
 from ...bundle import Bundle
+from ...errors import SpecError
 from ...protocol import new_token
 from ...spec import JobSpec
 from ..client import JobRecord
-from . import interpreter, packenv, secure, warm
+from . import interpreter, packenv, secure, shipchoice, warm
 from .appmaster import (
     PRIVATE_FILES,
     am_context,
@@ -26,6 +27,8 @@ from .appmaster import (
     executor_file,
     wait_for_am,
 )
+
+_said: set[str] = set()  # why an interpreter stays home, said once per kernel
 
 
 def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:
@@ -38,12 +41,20 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
     spec = packenv.by_default(spec, [str(n.get("nodeHostName")) for n in rm.nodes()])
     env_entry, env_info = None, None
     if spec.pack_env:
+        venv = packenv.venv_root(spec.pack_env)
+        # Refused before anything is packed: an interpreter --ship-python always cannot ship.
+        choice = shipchoice.decide(spec.ship_python, venv, shipchoice.cluster_key(cluster.conf))
         # Before the application exists: packing a large venv takes a while, and a failure
         # here leaves nothing to clean up (the cache only ever holds complete archives).
-        env_entry, env_info = staging.env_archive(packenv.venv_root(spec.pack_env))
-        py_entry = _interpreter(staging, packenv.venv_root(spec.pack_env))
-        if py_entry is not None:
-            env_info = {**(env_info or {}), "interpreter": py_entry}
+        env_entry, env_info = staging.env_archive(venv)
+        py = _interpreter(staging, choice)
+        if py is not None:  # the entry; and how it was staged: {hash, bytes_uploaded, ...}
+            env_info = {**(env_info or {}), "interpreter": py[0], "interpreter_staged": py[1]}
+    elif spec.ship_python == "always":
+        raise SpecError(
+            "--ship-python always ships the interpreter of a packed venv, and this job packs "
+            "none: add --pack-env (nothing was submitted)"
+        )
     # the kernel's warm AM, if on (its spares run the venv as packed, without an interpreter)
     shipped = bool(env_info and env_info.get("interpreter"))
     record = None if shipped else warm.take(cluster, spec, bundle, argv, env_entry)
@@ -58,12 +69,14 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
     return record
 
 
-def _interpreter(staging, venv) -> dict | None:
-    """The venv's base interpreter as an ARCHIVE entry when it goes with the job (a prefix of
-    one CPython, as pyenv and uv install: interpreter.py), said with its size; None when the
-    venv runs on a system Python, which the nodes are to have at the same path."""
-    prefix = interpreter.base_prefix(venv)
-    if prefix is None or interpreter.not_relocatable(prefix) is not None:
+def _interpreter(staging, choice: shipchoice.Choice) -> tuple[dict, dict] | None:
+    """The venv's base interpreter as an ARCHIVE entry, and how it was staged, when it goes with
+    the job (shipchoice.py), said with its size; else None, and why said once."""
+    prefix = choice.prefix
+    if prefix is None:
+        if choice.why not in _said:
+            _said.add(choice.why)
+            print(f"tony-jupyter: the venv's Python: {choice.why}", file=sys.stderr, flush=True)
         return None
     entry, info = staging.python_archive(prefix)
     print(
@@ -73,7 +86,7 @@ def _interpreter(staging, venv) -> dict | None:
         file=sys.stderr,
         flush=True,
     )
-    return entry
+    return entry, info
 
 
 def _submit(cluster, spec, bundle, argv, tokens, staged) -> JobRecord:

@@ -1,10 +1,12 @@
-"""Packed environments (``--pack-env``) kept on this host by content hash, so that a venv packed
-once is not packed again for another cluster, or after a cluster's HDFS cache was cleared:
-packing a TensorFlow venv takes one to several minutes, copying its archive a second.
+"""Packed environments (``--pack-env``) and their base interpreters (interpreter.py) kept on
+this host by content hash, so that a venv or an interpreter packed once is not packed again for
+another cluster, or after a cluster's HDFS cache was cleared: packing a TensorFlow venv takes one
+to several minutes, an interpreter several seconds; copying an archive, a second.
 
-In ``$XDG_CACHE_HOME/tony-jupyter/envs`` (default ``~/.cache``), readable by the user only, the
-``KEEP`` most recently used archives, as each is a few hundred MB to several GB. Best effort: a
-cache that cannot be written (a full disk) costs a packing, never the job.
+In ``$XDG_CACHE_HOME/tony-jupyter/<kind>`` (default ``~/.cache``; kinds ``envs`` and
+``pythons``), readable by the user only, the ``KEEP`` most recently used archives of each kind,
+as each is tens of MB to several GB. Best effort: a cache that cannot be written (a full disk)
+costs a packing, never the job.
 """
 
 from __future__ import annotations
@@ -18,17 +20,19 @@ from pathlib import Path
 
 log = logging.getLogger("tony_jupyter")
 
-KEEP = 2
+KEEP = 2  # of each kind
+ENVS = "envs"  # packed venvs
+PYTHONS = "pythons"  # their base interpreters
 
 
-def directory() -> Path:
+def directory(kind: str = ENVS) -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tony-jupyter" / "envs"
+    return Path(base) / "tony-jupyter" / kind
 
 
-def fetch(digest: str, dest: Path) -> bool:
+def fetch(digest: str, dest: Path, kind: str = ENVS) -> bool:
     """Puts the archive of ``digest`` at ``dest`` if this host keeps it; whether it did."""
-    src = directory() / f"{digest}.tar.gz"
+    src = directory(kind) / f"{digest}.tar.gz"
     try:
         _link_or_copy(src, dest)
         os.utime(src)  # most recently used
@@ -37,16 +41,16 @@ def fetch(digest: str, dest: Path) -> bool:
     return True
 
 
-def keep(digest: str, packed: Path) -> None:
-    """Keeps ``packed`` as the archive of ``digest``, and only the ``KEEP`` latest."""
-    d = directory()
+def keep(digest: str, packed: Path, kind: str = ENVS) -> None:
+    """Keeps ``packed`` as the archive of ``digest``, and only the ``KEEP`` latest of ``kind``."""
+    d = directory(kind)
     part = d / f".{digest}.{secrets.token_hex(4)}.part"
     try:
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
         _link_or_copy(packed, part)
         os.replace(part, d / f"{digest}.tar.gz")
     except OSError as e:
-        log.warning("not kept for later jobs: the packed environment (%s): %s", d, e)
+        log.warning("not kept for later jobs: the packed %s archive (%s): %s", kind, d, e)
         with contextlib.suppress(OSError):
             part.unlink(missing_ok=True)
         return

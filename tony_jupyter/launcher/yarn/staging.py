@@ -190,10 +190,12 @@ class Staging:
 
         digest = packenv.content_hash(prefix)
 
-        def pack(local: Path) -> None:
-            if not envcache.fetch(digest, local):  # packed before, for another cluster
-                packenv.pack(prefix, local)
-                envcache.keep(digest, local)
+        def pack(local: Path) -> bool:
+            if envcache.fetch(digest, local):  # packed before, for another cluster
+                return True
+            packenv.pack(prefix, local)
+            envcache.keep(digest, local)
+            return False
 
         # PRIVATE: a NodeManager keeps the unpacked env for this user's later jobs too.
         return self._archive(ENVS, digest, pack, "PRIVATE")
@@ -201,25 +203,32 @@ class Staging:
     def python_archive(self, prefix: Path) -> tuple[dict, dict]:
         """The base interpreter at ``prefix`` (interpreter.py) as a YARN ARCHIVE entry, packed
         and uploaded only if its content hash is not there yet."""
-        from . import interpreter, packenv
+        from . import envcache, interpreter, packenv
 
-        def pack(local: Path) -> None:
+        digest = interpreter.content_hash(prefix)
+
+        def pack(local: Path) -> bool:
+            if envcache.fetch(digest, local, envcache.PYTHONS):  # packed before, elsewhere
+                return True
             tar = local.with_name(local.name + ".tar")
             try:
                 interpreter.pack(prefix, tar)
                 packenv.gzip_in_parallel(tar, local)
             finally:
                 tar.unlink(missing_ok=True)
+            envcache.keep(digest, local, envcache.PYTHONS)
+            return False
 
-        return self._archive(PYTHONS, interpreter.content_hash(prefix), pack, "PRIVATE")
+        return self._archive(PYTHONS, digest, pack, "PRIVATE")
 
     def src_archive(self, src: SrcDir) -> tuple[dict, dict]:
         """The shipped directory (srcdir.py) as a YARN ARCHIVE entry, uploaded once per content
         hash. APPLICATION visibility: each job unpacks its own copy, which its tasks may write
         in, and the NodeManager removes it with the application."""
 
-        def pack(local: Path) -> None:
+        def pack(local: Path) -> bool:
             local.write_bytes(srcdir.archive(src))
+            return False
 
         return self._archive(SRCS, src.digest, pack, "APPLICATION")
 
@@ -228,7 +237,7 @@ class Staging:
         d = f"{self.root}/{kind}"
         path = f"{d}/{digest}.tar.gz"
         st = self._call(f"reading {path}", self.client.status, path, strict=False)
-        uploaded, pack_s, upload_s = 0, 0.0, 0.0
+        uploaded, pack_s, upload_s, from_local = 0, 0.0, 0.0, False
         replaced = self._not_ours(path, st) if st is not None else None
         if replaced is not None:  # used by no job of ours from now: a fresh upload replaces it
             print(f"tony-jupyter: {replaced}: uploading it again", file=sys.stderr, flush=True)
@@ -239,7 +248,7 @@ class Staging:
             with tempfile.TemporaryDirectory(prefix=f"tony-{kind}-") as tmp:
                 local = Path(tmp) / "archive.tar.gz"
                 t_pack = time.time()
-                pack(local)
+                from_local = pack(local)
                 pack_s = time.time() - t_pack
                 uploaded = os.path.getsize(local)
                 # Written under a temporary name, then renamed: a job never localizes a half
@@ -277,6 +286,8 @@ class Staging:
             "pack_s": round(pack_s, 3),
             "upload_s": round(upload_s, 3),
         }
+        if from_local:  # not packed: the archive this host kept (envcache.py)
+            info["local_cache"] = True
         if replaced is not None:
             info["replaced"] = replaced
         return entry, info
@@ -317,7 +328,7 @@ class Staging:
     def list_jobs(self) -> list[str]:
         got = self._call("listing", self.client.status, self.root, strict=False)
         names = self._call("listing", self.client.list, self.root) if got else []
-        return [n for n in names if n not in (ENVS, SRCS)]
+        return [n for n in names if n not in (ENVS, PYTHONS, SRCS)]
 
     def remove(self, app_id: str) -> None:
         d = self.job_dir(app_id)
