@@ -75,7 +75,9 @@ def test_every_cli_command_and_its_flags_are_in_the_reference():
 
 def test_the_usage_lines_name_the_parsers_flags():
     """cli.COMMANDS and magics.COMMANDS spell doctor's usage; doctor_parser() declares it."""
-    usage = doctor_parser().format_usage().removeprefix("usage: tony-jupyter doctor ").strip()
+    usage = " ".join(
+        doctor_parser().format_usage().removeprefix("usage: tony-jupyter doctor ").split()
+    )
     for table in (cli.COMMANDS, magics.COMMANDS):
         assert dict((n, a) for n, a, _ in table)["doctor"] == usage
     assert cli.USAGE.splitlines()[0].startswith("usage: tony-jupyter list")

@@ -38,6 +38,11 @@ FULL_ONLY: dict[str, str] = {
     "tests/yarn/test_yarn_fault_tolerance.py": "five kinds of fault on YARN: "
     "tests/test_fault_tolerance.py (local, kill -9) and tests/secure's worker "
     "fault on HDFS checkpoints run in CI",
+    "tests/yarn/test_yarn_doctor.py::test_the_probe_runs_the_packed_venv_and_its_interpreter_"
+    "as_a_job_would": "doctor's probe in a packed venv with its interpreter (two probes, 80 s): "
+    "tests/launcher/test_doctor.py (the probe's command and localization, the base interpreter "
+    "looked for and remembered), tests/launcher/test_shipchoice.py and test_cached_archives.py "
+    "(--ship-python, the interpreter kept on this host) and the devcluster's plain probe run in CI",
     "tests/yarn/test_yarn_pack_env.py": "--pack-env on one host: the several-host job from the "
     "edge packs and ships the venv in CI",
     "tests/yarn/test_yarn_cache_replaced.py": "a task overwrites the cached --pack-env archive "

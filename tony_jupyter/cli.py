@@ -18,7 +18,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("logs", "JOB [TASK]", "a task's stdout/stderr (every task's without TASK)"),
     ("stacks", "JOB [TASK]", "every running task's Python stacks (all threads), grouped"),
     ("kill", "JOB", "kill a job"),
-    ("doctor", "[--python PATH] [--queue NAME] [--no-probe]", "check what a first job needs"),
+    (
+        "doctor",
+        "[--python PATH] [--queue NAME] [--pack-env [VENV]] [--ship-python WHEN] [--no-probe]",
+        "check what a first job needs",
+    ),
     (
         "submit",
         "SCRIPT [job flags, as for %%tony] [-- script args]",

@@ -36,7 +36,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("kill", "ID", "kill a job"),
     ("attach", "ID", "the live widget of a job again"),
     ("session", "start|status|stop|restart [flags]", "a warm cluster that runs cell after cell"),
-    ("doctor", "[--python PATH] [--queue NAME] [--no-probe]", "check what a first job needs"),
+    (
+        "doctor",
+        "[--python PATH] [--queue NAME] [--pack-env [VENV]] [--ship-python WHEN] [--no-probe]",
+        "check what a first job needs",
+    ),
     ("help", "", "this text and the job flags"),
 )
 NAMES = tuple(name for name, _, _ in COMMANDS)

@@ -33,10 +33,17 @@ def test_a_home_it_cannot_write_fails_with_the_path(tmp_path, monkeypatch, capsy
     assert "FAIL  home" in out and str(tmp_path / "file") in out and "1 failed" in out
 
 
-@pytest.mark.parametrize("words", [["--nope"], ["--queue"], ["extra"]])
+@pytest.mark.parametrize(
+    "words",
+    [["--nope"], ["--queue"], ["extra"], ["--ship-python", "yes"], ["--python", "p", "--pack-env"]],
+)
 def test_bad_arguments_name_the_usage(words):
-    with pytest.raises(SpecError, match=r"doctor \[--python PATH\] \[--queue NAME\]"):
+    with pytest.raises(SpecError, match=r"doctor \[--python PATH\] \[--queue NAME\]") as e:
         doctor.doctor(words)
+    if "--ship-python" in words:
+        assert "invalid choice: 'yes'" in str(e.value)
+    if "--pack-env" in words:
+        assert "--python and --pack-env contradict each other" in str(e.value)
 
 
 class StandInRM:
@@ -53,9 +60,9 @@ class StandInRM:
         }
 
 
-def start_probe(tmp_path, port: int, targets: list[str]) -> subprocess.Popen:
+def start_probe(tmp_path, port: int, targets: list[str], base: str = "") -> subprocess.Popen:
     """The probe's command as YARN would run it, with <LOG_DIR> and NM_HOST as a container has."""
-    cmd = probe.command(sys.executable, port, targets).replace("<LOG_DIR>", str(tmp_path))
+    cmd = probe.command(sys.executable, port, targets, base).replace("<LOG_DIR>", str(tmp_path))
     env = {**os.environ, "NM_HOST": "127.0.0.1"}
     return subprocess.Popen(["bash", "-c", cmd], env=env)
 
@@ -261,7 +268,8 @@ def test_a_tracking_server_a_node_cannot_reach_is_named_with_host_and_port():
         ],
     }
     d = doctor.Doctor()
-    d._probe_report(report, "worker1", "/usr/bin/python3", targets)
+    ours = "{}.{}".format(*sys.version_info[:2])
+    d._probe_report(report, "worker1", doctor.Shipment("/usr/bin/python3", ours, ""), targets)
     (failed,) = [c for c in d.checks if c.ok is False]
     assert failed.name == "node -> MLflow tracking server"
     assert failed.detail.startswith("worker1 could not reach edge:5000: [Errno 111] Connection")
@@ -289,3 +297,65 @@ def _conda(tmp_path):
     env = tmp_path / "conda"
     (env / "conda-meta").mkdir(parents=True)
     return env
+
+
+@pytest.mark.parametrize("present", [True, False])
+def test_the_probe_says_whether_the_venvs_base_interpreter_is_on_its_node(tmp_path, present):
+    base = os.path.realpath(sys.executable) if present else str(tmp_path / "no" / "python3")
+    port = 41000 + os.getpid() % 9000
+    proc = start_probe(tmp_path, port, [], base)
+    try:
+        report, _ = doctor._read_probe(StandInRM(), "application_1_0001", port)
+    finally:
+        assert proc.wait(timeout=30) == 0
+    got = report["base"]
+    assert got["path"] == base and got["present"] is present
+    if present:
+        assert got["version"] == "{}.{}.{}".format(*sys.version_info[:3])
+    else:
+        assert got["version"] == "" and "No such file" in got["error"]
+
+
+class Conf:
+    default_fs, user, secure = "hdfs://nn:8020", "alice", False
+
+    class rm:  # HadoopConf's attribute, an Address
+        urls = ["http://rm:8088"]
+
+
+def test_a_packed_venvs_probe_localizes_what_a_job_does_and_remembers_the_base(tony_home):
+    from tony_jupyter import nodepython
+    from tony_jupyter.launcher.yarn import shipchoice
+
+    entry = {"resource": "hdfs://nn:8020/e.tar.gz", "type": "ARCHIVE", "size": 1, "timestamp": 1}
+    ours = "{}.{}".format(*sys.version_info[:2])
+    base = os.path.realpath(sys.base_prefix)
+    ship = doctor.Shipment(
+        nodepython.SHIPPED_PYTHON, ours, "the packed venv", {"env": entry, "pyhome": entry},
+        doctor.Path(base), f"{base}/bin/python{ours}", shipped=True,
+    )  # fmt: skip
+    ctx = doctor._probe_context("application_1_0001", "default", ship, 40000, {}, Conf())
+    spec = ctx["am-container-spec"]
+    keys = [e["key"] for e in spec["local-resources"]["entry"]]
+    assert keys == ["env", "pyhome"] and "credentials" not in spec
+    command = spec["commands"]["command"]
+    # as a job's AM: the venv assembled over the interpreter, the Python checked, then the probe
+    assert command.startswith("echo ") and f". ./{nodepython.SHIPPED_VENV}.sh" in command
+    assert command.index(nodepython.SHIPPED_PYTHON) > command.index("base64 -d | bash")
+    assert command.rstrip().endswith(f"{base}/bin/python{ours} 1><LOG_DIR>/probe.stdout "
+                                     "2><LOG_DIR>/probe.stderr")  # fmt: skip
+    d = doctor.Doctor()
+    here = {"path": ship.base_python, "present": True, "version": f"{ours}.1"}
+    d._base_report({"base": here}, "worker1", ship, Conf())
+    (check,) = d.checks
+    assert check.ok and check.name == "venv's python on the nodes"
+    assert check.detail.startswith(f"{ship.base_python} is on worker1 (Python {ours}.1): later")
+    key = shipchoice.cluster_key(Conf())
+    assert shipchoice.found(key, doctor.Path(base)).present
+    d = doctor.Doctor()
+    gone = {"path": ship.base_python, "present": False, "version": "", "error": "[Errno 2] No"}
+    d._base_report({"base": gone}, "worker2", ship, Conf())
+    assert d.checks[0].detail.endswith("is not on worker2 ([Errno 2] No): it goes with the job")
+    assert shipchoice.found(key, doctor.Path(base)) == shipchoice.Found(
+        False, "", "worker2", shipchoice.found(key, doctor.Path(base)).checked
+    )

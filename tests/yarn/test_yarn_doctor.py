@@ -5,7 +5,10 @@ probe application, no file of its HDFS check)."""
 
 import os
 import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -93,3 +96,74 @@ def test_a_resourcemanager_at_a_wrong_address_fails_and_the_probe_is_skipped(
     assert "FAIL  resourcemanager" in out and "127.0.0.1:9" in out and "Is the cluster up" in out
     assert "skip  probe container  the ResourceManager is not reachable" in out
     assert "pass  hdfs" in out  # the rest is still checked
+
+
+def test_the_probe_runs_the_packed_venv_and_its_interpreter_as_a_job_would(
+    tony_home, cluster, capsys, tmp_path, monkeypatch
+):
+    """With --pack-env the probe's container localizes the job's archives (the venv, its
+    interpreter) from the job's HDFS cache and runs the probe in the venv assembled over them;
+    what it finds of the base interpreter on the node decides --ship-python auto next. The
+    interpreter's archive is kept on this host too: after the cluster's cache is cleared,
+    staging it again packs nothing."""
+    from tony_jupyter.launcher.yarn import envcache, interpreter, secure, shipchoice
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    base = Path(os.path.realpath(sys.base_prefix))
+    assert interpreter.not_relocatable(base) is None  # this machine's pyenv Python
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    ver = "{}.{}".format(*sys.version_info[:2])
+    before = {a["id"] for a in probe_apps(cluster)}
+
+    t0 = time.monotonic()
+    code, out = doctor(capsys, "--pack-env", str(venv), "--ship-python", "always")
+    first_s = time.monotonic() - t0
+    assert code == 0, out
+    assert passed(out, "job's python", f"the packed venv {venv} ("), out
+    assert f"with its Python {base} (" in out, out
+    assert passed(out, "python on the nodes", ".tony-venv/bin/python is Python "), out
+    assert "(unpacked by the NodeManager)" in out
+    # the one-host devcluster's nodes have this Python at its path
+    assert passed(out, "venv's python on the nodes", f"{venv_home(venv)}/python{ver} is on "), out
+    conf = secure.connect().conf
+    key = shipchoice.cluster_key(conf)
+    assert shipchoice.found(key, base).present
+    assert shipchoice.decide("auto", venv, key).prefix is None
+    assert_nothing_left(cluster, before)
+
+    # auto, now that the probe found it there: the venv alone, on the nodes' own Python
+    code, out = doctor(capsys, "--pack-env", str(venv))
+    assert code == 0, out
+    assert f"on the nodes' {venv_home(venv)}/python{ver} (the doctor's probe found" in out, out
+    assert passed(out, "python on the nodes", "env/bin/python is Python "), out
+    assert "venv's python on the nodes" not in out  # checked only where it is shipped
+
+    # the cluster's cache cleared: the interpreter's archive is copied from this host's
+    staging = secure.connect().staging
+    digest = interpreter.content_hash(base)
+    staging.client.delete(f"{staging.root}/pythons/{digest}.tar.gz")
+    kept = envcache.directory(envcache.PYTHONS) / f"{digest}.tar.gz"
+    assert kept.is_file()
+    entry, info = staging.python_archive(base)
+    assert info["local_cache"] is True and info["bytes_uploaded"] == kept.stat().st_size
+    print(
+        f"\ndoctor with the interpreter packed and uploaded: {first_s:.1f} s; staged again "
+        f"from this host's cache: {info['pack_s']} s to copy, {info['upload_s']} s to upload "
+        f"({entry['size'] / (1 << 20):.0f} MB)"
+    )
+
+
+def venv_home(venv: Path) -> str:
+    from tony_jupyter.launcher.yarn import interpreter
+
+    return interpreter.pyvenv_cfg(venv)["home"]
+
+
+def passed(out: str, name: str, detail: str) -> bool:
+    """Whether the report says ``name`` passed with a detail starting ``detail``."""
+    return any(
+        line.split() [:1] == ["pass"] and line.strip()[4:].strip().startswith(name)
+        and line.strip()[4:].strip()[len(name):].strip().startswith(detail)
+        for line in out.splitlines()
+    )  # fmt: skip

@@ -1,8 +1,15 @@
 """``tony-jupyter doctor`` and ``%tony doctor``: what a first job needs, checked from the
 notebook's host and from one short probe container on the cluster, each check printed with
-pass or fail and, when it fails, the fix. Nothing is left behind: the probe's application is
-killed (if it has not ended) and its HDFS write is removed. With ``MLFLOW_TRACKING_URI`` set, where
-the chief would log the job's MLflow run is checked too: from here, and from the probe's node.
+pass or fail and, when it fails, the fix. The probe runs what a job would run on the nodes:
+where a job would pack a venv (``--pack-env``, or by default where the nodes are other hosts)
+the probe's container localizes the same archives, the venv and, when it goes along
+(``--ship-python``, shipchoice.py), its base interpreter, from the same HDFS cache (packed and
+uploaded here if they are not there yet: the first job then finds them), and runs the probe
+with that environment's Python; it also looks for the venv's base interpreter at its path on
+the node, which decides ``--ship-python auto`` for later jobs. Nothing else is left behind: the
+probe's application is killed (if it has not ended) and its HDFS write is removed. With
+``MLFLOW_TRACKING_URI`` set, where the chief would log the job's MLflow run is checked too:
+from here, and from the probe's node.
 
 Without ``HADOOP_CONF_DIR`` it checks what the local backend needs.
 """
@@ -19,6 +26,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlparse
 
 from ..errors import TonyError
@@ -28,6 +36,7 @@ from .yarn import probe
 
 PROBE_APP_TYPE = "TONY-JUPYTER-DOCTOR"  # not a job: no listing shows it
 PROBE_WAIT_S = 60.0  # for the probe's container to be given and to start
+LOCALIZE_WAIT_S = 600.0  # more, where it localizes a packed venv (a TensorFlow one: minutes)
 CONNECT_TIMEOUT_S = 3.0
 UNREACHED_S = 10.0  # the probe's node answering no connection from here this long: a verdict
 EPHEMERAL = (32768, 60999)  # Linux's default net.ipv4.ip_local_port_range
@@ -47,12 +56,28 @@ class Check:
     seconds: float = 0.0
 
 
+@dataclass(frozen=True)
+class Shipment:
+    """What a job would run on the nodes, as the probe runs it."""
+
+    python: str  # the container's Python (a path on the node, or in the container)
+    want: str  # the minor version it is to be
+    what: str  # in words, for the report
+    resources: dict = field(default_factory=dict)  # ARCHIVE entries: the venv, its interpreter
+    base: Path | None = None  # a packed venv's base prefix (this host's path)
+    base_python: str = ""  # the interpreter the venv's bin/python leads to, looked for on a node
+    shipped: bool = False  # the base interpreter goes with the job
+    fix: str = ""  # for a Python the node cannot run
+
+
 @dataclass
 class Doctor:
     python: str = ""  # the job's Python on the nodes ("": this kernel's, as a job would use)
     queue: str = "default"
     probe: bool = True
     checks: list[Check] = field(default_factory=list)
+    pack_env: str | None = None  # a venv to pack ("": this kernel's; None: as a job decides)
+    ship_python: str = "auto"  # --ship-python: whether its base interpreter goes with it
 
     def check(self, name: str, fn: Callable[[], str]) -> bool:
         """Run one check: ``fn`` returns what passed; a TonyError or OSError is the failure,
@@ -145,10 +170,67 @@ class Doctor:
             return
         self.run_probe(cluster)
 
+    def shipment(self, cluster) -> Shipment:
+        """What a job would run on the nodes: its Python, and the archives it localizes
+        (packed and uploaded through the job's own staging and caches)."""
+        from ..nodepython import SHIPPED, SHIPPED_PYTHON, this_version
+        from ..spec import JobSpec
+        from .yarn import interpreter, packenv, shipchoice
+
+        pack_env = "" if self.pack_env is None else str(packenv.venv_root(self.pack_env or None))
+        spec = JobSpec("doctor", (), python=self.python, pack_env=pack_env)
+        spec = packenv.by_default(spec, _node_hosts(cluster.rm) or [])
+        ours = this_version()
+        if not spec.pack_env:
+            python = self.python or sys.executable
+            how = "--python" if self.python else "this kernel's, as a job runs it by default"
+            fix = python_fix(sys.prefix, sys.base_prefix, ours)
+            return Shipment(python, ours, f"{python} ({how})", fix=fix)
+        venv = Path(spec.pack_env)
+        key = shipchoice.cluster_key(cluster.conf)
+        choice = shipchoice.decide(self.ship_python, venv, key)
+        want = packenv.venv_version(venv) or ours
+        env_entry, env_info = cluster.staging.env_archive(venv)
+        home = interpreter.pyvenv_cfg(venv).get("home", "")
+        base_python = f"{home}/python{want}" if home else ""
+        cached = "" if env_info.get("bytes_uploaded") else ", already on HDFS"
+        what = f"the packed venv {venv} ({_mb(env_entry['size'])}{cached})"
+        if choice.prefix is None:
+            base = interpreter.base_prefix(venv)
+            fix = python_fix(str(venv), "", want)
+            if base is not None and interpreter.not_relocatable(base) is None:
+                fix = (
+                    f"--ship-python always (ships {base} with the venv), or --python PATH "
+                    f"naming a Python {want} the nodes have"
+                )
+            return Shipment(
+                packenv.PYTHON, want, f"{what} on the nodes' {base_python or 'Python'} "
+                f"({choice.why})", {packenv.ENV_NAME: env_entry}, base, base_python, fix=fix,
+            )  # fmt: skip
+        py_entry, py_info = cluster.staging.python_archive(choice.prefix)
+        cached = "" if py_info.get("bytes_uploaded") else ", already on HDFS"
+        what += f" with its Python {choice.prefix} ({_mb(py_entry['size'])}{cached})"
+        resources = {packenv.ENV_NAME: env_entry, SHIPPED: py_entry}
+        return Shipment(
+            SHIPPED_PYTHON, want, what, resources, choice.prefix, base_python, shipped=True,
+            fix=f"yarn logs -applicationId APP shows why the shipped {choice.prefix} did not "
+            "start; or --ship-python never with --python PATH naming a Python the nodes have",
+        )  # fmt: skip
+
     def run_probe(self, cluster) -> None:
         from .yarn.rm import TERMINAL_APP_STATES
 
-        python = self.python or sys.executable
+        holder: dict = {}
+
+        def stage() -> str:
+            holder["ship"] = self.shipment(cluster)
+            return holder["ship"].what
+
+        if not self.check("job's python", stage):
+            self.skip("probe container", "the job's Python could not be staged")
+            return
+        ship: Shipment = holder["ship"]
+        python = ship.python
         conf, rm = cluster.conf, cluster.rm
         targets = {**_targets(conf), **_mlflow_target(os.environ.get(MLFLOW_URI_ENV, ""))}
         # In Linux's default ephemeral range (net.ipv4.ip_local_port_range), where a job's AM
@@ -158,8 +240,15 @@ class Doctor:
         app_id = None
         try:
             app_id = rm.new_application()
-            rm.submit(_probe_context(app_id, self.queue, python, port, targets, conf.user))
-            report, node = _read_probe(rm, app_id, port, python)
+            tokens = None
+            if conf.secure and ship.resources:  # the NodeManager localizes them as the user
+                from ..spec import JobSpec
+                from .yarn import secure
+
+                tokens = secure.job_tokens(cluster, JobSpec("doctor", ())).tokens
+            rm.submit(_probe_context(app_id, self.queue, ship, port, targets, conf, tokens))
+            wait = PROBE_WAIT_S + (LOCALIZE_WAIT_S if ship.resources else 0.0)
+            report, node = _read_probe(rm, app_id, port, python, wait, ship.fix)
         except _ProbeFailed as e:
             self.fail(e.check, e.detail, e.fix)
             return
@@ -175,21 +264,28 @@ class Doctor:
         self.checks.append(
             Check("probe container", True, f"ran on {node} in {took:.1f} s", seconds=took)
         )
-        self._probe_report(report, node, python, targets)
+        self._probe_report(report, node, ship, targets)
+        if ship.base is not None:
+            self._base_report(report, node, ship, cluster.conf)
 
-    def _probe_report(self, report: dict, node: str, python: str, targets: dict) -> None:
-        ours = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    def _probe_report(self, report: dict, node: str, ship: Shipment, targets: dict) -> None:
+        ours = ship.want
         theirs = ".".join(str(report.get("version", "")).split(".")[:2])
         if theirs == ours:
             self.checks.append(
-                Check("python on the nodes", True, f"{python} is Python {report['version']}")
+                Check(
+                    "python on the nodes",
+                    True,
+                    f"{ship.python} is Python {report['version']} on {node}"
+                    + (" (unpacked by the NodeManager)" if ship.resources else ""),
+                )
             )
         else:
             self.fail(
                 "python on the nodes",
-                f"{python} on {node} is Python {report.get('version')}, this kernel's is {ours}: "
+                f"{ship.python} on {node} is Python {report.get('version')}, the job's is {ours}: "
                 "the cell's pickles and the job's packages need the same minor version",
-                python_fix(sys.prefix, sys.base_prefix, ours),
+                ship.fix,
             )
         self.checks.append(
             Check("notebook host -> node", True, f"reached the probe on {node} (as the Jupyter "
@@ -216,6 +312,35 @@ class Doctor:
                     "a job's AM on that node needs it: open that port from the cluster's nodes",
                 )
 
+    def _base_report(self, report: dict, node: str, ship: Shipment, conf) -> None:
+        """Whether the packed venv's base interpreter is on the node at its path, kept for
+        ``--ship-python auto`` (shipchoice.py); a check only where the job ships it (a venv
+        on the nodes' own Python that is not there never reaches its report)."""
+        from .yarn import shipchoice
+
+        base = report.get("base")
+        if not isinstance(base, dict) or ship.base is None:
+            return
+        found = shipchoice.Found(
+            bool(base.get("present")), str(base.get("version") or ""), node, time.time()
+        )
+        shipchoice.remember(shipchoice.cluster_key(conf), ship.base, found)
+        if not ship.shipped:
+            return
+        if found.present and found.version.startswith(ship.want + "."):
+            later = (
+                ": later jobs run the venv on the nodes' own (--ship-python auto)"
+                if self.ship_python == "auto"
+                else ""
+            )
+            detail = f"{ship.base_python} is on {node} (Python {found.version}){later}"
+        else:
+            why = f" ({base.get('error')})" if base.get("error") else ""
+            if found.present:
+                why = f" (Python {found.version}, not {ship.want})"
+            detail = f"{ship.base_python} is not on {node}{why}: it goes with the job"
+        self.checks.append(Check("venv's python on the nodes", True, detail))
+
     def run(self) -> list[Check]:
         from ..hadoopconf import RM_URL_ENV
 
@@ -224,6 +349,11 @@ class Doctor:
         else:
             self.local()
         return self.checks
+
+
+def _mb(size: int) -> str:
+    mb = size / (1 << 20)
+    return f"{mb:.1f} MB" if mb < 10 else f"{mb:.0f} MB"
 
 
 class _ProbeFailed(Exception):
@@ -418,7 +548,25 @@ def _mlflow_local_store(name: str, uri: str, node_hosts: list[str] | None) -> Ch
     )
 
 
-def _probe_context(app_id, queue, python, port, targets, user) -> dict:
+def _probe_context(app_id, queue, ship: Shipment, port, targets, conf, tokens=None) -> dict:
+    """The probe's submission: with a packed venv, its archives localized as a job's are, and
+    its command preceded by what a job's is (nodepython.launch: the check of the job's Python,
+    the venv assembled over a shipped interpreter)."""
+    from .. import nodepython
+    from .yarn import secure
+    from .yarn.staging import local_resource_json
+
+    command = probe.command(ship.python, port, list(targets), ship.base_python)
+    if ship.resources:
+        command = nodepython.launch(ship.python, ship.want, command, "<LOG_DIR>/probe.stderr")
+    container: dict = {
+        "environment": {"entry": [{"key": "HADOOP_USER_NAME", "value": conf.user}]},
+        "commands": {"command": command},
+    }
+    if ship.resources:
+        container["local-resources"] = local_resource_json(ship.resources)
+    if tokens is not None:
+        container["credentials"] = secure.credentials_json(tokens)
     return {
         "application-id": app_id,
         "application-name": "tony-jupyter doctor",
@@ -426,10 +574,7 @@ def _probe_context(app_id, queue, python, port, targets, user) -> dict:
         "queue": queue,
         "resource": {"memory": 128, "vCores": 1},
         "max-app-attempts": 1,
-        "am-container-spec": {
-            "environment": {"entry": [{"key": "HADOOP_USER_NAME", "value": user}]},
-            "commands": {"command": probe.command(python, port, list(targets))},
-        },
+        "am-container-spec": container,
     }
 
 
@@ -459,15 +604,19 @@ def python_fix(prefix: str, base_prefix: str, version: str) -> str:
     )
 
 
-def _ended(app: dict, node: str, python: str) -> _ProbeFailed:
+def _ended(app: dict, node: str, python: str, fix: str = "") -> _ProbeFailed:
     """The probe's application ended before it reported: why, from its diagnostics."""
     why = " ".join(str(app.get("diagnostics", "")).split())
     code = re.search(r"[Ee]xit ?[Cc]ode: ?(-?\d+)", why)
     if code and code.group(1) == "127":
+        ours = f"{sys.version_info[0]}.{sys.version_info[1]}"
         return _ProbeFailed(
-            f"the job's Python {python} is not on {node} (the probe's container exited with "
-            "code 127, command not found)",
-            python_fix(sys.prefix, sys.base_prefix, f"{sys.version_info[0]}.{sys.version_info[1]}"),
+            f"the job's Python {python} is not on {node}, or does not run there (the probe's "
+            "container exited with code 127; its stderr, in yarn logs -applicationId "
+            f"{app.get('id')}, says which)",
+            (fix or python_fix(sys.prefix, sys.base_prefix, ours)).replace(
+                "APP", str(app.get("id"))
+            ),
         )
     return _ProbeFailed(
         f"the probe ended on {node} before it reported"
@@ -477,20 +626,24 @@ def _ended(app: dict, node: str, python: str) -> _ProbeFailed:
     )
 
 
-def _read_probe(rm, app_id: str, port: int, python: str = "") -> tuple[dict, str]:
-    """The probe's report, read from its node; :class:`_ProbeFailed` naming what went wrong."""
+def _read_probe(
+    rm, app_id: str, port: int, python: str = "", wait: float | None = None, fix: str = ""
+) -> tuple[dict, str]:
+    """The probe's report, read from its node within ``wait`` seconds (default
+    ``PROBE_WAIT_S``); :class:`_ProbeFailed` naming what went wrong."""
     import json
 
     from .yarn.rm import TERMINAL_APP_STATES
 
-    deadline = time.monotonic() + PROBE_WAIT_S
+    wait = PROBE_WAIT_S if wait is None else wait
+    deadline = time.monotonic() + wait
     node = ""
     last, since = "", 0.0
     while time.monotonic() < deadline and not (since and time.monotonic() - since > UNREACHED_S):
         app = rm.app(app_id) or {}
         node = (app.get("amHostHttpAddress") or "").rpartition(":")[0] or node
         if app.get("state") in TERMINAL_APP_STATES:
-            raise _ended(app, node or "no node", python)
+            raise _ended(app, node or "no node", python, fix)
         if node:
             for p in range(port, port + probe.PORTS):
                 try:
@@ -513,11 +666,11 @@ def _read_probe(rm, app_id: str, port: int, python: str = "") -> tuple[dict, str
         )
     if node:
         raise _ProbeFailed(
-            f"the probe started on {node} but never listened within {PROBE_WAIT_S:g} s",
+            f"the probe started on {node} but never listened within {wait:g} s",
             "look at its logs: yarn logs -applicationId " + app_id,
         )
     raise _ProbeFailed(
-        f"YARN gave the probe no container within {PROBE_WAIT_S:g} s (queue full, or no node "
+        f"YARN gave the probe no container within {wait:g} s (queue full, or no node "
         "fits 128 MB and 1 vcore)",
         "look at the queue in the ResourceManager's UI, or try again when it has room",
     )
@@ -562,20 +715,37 @@ def doctor_parser():
         help="the YARN queue to check and to run the probe in (default: default)",
     )
     p.add_argument(
+        "--pack-env",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="VENV",
+        help="run the probe in this venv packed as a job's --pack-env is (default: the "
+        "kernel's; without the flag, as a job decides: packed where the nodes are other hosts)",
+    )
+    p.add_argument(
+        "--ship-python",
+        default="auto",
+        choices=("auto", "always", "never"),
+        metavar="WHEN",
+        help="with a packed venv, auto, always or never: whether its base interpreter goes "
+        "with it, as a job's --ship-python (default: auto)",
+    )
+    p.add_argument(
         "--no-probe", action="store_true", help="skip the probe container: this host's checks only"
     )
     return p
 
 
 def doctor(words: list[str]) -> tuple[str, bool]:
-    """Run the checks for ``tony-jupyter doctor [--python PATH] [--queue NAME] [--no-probe]``;
-    the report and whether all passed."""
+    """Run the checks for ``tony-jupyter doctor [--python PATH] [--queue NAME] [--pack-env
+    [VENV]] [--ship-python WHEN] [--no-probe]``; the report and whether all passed."""
     import argparse
 
     from ..errors import SpecError
 
     p = doctor_parser()
-    usage = p.format_usage().removeprefix("usage: tony-jupyter ").strip()
+    usage = " ".join(p.format_usage().removeprefix("usage: tony-jupyter ").split())
     try:
         args, extra = p.parse_known_args(words)
     except argparse.ArgumentError as e:
@@ -583,5 +753,12 @@ def doctor(words: list[str]) -> tuple[str, bool]:
     if extra:
         raise SpecError(f"{usage}: unknown {' '.join(extra)!r}")
     t = time.monotonic()
-    checks = Doctor(args.python, args.queue, not args.no_probe).run()
+    if args.python and args.pack_env is not None:
+        raise SpecError(
+            f"{usage}: --python and --pack-env contradict each other (a packed venv brings "
+            "its own Python); keep one"
+        )
+    doc = Doctor(args.python, args.queue, not args.no_probe)
+    doc.pack_env, doc.ship_python = args.pack_env, args.ship_python
+    checks = doc.run()
     return text(checks, time.monotonic() - t), all(c.ok is not False for c in checks)
