@@ -39,6 +39,7 @@ PARTS = (
     "overhead",
     "streaming",
     "staging",
+    "localization",
     "am_scale",
     "footprint",
     "faults",

@@ -160,6 +160,23 @@ def _staging(out: list[tuple[str, str, str, str]]) -> None:
         )
 
 
+def _localization(out: list[tuple[str, str, str, str]]) -> None:
+    """The rows of results/localization*.json."""
+    lo = _load("localization")
+    if "localizing_s" in lo:
+        a = lo["archives"]
+        out.append(
+            (
+                "a NodeManager localizing a packed venv with its interpreter "
+                f"({a['venv_archive_mib']} + {a['interpreter_archive_mib']} MiB, "
+                f"{a['venv_files']} + {a['interpreter_files']} files)",
+                _f(lo["localizing_s"]["venv+interpreter"], " s"),
+                f"the venv alone: {_f(lo['localizing_s']['venv'], ' s')}",
+                _f(lo["with_interpreter_vs_venv_alone"]),
+            )
+        )
+
+
 def _am_scale(out: list[tuple[str, str, str, str]]) -> None:
     """The rows of results/am_scale*.json."""
     am = _load("am_scale")
@@ -314,6 +331,7 @@ _SECTIONS = (
     _overhead,
     _streaming,
     _staging,
+    _localization,
     _am_scale,
     _startup,
     _session,
