@@ -111,3 +111,27 @@ def test_pack_env_that_is_not_a_venv_is_refused_before_submitting(
         shell.run_cell_magic("tony", f"--pack-env /not/a/venv --name badenv-{RUN}", "1")
     assert len(cluster.apps()) == before
     assert list_jobs() == []
+
+
+def test_ship_python_always_where_it_cannot_ship_is_refused_before_anything_is_packed(
+    shell, tony_home, cluster, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    system = tmp_path / "sysvenv"  # a venv made from the system's /usr/bin/python3
+    system.mkdir()
+    (system / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.11.2\n")
+    before = len(cluster.apps())
+    with pytest.raises(UsageError) as e:
+        shell.run_cell_magic(
+            "tony", f"--pack-env {system} --ship-python always --name ship-{RUN}", "1"
+        )
+    msg = str(e.value)
+    assert "--ship-python always: the venv's Python cannot run from another path" in msg
+    assert "/usr is a system prefix" in msg and "nothing was submitted" in msg
+    with pytest.raises(UsageError, match="this job packs none: add --pack-env"):
+        shell.run_cell_magic(
+            "tony", f"--python /usr/bin/python3 --ship-python always --name ship-{RUN}", "1"
+        )
+    assert len(cluster.apps()) == before
+    assert list_jobs() == []
+    assert not (tmp_path / "cache").exists()  # nothing packed
