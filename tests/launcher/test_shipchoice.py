@@ -74,6 +74,11 @@ def test_always_refuses_a_python_that_cannot_run_from_another_path(home, tmp_pat
     assert "--ship-python always: the venv's Python cannot run from another path" in msg
     assert "/usr is a system prefix" in msg and "--ship-python never" in msg
     assert "nothing was submitted" in msg
+    # the doctor's probe did not find it on the nodes: said, with the fixes that work
+    shipchoice.remember(CLUSTER, Path("/usr"), shipchoice.Found(False, "", "worker1", 0.0))
+    auto = shipchoice.decide("auto", sysvenv, CLUSTER)
+    assert auto.prefix is None and "the doctor's probe did not find it on worker1" in auto.why
+    assert "the job's containers stop at their start" in auto.why and "--python PATH" in auto.why
     (sysvenv / "pyvenv.cfg").write_text("home = /nowhere/bin\n")
     with pytest.raises(SpecError, match="names no base interpreter that exists"):
         shipchoice.decide("always", sysvenv, CLUSTER)

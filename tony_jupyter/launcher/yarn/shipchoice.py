@@ -5,8 +5,11 @@ cluster's nodes, kept on this host per cluster.
 ``auto`` ships the interpreter when its prefix holds one CPython (it can run from another
 path), unless the doctor's probe found that interpreter, at the same path and the same minor
 version, on the cluster's nodes: then the venv runs on the nodes' own, and the job localizes one
-archive less. ``always`` ships it, and refuses a prefix that cannot be shipped before anything
-is packed; ``never`` ships only the venv, whose ``bin/python`` then leads to the nodes' own.
+archive less. A Python that cannot be shipped (a system ``/usr``) stays home; where the probe
+did not find it on the nodes, that is said with the fixes, before anything is submitted (a
+warning, not a refusal: the finding may be older than the nodes' Python). ``always`` ships it,
+and refuses a prefix that cannot be shipped before anything is packed; ``never`` ships only the
+venv, whose ``bin/python`` then leads to the nodes' own.
 
 What the probe found is kept in ``<home>/doctor-pythons.json`` (``home``: the notebook side's,
 ``TONY_JUPYTER_HOME``), per cluster (its default filesystem and ResourceManagers) and per
@@ -128,6 +131,7 @@ def decide(choice: str, venv: Path, cluster: str | None) -> Choice:
             )
         return Choice(None, f"the venv {venv} names no base interpreter that exists here")
     why = interpreter.not_relocatable(prefix)
+    got = found(cluster, prefix) if cluster else None
     if why is not None:
         if choice == "always":
             raise SpecError(
@@ -136,10 +140,18 @@ def decide(choice: str, venv: Path, cluster: str | None) -> Choice:
                 "uv python install, python-build-standalone), or use --ship-python never with "
                 f"a Python the nodes have at {prefix} (nothing was submitted)"
             )
-        return Choice(None, f"not shipped: {why}; the nodes are to have it at that path")
+        said = f"not shipped: {why}; the nodes are to have it at that path"
+        if got is not None and not got.present:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(got.checked))
+            said += (
+                f", and the doctor's probe did not find it on {got.node} ({when}): unless it "
+                "is there now, the job's containers stop at their start. Fixes: --pack-env "
+                "VENV naming a venv made from the nodes' own Python, or from a Python in a "
+                "prefix of its own (pyenv, uv), which goes with it; or --python PATH"
+            )
+        return Choice(None, said)
     if choice == "always":
         return Choice(prefix, "--ship-python always")
-    got = found(cluster, prefix) if cluster else None
     want = interpreter.version(prefix) or ""
     if got is not None and got.present and _minor(got.version) == want:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(got.checked))
