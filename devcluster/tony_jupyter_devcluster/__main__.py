@@ -1,4 +1,4 @@
-"""``python -m tony_jupyter.devcluster``: the devcluster's command line (cli.py)."""
+"""``python -m tony_jupyter_devcluster``: the devcluster's command line (cli.py)."""
 
 from .cli import main
 
