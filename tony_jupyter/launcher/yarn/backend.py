@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 
-from ... import jobdir, shards
+from ... import jobdir, shards, venvdir
 from ...bundle import Bundle
 from ...protocol import new_token
 from ...spec import JobSpec
@@ -40,8 +40,8 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
     if spec.pack_env:
         # Before the application exists: packing a large venv takes a while, and a failure
         # here leaves nothing to clean up (the cache only ever holds complete archives).
-        env_entry, env_info = staging.env_archive(packenv.venv_root(spec.pack_env))
-        py_entry = _interpreter(staging, packenv.venv_root(spec.pack_env))
+        env_entry, env_info = staging.env_archive(venvdir.venv_root(spec.pack_env))
+        py_entry = _interpreter(staging, venvdir.venv_root(spec.pack_env))
         if py_entry is not None:
             env_info = {**(env_info or {}), "interpreter": py_entry}
     # the kernel's warm AM, if on (its spares run the venv as packed, without an interpreter)
