@@ -270,8 +270,8 @@ def _brief(row: dict) -> str:
 
 def _own_devcluster(root: str):
     """A devcluster of this run's own, on the first port offset whose ports are all free."""
-    from tony_jupyter.devcluster import DevCluster, preflight
-    from tony_jupyter.devcluster.config import MAX_PORT_OFFSET, Layout
+    from tony_jupyter_devcluster import DevCluster, preflight
+    from tony_jupyter_devcluster.config import MAX_PORT_OFFSET, Layout
 
     for offset in range(10000, MAX_PORT_OFFSET + 1, 10000):
         ports = Layout(root, offset).all_ports()  # type: ignore[arg-type]

@@ -145,7 +145,7 @@ def _localizing_s(cluster, container: str) -> float:
 def run(ctx: Context) -> dict:
     cluster = ctx.cluster
     if cluster is None or ctx.quick:
-        return {"skipped": "no devcluster running (`python -m tony_jupyter.devcluster up`)"}
+        return {"skipped": "no devcluster running (`python -m tony_jupyter_devcluster up`)"}
     from tony_jupyter.launcher.yarn import secure
 
     use_devcluster_env(cluster)

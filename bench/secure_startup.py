@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _cluster(path: str | None):
-    from tony_jupyter.devcluster import DevCluster
+    from tony_jupyter_devcluster import DevCluster
 
     if not path:
         return None

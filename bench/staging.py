@@ -229,7 +229,7 @@ def _du(path: Path) -> int:
 def run(ctx: Context) -> dict:
     quick, cluster, runs = ctx.quick, ctx.cluster, ctx.runs
     if cluster is None:
-        return {"skipped": "no devcluster running (`python -m tony_jupyter.devcluster up`)"}
+        return {"skipped": "no devcluster running (`python -m tony_jupyter_devcluster up`)"}
     runs = runs or (1 if quick else 3)
     with tempfile.TemporaryDirectory(prefix="tony-bench-env-") as tmp:
         log("staging: building the environment venv")

@@ -126,7 +126,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(ctx: Context) -> dict:
     if ctx.cluster is None:
-        return {"skipped": "no devcluster running (`python -m tony_jupyter.devcluster up`)"}
+        return {"skipped": "no devcluster running (`python -m tony_jupyter_devcluster up`)"}
     runs, workers = ctx.runs or 3, ctx.args.workers
     marks: dict = {}
     upload = instrument(marks)

@@ -21,9 +21,9 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from tony_jupyter.devcluster import maven, preflight
-from tony_jupyter.devcluster.config import MAX_PORT_OFFSET, Layout
-from tony_jupyter.devcluster.errors import DevClusterError
+from tony_jupyter_devcluster import maven, preflight
+from tony_jupyter_devcluster.config import MAX_PORT_OFFSET, Layout
+from tony_jupyter_devcluster.errors import DevClusterError
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "build" / "hadoop-versions"
@@ -59,7 +59,7 @@ def free_offset(root: Path, secure: bool) -> int:
 
 def devcluster(args: list[str], env: dict, log: Path, timeout: float) -> tuple[int, float]:
     start = time.monotonic()
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", *args]
+    cmd = [sys.executable, "-m", "tony_jupyter_devcluster", *args]
     with open(log, "a") as out:
         out.write(f"\n$ {' '.join(cmd)}\n")
         out.flush()

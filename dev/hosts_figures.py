@@ -71,7 +71,7 @@ def _last_json(proc: subprocess.CompletedProcess) -> dict:
 
 
 def _devcluster(*argv: str) -> list[str]:
-    return [sys.executable, "-m", "tony_jupyter.devcluster", *argv]
+    return [sys.executable, "-m", "tony_jupyter_devcluster", *argv]
 
 
 def on_edge(hosts_dir: Path, venv: Path, home: Path, argv: list[str]) -> tuple[float, object]:
@@ -88,7 +88,7 @@ def on_edge(hosts_dir: Path, venv: Path, home: Path, argv: list[str]) -> tuple[f
 
 
 def on_one_host(one_host_dir: Path | None, home: Path) -> dict:
-    from tony_jupyter.devcluster import DevCluster
+    from tony_jupyter_devcluster import DevCluster
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("TONY_DEVCLUSTER")}
     env.pop("TONY_JUPYTER_DEVCLUSTER_DIR", None)
@@ -122,7 +122,7 @@ def figures(args: argparse.Namespace) -> dict:
     for _ in range(args.runs):
         edge.append(edge_cell()["cell_to_user_code_s"])
         one_host.append(on_one_host(args.one_host_dir, home)["cell_to_user_code_s"])
-    from tony_jupyter.devcluster import DevCluster
+    from tony_jupyter_devcluster import DevCluster
 
     node_python = str(DevCluster(args.hosts_dir).hosts.python)  # type: ignore[union-attr]
     doctor, doctor_rc = [], []
@@ -168,7 +168,7 @@ def _build_venv() -> Path:
     sys.path.insert(0, str(HERE.parents[1] / "tests" / "hosts"))
     import nodeenv
 
-    from tony_jupyter.devcluster.hosts import node_python
+    from tony_jupyter_devcluster.hosts import node_python
 
     python = node_python()
     if python is None:

@@ -141,7 +141,7 @@ AREAS = (
         (
             "tony_jupyter/launcher/yarn/*",
             "tony_jupyter/am/yarn/*",
-            "tony_jupyter/devcluster/*",
+            "devcluster/tony_jupyter_devcluster/*",
             "tony_jupyter/hadoopconf.py",
             "tony_jupyter/tokens.py",
             "tests/yarn/*",
@@ -158,8 +158,8 @@ AREAS = (
             "tony_jupyter/tokens.py",
             "tony_jupyter/launcher/yarn/secure.py",
             "tony_jupyter/am/yarn/credentials.py",
-            "tony_jupyter/devcluster/security.py",
-            "tony_jupyter/devcluster/kerberos.py",
+            "devcluster/tony_jupyter_devcluster/security.py",
+            "devcluster/tony_jupyter_devcluster/kerberos.py",
             "tests/secure/*",
             "tests/helpers/secure.py",
         ),
@@ -169,7 +169,7 @@ AREAS = (
     Area(
         "tls",
         (
-            "tony_jupyter/devcluster/tls.py",
+            "devcluster/tony_jupyter_devcluster/tls.py",
             "tony_jupyter/launcher/yarn/transport.py",
             "tests/tls/*",
         ),
@@ -180,8 +180,8 @@ AREAS = (
         "ha",
         (
             "tony_jupyter/hadoopconf.py",
-            "tony_jupyter/devcluster/ha.py",
-            "tony_jupyter/devcluster/failover.py",
+            "devcluster/tony_jupyter_devcluster/ha.py",
+            "devcluster/tony_jupyter_devcluster/failover.py",
             "tests/ha/*",
             "tests/helpers/ha.py",
         ),
@@ -191,9 +191,9 @@ AREAS = (
     Area(
         "hosts",
         (
-            "tony_jupyter/devcluster/hosts.py",
-            "tony_jupyter/devcluster/netns.py",
-            "tony_jupyter/devcluster/hostrun.py",
+            "devcluster/tony_jupyter_devcluster/hosts.py",
+            "devcluster/tony_jupyter_devcluster/netns.py",
+            "devcluster/tony_jupyter_devcluster/hostrun.py",
             "tony_jupyter/launcher/yarn/packenv.py",
             "tony_jupyter/launcher/yarn/venvfiles.py",
             "tony_jupyter/launcher/yarn/editables.py",

@@ -13,8 +13,8 @@ from helpers.jobs import private_home
 from helpers.yarn import Cluster, jobs_to_yarn
 from tiers import FULL_ONLY, matches
 
-if importlib.util.find_spec("tony_jupyter.devcluster.testing"):
-    pytest_plugins = ["tony_jupyter.devcluster.testing"]
+if importlib.util.find_spec("tony_jupyter_devcluster.testing"):
+    pytest_plugins = ["tony_jupyter_devcluster.testing"]
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
@@ -85,15 +85,15 @@ def jp_server_config():
 
 @pytest.fixture(scope="session", name="yarn_cluster")
 def yarn_cluster_fixture(request):
-    """The session's devcluster (tony_jupyter.devcluster.testing), or a running one."""
+    """The session's devcluster (tony_jupyter_devcluster.testing), or a running one."""
     try:
         return request.getfixturevalue("devcluster")
     except pytest.FixtureLookupError:
-        from tony_jupyter.devcluster import DevCluster
+        from tony_jupyter_devcluster import DevCluster
 
         dc = DevCluster()
         if not dc.is_running():
-            pytest.skip("no devcluster: run `python -m tony_jupyter.devcluster up`")
+            pytest.skip("no devcluster: run `python -m tony_jupyter_devcluster up`")
         return dc
 
 

@@ -46,3 +46,19 @@ def test_errors_are_one_line(tony_home):
     assert r.returncode == 1 and "no such script" in r.stderr
     r = cli("submit", __file__, "--workers", "0", check=False)
     assert r.returncode == 2 and "at least one worker" in r.stderr
+
+
+def test_devcluster_command_comes_from_the_devcluster_distribution():
+    # tony_jupyter never imports the devcluster: the command is its entry point
+    r = cli("devcluster", "--help")
+    assert "usage: tony-jupyter devcluster" in r.stdout and "{up,down," in r.stdout
+
+
+def test_devcluster_command_without_the_devcluster_says_how_to_install_it(monkeypatch, capsys):
+    from tony_jupyter import cli as tony_cli
+
+    monkeypatch.setattr(tony_cli, "entry_points", lambda **_: ())
+    assert tony_cli.main(["devcluster", "up"]) == 2
+    err = capsys.readouterr().err
+    assert "`tony-jupyter devcluster` comes with tony-jupyter-devcluster" in err
+    assert "pip install 'tony-jupyter[devcluster]'" in err and "bash dev/setup" in err

@@ -18,6 +18,7 @@ from tony_jupyter.options import job_parser
 
 ref = reference()
 PACKAGE = ROOT / "tony_jupyter"
+DEVCLUSTER = ROOT / "devcluster" / "tony_jupyter_devcluster"  # its own distribution
 
 # Flags of other programs that our pages and strings name, each with the program.
 FOREIGN = {
@@ -142,9 +143,10 @@ def _check_commands(text: str, where: str) -> list[str]:
 
 
 def package_strings() -> list[tuple[str, str]]:
-    """Every string constant of the package (f-strings' literal parts included), with where."""
+    """Every string constant of the package and of the devcluster (f-strings' literal parts
+    included), with where."""
     out = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in [*sorted(PACKAGE.rglob("*.py")), *sorted(DEVCLUSTER.rglob("*.py"))]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 out.append((f"{path.relative_to(ROOT)}:{node.lineno}", node.value))
@@ -191,7 +193,7 @@ def test_the_check_catches_a_flag_and_a_command_that_do_not_exist():
 
 
 PY_PATH = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.py)\b")
-WHERE = (ROOT, ROOT / "tony_jupyter", ROOT / "tests", ROOT / "dev")
+WHERE = (ROOT, ROOT / "tony_jupyter", ROOT / "devcluster", ROOT / "tests", ROOT / "dev")
 # Files of the user's that pages name as examples, not modules of ours.
 USERS_FILES = {
     "train.py",
@@ -203,8 +205,8 @@ USERS_FILES = {
 
 
 def _missing_modules(text: str) -> list[str]:
-    """The `.py` files a text names (a/b.py, as from the package, the checkout, tests/ or
-    dev/) that none of those has; a bare name (cell.py) is any file of that name there."""
+    """The `.py` files a text names (a/b.py, as from the package, the checkout, devcluster/,
+    tests/ or dev/) that none of those has; a bare name (cell.py) is any file of that name."""
     missing = []
     for path in PY_PATH.findall(text):
         if path in USERS_FILES:

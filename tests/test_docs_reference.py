@@ -14,7 +14,6 @@ import pytest
 from helpers.docs import DOCS, ROOT, reference
 
 from tony_jupyter import cli, magics
-from tony_jupyter.devcluster.cli import _parser as devcluster_parser
 from tony_jupyter.errors import SpecError
 from tony_jupyter.launcher.doctor import doctor_parser
 from tony_jupyter.options import job_parser
@@ -23,6 +22,7 @@ from tony_jupyter.server_ext.config import TonyJupyter
 from tony_jupyter.settings import JOB_KEYS, PER_TYPE
 from tony_jupyter.spec import KNOWN_TYPES, SpecBuilder
 from tony_jupyter.tonyconf import NOT_APPLICABLE
+from tony_jupyter_devcluster.cli import _parser as devcluster_parser
 
 ref = reference()
 

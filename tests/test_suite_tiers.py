@@ -24,10 +24,10 @@ _spec.loader.exec_module(suite)
 @pytest.mark.parametrize(
     ("path", "areas"),
     [
-        ("tony_jupyter/devcluster/ha.py", ["yarn", "ha"]),
+        ("devcluster/tony_jupyter_devcluster/ha.py", ["yarn", "ha"]),
         ("tony_jupyter/hadoopconf.py", ["yarn", "ha"]),
         ("tony_jupyter/launcher/yarn/secure.py", ["yarn", "secure"]),
-        ("tony_jupyter/devcluster/netns.py", ["yarn", "hosts"]),
+        ("devcluster/tony_jupyter_devcluster/netns.py", ["yarn", "hosts"]),
         ("labextension/src/panel.ts", ["browser"]),
         ("tony_jupyter/executor/frameworks.py", ["frameworks"]),
         ("tony_jupyter/tonyconf.py", ["examples"]),

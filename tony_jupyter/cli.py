@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Callable
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from . import commands
@@ -39,6 +41,29 @@ USAGE = "".join(
     for i, (name, args, _) in enumerate(COMMANDS)
 )
 NAMES = tuple(name for name, _, _ in COMMANDS)
+# Commands that another distribution brings, found through this entry point group so that this
+# package never imports them: `devcluster` (tony-jupyter-devcluster), with what installs it.
+PLUGIN_GROUP = "tony_jupyter.commands"
+PLUGINS = {"devcluster": ("tony-jupyter-devcluster", "pip install 'tony-jupyter[devcluster]'")}
+
+
+def plugin(name: str) -> Callable[[list[str]], int] | None:
+    """The ``main(argv)`` that an installed distribution registers as command ``name``."""
+    found = entry_points(group=PLUGIN_GROUP, name=name)
+    return next(iter(found)).load() if found else None
+
+
+def run_plugin(name: str, argv: list[str]) -> int:
+    command = plugin(name)
+    if command is None:
+        dist, install = PLUGINS[name]
+        print(
+            f"error: `tony-jupyter {name}` comes with {dist}, which is not installed here: "
+            f"{install} (in a checkout of tony-jupyter: bash dev/setup)",
+            file=sys.stderr,
+        )
+        return 2
+    return command(argv)
 
 
 def submit(words: list[str]) -> int:
@@ -92,10 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unknown command {cmd!r}; try {', '.join(NAMES)}\n\n{USAGE}", file=sys.stderr)
         return 2
     try:
-        if cmd == "devcluster":
-            from .devcluster.cli import main as devcluster_main
-
-            return devcluster_main(rest)
+        if cmd in PLUGINS:
+            return run_plugin(cmd, rest)
         if cmd == "submit":
             return submit(rest)
         if cmd == "doctor":

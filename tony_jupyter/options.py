@@ -17,6 +17,7 @@ from .numbers import parse_memory
 from .settings import FLAGS, SESSION_FLAGS, Setting
 from .spec import JobSpec, SpecBuilder
 from .srcdir import SrcDir, collect
+from .venvdir import venv_root
 
 
 class _Parser(argparse.ArgumentParser):
@@ -245,8 +246,6 @@ def _apply_pack_env(b: SpecBuilder, args: argparse.Namespace) -> None:
         raise SpecError("--pack-env and --python exclude each other: the job runs its env")
     if b.backend != "yarn":
         raise SpecError("--pack-env is for the YARN backend (--backend yarn)")
-    from .launcher.yarn.packenv import venv_root
-
     b.set("pack_env", str(venv_root(args.pack_env)))
 
 

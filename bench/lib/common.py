@@ -134,7 +134,7 @@ def devcluster():
     """The running devcluster (default dir or $TONY_JUPYTER_DEVCLUSTER_DIR), or None. The bench
     never starts or stops one: other people's jobs may be using it."""
     try:
-        from tony_jupyter.devcluster import DevCluster
+        from tony_jupyter_devcluster import DevCluster
 
         cluster = DevCluster()
         return cluster if cluster.is_running() else None

@@ -155,8 +155,8 @@ def magic_commands() -> str:
 
 def cli() -> str:
     from tony_jupyter.cli import COMMANDS
-    from tony_jupyter.devcluster.cli import _parser as devcluster_parser
     from tony_jupyter.launcher.doctor import doctor_parser
+    from tony_jupyter_devcluster.cli import _parser as devcluster_parser
 
     rows = []
     for name, args, what in COMMANDS:
@@ -204,9 +204,9 @@ def cli_commands() -> dict[str, list[str]]:
     """Each command of the ``tony-jupyter`` tool (devcluster's as ``devcluster NAME``) with the
     flags it takes: what a printed fix may name (tests/test_docs_flags.py)."""
     from tony_jupyter.cli import COMMANDS
-    from tony_jupyter.devcluster.cli import _parser as devcluster_parser
     from tony_jupyter.launcher.doctor import doctor_parser
     from tony_jupyter.options import job_parser
+    from tony_jupyter_devcluster.cli import _parser as devcluster_parser
 
     out: dict[str, list[str]] = {name: [] for name, _, _ in COMMANDS}
     out["doctor"] = parser_flags(doctor_parser())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import requests
 
-from tony_jupyter.devcluster import DevCluster
+from tony_jupyter_devcluster import DevCluster
 
 DS_AM = "org.apache.hadoop.yarn.applications.distributedshell.ApplicationMaster"
 TERMINAL = ("FINISHED", "FAILED", "KILLED")

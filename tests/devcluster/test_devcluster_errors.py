@@ -19,7 +19,7 @@ from xml.etree import ElementTree
 import psutil
 import pytest
 
-from tony_jupyter.devcluster import (
+from tony_jupyter_devcluster import (
     DevCluster,
     DevClusterError,
     kerberos,
@@ -27,9 +27,9 @@ from tony_jupyter.devcluster import (
     preflight,
     process,
 )
-from tony_jupyter.devcluster.cli import main
-from tony_jupyter.devcluster.config import SERVICE_NAMES, Layout, write_config
-from tony_jupyter.devcluster.security import Security
+from tony_jupyter_devcluster.cli import main
+from tony_jupyter_devcluster.config import SERVICE_NAMES, Layout, write_config
+from tony_jupyter_devcluster.security import Security
 
 
 def _stub(path: Path, body: str) -> Path:
@@ -405,8 +405,8 @@ def test_hosts_secure_config_names_each_daemons_host(tmp_path) -> None:
     """`up --hosts --secure`'s keys and krb5.conf: the KDC on master at its address, every
     principal with its host's name (the RM checks an NM's against the name of the address it
     connects from: _HOST in the shared file, the host itself in each NM's)."""
-    from tony_jupyter.devcluster import kerberos
-    from tony_jupyter.devcluster.security import service_principals
+    from tony_jupyter_devcluster import kerberos
+    from tony_jupyter_devcluster.security import service_principals
 
     layout = Layout(tmp_path, 0, secure=True, hosts=True)
     write_config(layout, "root", "/usr/bin", Security())
@@ -490,8 +490,8 @@ def test_another_hadoop_release_resolves_with_the_same_poms(tmp_path, monkeypatc
 def test_a_fourth_cluster_gets_ports_below_the_ephemeral_range(monkeypatch, tmp_path):
     """With the round offsets 0, 10000 and 20000 taken, the next cluster goes to 5000, not to
     30000, whose ports (38020-39871) lie where the kernel picks outgoing connections' ports."""
-    from tony_jupyter.devcluster import preflight, testing
-    from tony_jupyter.devcluster.config import Layout
+    from tony_jupyter_devcluster import preflight, testing
+    from tony_jupyter_devcluster.config import Layout
 
     monkeypatch.delenv("TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET", raising=False)
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # one process: every offset in order
@@ -504,7 +504,7 @@ def test_a_fourth_cluster_gets_ports_below_the_ephemeral_range(monkeypatch, tmp_
 
 
 def test_pytest_xdist_processes_try_disjoint_offsets_first(monkeypatch):
-    from tony_jupyter.devcluster import testing
+    from tony_jupyter_devcluster import testing
 
     offsets = [0, 10000, 20000, 5000, 15000, 30000]
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")

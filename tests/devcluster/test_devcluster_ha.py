@@ -8,11 +8,11 @@ import getpass
 
 import pytest
 
-from tony_jupyter.devcluster import DevCluster, DevClusterError, failover, kerberos, process
-from tony_jupyter.devcluster.cli import main
-from tony_jupyter.devcluster.config import Layout, write_config
-from tony_jupyter.devcluster.security import Security
 from tony_jupyter.hadoopconf import HadoopConf, read_site
+from tony_jupyter_devcluster import DevCluster, DevClusterError, failover, kerberos, process
+from tony_jupyter_devcluster.cli import main
+from tony_jupyter_devcluster.config import Layout, write_config
+from tony_jupyter_devcluster.security import Security
 
 
 @pytest.fixture
@@ -152,7 +152,7 @@ def test_failover_with_no_active_master_kills_nothing(tmp_path, monkeypatch):
 
 
 def test_up_ha_on_hdfs_formatted_without_ha_is_refused(tmp_path, monkeypatch):
-    from tony_jupyter.devcluster import daemons
+    from tony_jupyter_devcluster import daemons
 
     (tmp_path / "data" / "nn" / "current").mkdir(parents=True)
     dc = DevCluster(tmp_path, port_offset=30000, ha=True)

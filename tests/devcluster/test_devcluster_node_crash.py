@@ -9,9 +9,9 @@ import psutil
 import pytest
 from devcluster_ds import container_dirs, submit, wait_end
 
-from tony_jupyter.devcluster import DevCluster
-from tony_jupyter.devcluster.errors import DevClusterError
-from tony_jupyter.devcluster.testing import started_by_fixture
+from tony_jupyter_devcluster import DevCluster
+from tony_jupyter_devcluster.errors import DevClusterError
+from tony_jupyter_devcluster.testing import started_by_fixture
 
 
 def _sleeping(nm: psutil.Process) -> bool:

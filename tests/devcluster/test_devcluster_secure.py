@@ -15,10 +15,10 @@ import psutil
 import pytest
 from devcluster_ds import submit, wait_end
 
-from tony_jupyter.devcluster import DevCluster
-from tony_jupyter.devcluster.config import KDC, SERVICE_NAMES
-from tony_jupyter.devcluster.security import REALM, Security
-from tony_jupyter.devcluster.testing import start_devcluster
+from tony_jupyter_devcluster import DevCluster
+from tony_jupyter_devcluster.config import KDC, SERVICE_NAMES
+from tony_jupyter_devcluster.security import REALM, Security
+from tony_jupyter_devcluster.testing import start_devcluster
 
 pytestmark = [pytest.mark.yarn, pytest.mark.secure]
 
@@ -39,7 +39,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
 
 def _cli(cluster: DevCluster, *args: str) -> str:
     proc = subprocess.run(
-        [sys.executable, "-m", "tony_jupyter.devcluster", *args, "--dir", str(cluster.dir)],
+        [sys.executable, "-m", "tony_jupyter_devcluster", *args, "--dir", str(cluster.dir)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -50,7 +50,7 @@ def _cli(cluster: DevCluster, *args: str) -> str:
 
 def _in_env_of(cluster: DevCluster, user: str, script: str) -> subprocess.CompletedProcess:
     """``script`` in bash after `eval "$(devcluster env --user USER)"`, as a user would."""
-    env_cmd = f"{sys.executable} -m tony_jupyter.devcluster env --user {user} --dir {cluster.dir}"
+    env_cmd = f"{sys.executable} -m tony_jupyter_devcluster env --user {user} --dir {cluster.dir}"
     clean = {k: v for k, v in os.environ.items() if not k.startswith("KRB5")}
     return subprocess.run(
         ["bash", "-c", f'set -e; eval "$({env_cmd})"; {script}'],

@@ -11,9 +11,9 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import pkcs12
 
-from tony_jupyter.devcluster import DevCluster, preflight, tls
-from tony_jupyter.devcluster.config import Layout, write_config
-from tony_jupyter.devcluster.errors import DevClusterError
+from tony_jupyter_devcluster import DevCluster, preflight, tls
+from tony_jupyter_devcluster.config import Layout, write_config
+from tony_jupyter_devcluster.errors import DevClusterError
 
 
 def _props(path) -> dict[str, str]:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tony_jupyter.devcluster import DevCluster, DevClusterError, maven, preflight, process
-from tony_jupyter.devcluster.cli import main
-from tony_jupyter.devcluster.config import Layout
+from tony_jupyter_devcluster import DevCluster, DevClusterError, maven, preflight, process
+from tony_jupyter_devcluster.cli import main
+from tony_jupyter_devcluster.config import Layout
 
 
 @pytest.fixture

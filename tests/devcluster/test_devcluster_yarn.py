@@ -11,11 +11,11 @@ import pytest
 import requests
 from devcluster_ds import container_dirs, container_output, submit, wait_end
 
-from tony_jupyter.devcluster import DevCluster
-from tony_jupyter.devcluster.cli import main
-from tony_jupyter.devcluster.config import NM2_GPUS, NM2_VCORES, NM_MEMORY_MB, NM_VCORES
-from tony_jupyter.devcluster.ready import node_labels, resource_value, rm_nodes
-from tony_jupyter.devcluster.testing import started_by_fixture
+from tony_jupyter_devcluster import DevCluster
+from tony_jupyter_devcluster.cli import main
+from tony_jupyter_devcluster.config import NM2_GPUS, NM2_VCORES, NM_MEMORY_MB, NM_VCORES
+from tony_jupyter_devcluster.ready import node_labels, resource_value, rm_nodes
+from tony_jupyter_devcluster.testing import started_by_fixture
 
 pytestmark = pytest.mark.yarn
 

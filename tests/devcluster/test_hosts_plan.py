@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tony_jupyter.devcluster import DevCluster, DevClusterError
-from tony_jupyter.devcluster.config import Layout, write_config
-from tony_jupyter.devcluster.hosts import HOST_NAMES, MASTER2, Hosts, Topology, hidden_paths
+from tony_jupyter_devcluster import DevCluster, DevClusterError
+from tony_jupyter_devcluster.config import Layout, write_config
+from tony_jupyter_devcluster.hosts import HOST_NAMES, MASTER2, Hosts, Topology, hidden_paths
 
 TESTS_NET = ipaddress.ip_network("198.18.0.0/15")
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import pytest
 from helpers.ha import FollowingCluster, jobs_to_ha, module_cluster
 
-from tony_jupyter.devcluster import DevCluster
+from tony_jupyter_devcluster import DevCluster
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -19,10 +19,6 @@ import pytest
 from helpers.cells import CHECKPOINTED
 from sklearn.datasets import load_digits
 
-from tony_jupyter.devcluster import failover
-from tony_jupyter.devcluster.cli import main
-from tony_jupyter.devcluster.config import NODEMANAGERS
-from tony_jupyter.devcluster.ha import NAMENODES, RESOURCEMANAGERS
 from tony_jupyter.errors import BackendError
 from tony_jupyter.hadoopconf import HadoopConf
 from tony_jupyter.launcher.client import list_jobs
@@ -30,6 +26,10 @@ from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.launcher.yarn import rm as rm_client
 from tony_jupyter.launcher.yarn.rm import RMClient
 from tony_jupyter.launcher.yarn.staging import Staging
+from tony_jupyter_devcluster import failover
+from tony_jupyter_devcluster.cli import main
+from tony_jupyter_devcluster.config import NODEMANAGERS
+from tony_jupyter_devcluster.ha import NAMENODES, RESOURCEMANAGERS
 
 pytestmark = [pytest.mark.ha, pytest.mark.slow]
 

@@ -15,8 +15,8 @@ import pytest
 
 from helpers.secure import SecureCluster
 from helpers.yarn import TEST_MEMORY_MB, Cluster
-from tony_jupyter.devcluster import DevCluster
-from tony_jupyter.devcluster.testing import start_devcluster
+from tony_jupyter_devcluster import DevCluster
+from tony_jupyter_devcluster.testing import start_devcluster
 
 
 class _Following:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tony_jupyter.devcluster import DevCluster
+from tony_jupyter_devcluster import DevCluster
 
 LIVE = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHING")
 

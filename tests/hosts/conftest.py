@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from tony_jupyter.devcluster import DevCluster
-from tony_jupyter.devcluster.hosts import node_python
+from tony_jupyter_devcluster import DevCluster
+from tony_jupyter_devcluster.hosts import node_python
 
 FIRST = "test_mwms_from_a_kernel_on_the_edge_runs_on_workers_without_its_venv"
 LAST = "test_down_removes_every_namespace_link_mount_and_process"  # of the shared cluster
@@ -85,7 +85,7 @@ HERE = Path(__file__).parent
 
 def exec_argv(cluster: DevCluster, host: str, *argv: str) -> list[str]:
     """``argv`` on ``host`` through `devcluster exec`, as a command line for this machine."""
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "exec", "--dir", str(cluster.dir)]
+    cmd = [sys.executable, "-m", "tony_jupyter_devcluster", "exec", "--dir", str(cluster.dir)]
     return [*cmd, host, "--", *argv]
 
 

@@ -19,13 +19,13 @@ from pathlib import Path
 import edge_kernel  # beside this script
 from IPython.utils.capture import capture_output
 
-from tony_jupyter.devcluster import DevCluster, failover
-from tony_jupyter.devcluster.config import NODEMANAGERS
 from tony_jupyter.hadoopconf import HadoopConf
 from tony_jupyter.launcher.client import find_job, jobs_dir
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.launcher.yarn.rm import RMClient
 from tony_jupyter.launcher.yarn.staging import Staging
+from tony_jupyter_devcluster import DevCluster, failover
+from tony_jupyter_devcluster.config import NODEMANAGERS
 
 # One worker: what is under test is the masters' failover (tests/ha/test_ha_jobs.py says why
 # not two). 1.5 s after each epoch, so that it still trains, and mirrors checkpoints to HDFS,

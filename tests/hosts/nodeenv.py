@@ -1,7 +1,8 @@
 """A venv for the nodes of a several-host cluster, made without the network: its base is the
 nodes' own interpreter (so ``env/bin/python`` exists on every host once --pack-env ships it),
 its packages copied file by file from this kernel's environment (their installed RECORDs), and
-tony_jupyter copied in (venv-pack refuses an editable install)."""
+tony_jupyter and the devcluster's package copied in (venv-pack refuses an editable install; on
+the edge, edge_ha.py drives the devcluster's failovers)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 
 import tony_jupyter
+import tony_jupyter_devcluster
 
 # What the AM and a TensorFlow task import; tf-keras: tasks run tf.keras as Keras 2.
 # And what tony-jupyter itself requires: the kernel runs in this venv too.
@@ -77,8 +79,9 @@ def build(
     if linked_only:
         dists = metadata.distributions()
         _copy_linked(site, [d for d in dists if _name(d).startswith(linked_only)])
-    pkg = Path(tony_jupyter.__file__).parent
-    shutil.copytree(pkg, site / "tony_jupyter", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in (tony_jupyter, tony_jupyter_devcluster):
+        pkg = Path(package.__file__).parent
+        shutil.copytree(pkg, site / pkg.name, ignore=shutil.ignore_patterns("__pycache__"))
     _same_everywhere(venv)
     return venv
 

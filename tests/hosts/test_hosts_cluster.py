@@ -15,8 +15,8 @@ import psutil
 import pytest
 from conftest import on  # tests/hosts/conftest.py
 
-from tony_jupyter.devcluster import netns, process
-from tony_jupyter.devcluster.hosts import HOST_NAMES
+from tony_jupyter_devcluster import netns, process
+from tony_jupyter_devcluster.hosts import HOST_NAMES
 
 pytestmark = pytest.mark.hosts
 PYTHON = f"python{sys.version_info.major}.{sys.version_info.minor}"  # the nodes' own
@@ -49,7 +49,7 @@ def test_each_host_has_its_name_and_address_and_resolves_the_others(hosts_cluste
         [
             sys.executable,
             "-m",
-            "tony_jupyter.devcluster",
+            "tony_jupyter_devcluster",
             "status",
             "--dir",
             str(hosts_cluster.dir),
@@ -161,7 +161,7 @@ def test_exec_to_an_unknown_host_is_refused(hosts_cluster):
 
 
 def _devcluster(cluster, *argv: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", argv[0], "--dir", str(cluster.dir)]
+    cmd = [sys.executable, "-m", "tony_jupyter_devcluster", argv[0], "--dir", str(cluster.dir)]
     return subprocess.run([*cmd, *argv[1:]], capture_output=True, text=True, check=False)
 
 

@@ -11,9 +11,9 @@ import time
 import psutil
 import pytest
 
-from tony_jupyter.devcluster import DevCluster, netns
-from tony_jupyter.devcluster.cli import main
-from tony_jupyter.devcluster.hosts import Hosts, Topology
+from tony_jupyter_devcluster import DevCluster, netns
+from tony_jupyter_devcluster.cli import main
+from tony_jupyter_devcluster.hosts import Hosts, Topology
 
 pytestmark = pytest.mark.hosts
 

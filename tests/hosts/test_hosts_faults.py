@@ -34,7 +34,7 @@ REFUSED = "the AM refused this task's heartbeat (410"
 
 
 def _devcluster(cluster, *argv: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", argv[0], "--dir", str(cluster.dir)]
+    cmd = [sys.executable, "-m", "tony_jupyter_devcluster", argv[0], "--dir", str(cluster.dir)]
     return subprocess.run([*cmd, *argv[1:]], capture_output=True, text=True, check=False)
 
 

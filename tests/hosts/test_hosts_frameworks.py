@@ -27,7 +27,7 @@ PUBLIC = {"worker1": "198.18.0.21"}  # on the bridge, not on worker1's private n
 def framework_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import nodeenv  # tests/hosts/nodeenv.py
 
-    from tony_jupyter.devcluster.hosts import node_python
+    from tony_jupyter_devcluster.hosts import node_python
 
     python = node_python()
     if python is None:

@@ -22,9 +22,9 @@ import psutil
 import pytest
 from conftest import on, on_edge  # tests/hosts/conftest.py
 
-from tony_jupyter.devcluster import DevCluster, netns
-from tony_jupyter.devcluster.ha import NAMENODES, NAMESERVICE, RESOURCEMANAGERS
-from tony_jupyter.devcluster.hosts import MASTER2, Topology
+from tony_jupyter_devcluster import DevCluster, netns
+from tony_jupyter_devcluster.ha import NAMENODES, NAMESERVICE, RESOURCEMANAGERS
+from tony_jupyter_devcluster.hosts import MASTER2, Topology
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 HERE = Path(__file__).parent
@@ -67,7 +67,7 @@ def _site(conf: Path, name: str) -> dict[str, str]:
 def _status(dc: DevCluster) -> dict[str, list[str]]:
     """`devcluster status` from the machine's own namespace (it asks from the edge): service
     -> [host, pid, alive, ha state]."""
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "status", "--dir", str(dc.dir)]
+    cmd = [sys.executable, "-m", "tony_jupyter_devcluster", "status", "--dir", str(dc.dir)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
     names = (*NAMENODES.values(), *RESOURCEMANAGERS.values())
@@ -85,7 +85,7 @@ def test_each_pair_spans_two_hosts_named_in_the_edges_client_configuration(ha_ho
         assert sorted([first[3], second[3]]) == ["active", "standby"], rows
     # What `devcluster env --host edge` gives a kernel there: the nameservice and both rm-ids,
     # each master by its host name.
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "env", "--dir", str(dc.dir)]
+    cmd = [sys.executable, "-m", "tony_jupyter_devcluster", "env", "--dir", str(dc.dir)]
     env = subprocess.run([*cmd, "--host", "edge"], capture_output=True, text=True, check=True)
     conf = Path(
         next(line for line in env.stdout.splitlines() if "HADOOP_CONF_DIR=" in line)

@@ -190,7 +190,7 @@ def test_a_users_package_installed_editable_imports_in_every_task(
 ):
     import nodeenv  # tests/hosts/nodeenv.py
 
-    from tony_jupyter.devcluster.hosts import node_python
+    from tony_jupyter_devcluster.hosts import node_python
 
     python = node_python()
     assert python is not None, "the machine has no interpreter of the kernel's version"

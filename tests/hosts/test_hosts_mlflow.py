@@ -17,7 +17,7 @@ import pytest
 from conftest import exec_argv, on, on_edge  # tests/hosts/conftest.py
 
 from tony_jupyter import supervise
-from tony_jupyter.devcluster.hosts import EDGE, host_address
+from tony_jupyter_devcluster.hosts import EDGE, host_address
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]
 HERE = Path(__file__).parent

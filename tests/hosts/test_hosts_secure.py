@@ -20,8 +20,8 @@ import psutil
 import pytest
 from conftest import on, on_edge  # tests/hosts/conftest.py
 
-from tony_jupyter.devcluster import DevCluster, netns
-from tony_jupyter.devcluster.hosts import host_address
+from tony_jupyter_devcluster import DevCluster, netns
+from tony_jupyter_devcluster.hosts import host_address
 
 pytestmark = [pytest.mark.hosts, pytest.mark.secure, pytest.mark.slow]
 HERE = Path(__file__).parent
@@ -56,7 +56,7 @@ def secure_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluste
 
 def _alice_env(cluster: DevCluster) -> dict[str, str]:
     """What `eval $(devcluster env --host edge --user alice)` leaves in a shell on the edge."""
-    cmd = [sys.executable, "-m", "tony_jupyter.devcluster", "env", "--dir", str(cluster.dir)]
+    cmd = [sys.executable, "-m", "tony_jupyter_devcluster", "env", "--dir", str(cluster.dir)]
     out = subprocess.run(
         [*cmd, "--host", "edge", "--user", "alice"],
         capture_output=True,

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import on, on_edge  # tests/hosts/conftest.py
 
-from tony_jupyter.devcluster import DevCluster
+from tony_jupyter_devcluster import DevCluster
 
 pytestmark = [pytest.mark.hosts, pytest.mark.tls]
 HERE = Path(__file__).parent
@@ -114,7 +114,7 @@ def base_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     TensorBoard need, a quarter of the TensorFlow venv's size to ship and localize."""
     import nodeenv  # tests/hosts/nodeenv.py
 
-    from tony_jupyter.devcluster.hosts import node_python
+    from tony_jupyter_devcluster.hosts import node_python
 
     python = node_python()
     if python is None:

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tony_jupyter import nodepython
-from tony_jupyter.launcher.yarn import packenv
+from tony_jupyter import nodepython, venvdir
 
 # The check names the host as `hostname -f` does (the node's name in YARN's node list).
 HOST = subprocess.run(
@@ -92,4 +91,4 @@ def test_with_no_wanted_version_any_that_runs_will_do(tmp_path):
 )
 def test_a_packed_venvs_version_comes_from_its_pyvenv_cfg(tmp_path, cfg, version):
     (tmp_path / "pyvenv.cfg").write_text(cfg)
-    assert packenv.venv_version(tmp_path) == version
+    assert venvdir.venv_version(tmp_path) == version

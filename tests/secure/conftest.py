@@ -15,9 +15,9 @@ import pytest
 from helpers.secure import SecureCluster, as_user
 from helpers.yarn import TEST_MEMORY_MB
 
-from tony_jupyter.devcluster import DevCluster
-from tony_jupyter.devcluster.security import Security
-from tony_jupyter.devcluster.testing import start_devcluster
+from tony_jupyter_devcluster import DevCluster
+from tony_jupyter_devcluster.security import Security
+from tony_jupyter_devcluster.testing import start_devcluster
 
 SECURITY = Security(token_renew_interval_s=20, token_max_lifetime_s=60)
 

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from tony_jupyter.devcluster import kerberos
-from tony_jupyter.devcluster.security import principal
 from tony_jupyter.errors import BackendError
 from tony_jupyter.launcher.client import list_jobs
+from tony_jupyter_devcluster import kerberos
+from tony_jupyter_devcluster.security import principal
 
 pytestmark = [pytest.mark.yarn, pytest.mark.secure]
 

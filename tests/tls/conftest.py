@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from helpers.yarn import Cluster, jobs_to_yarn
 
-from tony_jupyter.devcluster import DevCluster
-from tony_jupyter.devcluster.testing import start_devcluster
+from tony_jupyter_devcluster import DevCluster
+from tony_jupyter_devcluster.testing import start_devcluster
 
 
 @pytest.fixture(scope="module")

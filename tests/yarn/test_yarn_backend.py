@@ -8,11 +8,11 @@ import uuid
 import pytest
 from IPython.core.error import UsageError
 
-from tony_jupyter.devcluster.config import NM2_GPUS, NM_VCORES
 from tony_jupyter.errors import BackendError
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.launcher.yarn import backend
+from tony_jupyter_devcluster.config import NM2_GPUS, NM_VCORES
 
 pytestmark = pytest.mark.yarn
 RUN = uuid.uuid4().hex[:6]  # app names unique to this run: the cluster keeps old apps

@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from tony_jupyter.devcluster.config import NM_VCORES
 from tony_jupyter.errors import JobFailedError
+from tony_jupyter_devcluster.config import NM_VCORES
 
 pytestmark = pytest.mark.yarn
 RUN = uuid.uuid4().hex[:6]

@@ -19,11 +19,11 @@ from helpers.cells import CHECKPOINTED
 from helpers.jobs import strike_when
 from sklearn.datasets import load_digits
 
-from tony_jupyter.devcluster import process as daemons
-from tony_jupyter.devcluster.config import NODEMANAGERS
-from tony_jupyter.devcluster.testing import started_by_fixture
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
+from tony_jupyter_devcluster import process as daemons
+from tony_jupyter_devcluster.config import NODEMANAGERS
+from tony_jupyter_devcluster.testing import started_by_fixture
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 # What the heartbeat sidecar takes for a task that cannot beat (SIGSTOP, a debugger).

@@ -10,9 +10,9 @@ import pytest
 from IPython.core.error import UsageError
 
 from bench.staging import build_env
-from tony_jupyter.devcluster import nodefs
-from tony_jupyter.devcluster.config import NODEMANAGERS
 from tony_jupyter.launcher.client import jobs_dir, list_jobs
+from tony_jupyter_devcluster import nodefs
+from tony_jupyter_devcluster.config import NODEMANAGERS
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 RUN = uuid.uuid4().hex[:6]

@@ -173,11 +173,12 @@ class Doctor:
     def shipment(self, cluster) -> Shipment:
         """What a job would run on the nodes: its Python, and the archives it localizes
         (packed and uploaded through the job's own staging and caches)."""
+        from .. import venvdir
         from ..nodepython import SHIPPED, SHIPPED_PYTHON, this_version
         from ..spec import JobSpec
         from .yarn import interpreter, packenv, shipchoice
 
-        pack_env = "" if self.pack_env is None else str(packenv.venv_root(self.pack_env or None))
+        pack_env = "" if self.pack_env is None else str(venvdir.venv_root(self.pack_env or None))
         spec = JobSpec("doctor", (), python=self.python, pack_env=pack_env)
         spec = packenv.by_default(spec, _node_hosts(cluster.rm) or [])
         ours = this_version()
@@ -189,7 +190,7 @@ class Doctor:
         venv = Path(spec.pack_env)
         key = shipchoice.cluster_key(cluster.conf)
         choice = shipchoice.decide(self.ship_python, venv, key)
-        want = packenv.venv_version(venv) or ours
+        want = venvdir.venv_version(venv) or ours
         env_entry, env_info = cluster.staging.env_archive(venv)
         home = interpreter.pyvenv_cfg(venv).get("home", "")
         base_python = f"{home}/python{want}" if home else ""

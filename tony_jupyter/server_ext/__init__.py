@@ -3,7 +3,7 @@
 
 Kernels learn where the proxy is from the server itself: at load time the extension puts the
 server's ``base_url`` into ``TONY_JUPYTER_BASE_URL`` in the server's environment, which every
-kernel this server starts inherits (see :mod:`tony_jupyter.server_ext.urls`).
+kernel this server starts inherits (see :mod:`tony_jupyter.proxyurls`).
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from __future__ import annotations
 import atexit
 import os
 
-from .urls import BASE_URL_ENV
+from ..proxyurls import BASE_URL_ENV
 
 
 def _load_jupyter_server_extension(serverapp) -> None:
-    # Imported here: kernels import this package (for urls) and need none of the server side.
+    # Imported here: importing the package (the server finds the extension by it) loads none
+    # of the server side.
     from jupyter_server.utils import url_path_join
     from tornado.ioloop import PeriodicCallback
 

@@ -21,10 +21,9 @@ import hashlib
 import hmac
 import secrets
 
-# Scripts, forms, popups and downloads work (TensorBoard needs them); the origin stays opaque.
-POLICY = "sandbox allow-scripts allow-forms allow-popups allow-downloads"
-# The iframes' sandbox attribute: the same set (labextension's tensorboard.ts says it too).
-IFRAME_SANDBOX = POLICY.removeprefix("sandbox ")
+from ..proxyurls import POLICY
+
+__all__ = ["CAPABILITY", "POLICY", "capability"]
 CAPABILITY = r"[A-Za-z0-9_-]{43}"
 
 _KEY = secrets.token_bytes(32)  # this server process's: its capabilities end with it

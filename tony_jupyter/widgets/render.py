@@ -224,7 +224,7 @@ def header_html(snap: JobSnapshot, notice: str = "") -> str:
 def endpoints_html(endpoints: dict, job_id: str = "") -> str:
     # Through the server extension's proxy, which resolves job -> endpoint: the browser may not
     # reach the task's host, and no host appears here.
-    from ..server_ext.urls import proxy_url
+    from ..proxyurls import proxy_url
 
     links = [
         f'<a href="{html.escape(proxy_url(job_id, name))}" target="_blank">{html.escape(name)}</a>'

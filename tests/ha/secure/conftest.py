@@ -26,8 +26,8 @@ from helpers.jobs import private_home
 from helpers.secure import as_user
 from helpers.yarn import TEST_MEMORY_MB
 
-from tony_jupyter.devcluster import DevCluster
-from tony_jupyter.devcluster.security import Security
+from tony_jupyter_devcluster import DevCluster
+from tony_jupyter_devcluster.security import Security
 
 SECURITY = Security(token_renew_interval_s=60, token_max_lifetime_s=60)
 

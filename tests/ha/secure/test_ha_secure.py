@@ -28,15 +28,15 @@ import requests
 from helpers.cells import CHECKPOINTED
 from sklearn.datasets import load_digits
 
-from tony_jupyter.devcluster import DevCluster, failover
-from tony_jupyter.devcluster.config import NODEMANAGERS
-from tony_jupyter.devcluster.ha import NAMESERVICE, RESOURCEMANAGERS
 from tony_jupyter.errors import BackendError
 from tony_jupyter.hadoopconf import HadoopConf
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.clients import open_client
 from tony_jupyter.launcher.yarn.secure import TokenKeeper, connect
 from tony_jupyter.tokens import Token
+from tony_jupyter_devcluster import DevCluster, failover
+from tony_jupyter_devcluster.config import NODEMANAGERS
+from tony_jupyter_devcluster.ha import NAMESERVICE, RESOURCEMANAGERS
 
 pytestmark = [pytest.mark.ha, pytest.mark.secure, pytest.mark.slow]
 

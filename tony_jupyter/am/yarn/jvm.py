@@ -10,32 +10,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ...jpms import JPMS_FLAGS
 from . import classarchive
 
-# What Hadoop's launcher adds on Java 17+ (hadoop_finalize_jpms_opts, HADOOP-19310): without
-# java.lang and friends Hadoop's reflection (Guice, UGI, protobuf) fails. Java 8/11 ignore them
-# thanks to IgnoreUnrecognizedVMOptions.
-JPMS_FLAGS: tuple[str, ...] = (
-    "-XX:+IgnoreUnrecognizedVMOptions",
-    "-Djava.net.preferIPv4Stack=true",
-    "--enable-native-access=ALL-UNNAMED",
-    *(
-        f"--add-opens=java.base/{pkg}=ALL-UNNAMED"
-        for pkg in (
-            "java.io",
-            "java.lang",
-            "java.lang.reflect",
-            "java.math",
-            "java.net",
-            "java.text",
-            "java.util",
-            "java.util.concurrent",
-            "java.util.zip",
-            "sun.security.util",
-            "sun.security.x509",
-        )
-    ),
-)
 # The AM's JVM only runs two RPC clients; keep it small so the AM container stays small.
 HEAP_FLAGS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 # The AM's own settings (not its executors'): its JVM's classpath and extra flags.

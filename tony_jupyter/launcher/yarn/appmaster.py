@@ -14,7 +14,7 @@ from pathlib import Path
 
 import requests
 
-from ... import jobdir, nodepython, retention, shards
+from ... import jobdir, nodepython, retention, shards, venvdir
 from ...bundle import Bundle, BundleInfo
 from ...errors import BackendError
 from ...hadoopconf import HadoopConf
@@ -149,7 +149,7 @@ def _wanted_version(spec: JobSpec) -> str | None:
     """The Python version the job's containers must run: the packed venv's, or this kernel's;
     with --python, whatever that interpreter is (only the nodes can tell)."""
     if spec.pack_env:
-        return packenv.venv_version(Path(spec.pack_env))
+        return venvdir.venv_version(Path(spec.pack_env))
     return None if spec.python else nodepython.this_version()
 
 

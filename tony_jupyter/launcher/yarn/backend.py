@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 
-from ... import jobdir, shards
+from ... import jobdir, shards, venvdir
 from ...bundle import Bundle
 from ...errors import SpecError
 from ...protocol import new_token
@@ -41,7 +41,7 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
     spec = packenv.by_default(spec, [str(n.get("nodeHostName")) for n in rm.nodes()])
     env_entry, env_info = None, None
     if spec.pack_env:
-        venv = packenv.venv_root(spec.pack_env)
+        venv = venvdir.venv_root(spec.pack_env)
         # Refused before anything is packed: an interpreter --ship-python always cannot ship.
         choice = shipchoice.decide(spec.ship_python, venv, shipchoice.cluster_key(cluster.conf))
         # Before the application exists: packing a large venv takes a while, and a failure

@@ -58,6 +58,7 @@ from ... import srcdir
 from ...errors import BackendError, SpecError
 from ...shipignore import SECRETS
 from ...spec import JobSpec
+from ...venvdir import venv_root
 from . import editables, venvfiles
 
 ENV_NAME = "env"  # the ARCHIVE's link name in the container
@@ -67,39 +68,6 @@ SKIP_DIRS = {"__pycache__"}
 LEFT_OUT = ("*/__pycache__/*", "*/site-packages/tensorflow/include/*")
 COMPRESS_LEVEL = 4  # venv-pack's own default: sizes as before, only sooner
 BLOCK = 4 << 20  # bytes of tar per gzip member
-
-
-def venv_root(path: str | None) -> Path:
-    """The venv at ``path`` (default: this kernel's, ``sys.prefix``), or a SpecError."""
-    raw = path or sys.prefix
-    p = Path(raw).expanduser()
-    if not p.is_dir():
-        raise SpecError(f"--pack-env {raw}: no such directory; name a venv (python -m venv)")
-    p = p.resolve()
-    if not (p / "pyvenv.cfg").is_file():
-        conda = " (it looks like a conda environment)" if (p / "conda-meta").is_dir() else ""
-        raise SpecError(
-            f"--pack-env {raw}: not a venv, no pyvenv.cfg in {p}{conda}. --pack-env packs a "
-            "virtual environment made by `python -m venv` or virtualenv; conda environments are "
-            "not supported. Or leave it out and use --python PATH for a Python already on the "
-            "cluster's nodes"
-        )
-    return p
-
-
-def venv_version(root: Path) -> str | None:
-    """The venv's minor Python version (``3.11``), from its ``pyvenv.cfg``; None if unsaid."""
-    try:
-        lines = (root / "pyvenv.cfg").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        key, _, value = line.partition("=")
-        if key.strip() in ("version", "version_info"):
-            parts = value.strip().split(".")
-            if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
-                return f"{parts[0]}.{parts[1]}"
-    return None
 
 
 def content_hash(prefix: Path) -> str:

@@ -20,7 +20,7 @@ import psutil
 from .errors import DevClusterError
 from .hosts import Topology
 
-log = logging.getLogger("tony_jupyter.devcluster.cluster")
+log = logging.getLogger("tony_jupyter_devcluster.cluster")
 
 TOOLS = ("ip", "unshare", "mount", "hostname")
 ETC_NETNS = Path("/etc/netns")

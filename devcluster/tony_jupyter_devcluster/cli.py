@@ -1,5 +1,5 @@
 """`tony-jupyter devcluster up|down|status|env|logs|exec|link|...` (also
-`python -m tony_jupyter.devcluster`)."""
+`python -m tony_jupyter_devcluster`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Where a kernel finds the server extension's proxy, as a URL path the browser can use."""
+"""The server extension's proxy as the kernel side and the server both see it: its URL paths,
+and the sandbox what it serves runs in.
+
+The widgets (kernel side) build links and iframes with these; the server extension
+(server_ext/) serves them. Neither imports the other: what they agree on is here.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,11 @@ import os
 from urllib.parse import quote
 
 BASE_URL_ENV = "TONY_JUPYTER_BASE_URL"
+# Every proxied answer's Content-Security-Policy (server_ext/sandbox.py says why): scripts, forms,
+# popups and downloads work (TensorBoard needs them); the origin stays opaque.
+POLICY = "sandbox allow-scripts allow-forms allow-popups allow-downloads"
+# The iframes' sandbox attribute: the same set (labextension's tensorboard.ts says it too).
+IFRAME_SANDBOX = POLICY.removeprefix("sandbox ")
 
 
 def base_url() -> str:

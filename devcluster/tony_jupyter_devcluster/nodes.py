@@ -14,7 +14,7 @@ from . import daemons, process, ready
 from .clusterview import ClusterView
 from .errors import DevClusterError
 
-log = logging.getLogger("tony_jupyter.devcluster.cluster")
+log = logging.getLogger("tony_jupyter_devcluster.cluster")
 
 
 def kill_node(cluster: ClusterView, name: str) -> list[int]:

@@ -1,6 +1,6 @@
 """pytest plugin: a session-scoped ``devcluster`` fixture for tests marked ``yarn``.
 
-Enable with ``pytest_plugins = ["tony_jupyter.devcluster.testing"]``. Only tests that request
+Enable with ``pytest_plugins = ["tony_jupyter_devcluster.testing"]``. Only tests that request
 the fixture pay for the cluster. It runs in ``$TONY_JUPYTER_DEVCLUSTER_DIR`` if set, else in
 pytest's tmp dir; a devcluster already running there (or, with the variable unset, in the default
 dir) is reused and left running, unless it is a secure, TLS or HA one. Without Java the fixture

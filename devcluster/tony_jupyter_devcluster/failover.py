@@ -21,7 +21,7 @@ from .clusterview import ClusterView
 from .config import Layout
 from .errors import DevClusterError
 
-log = logging.getLogger("tony_jupyter.devcluster.cluster")
+log = logging.getLogger("tony_jupyter_devcluster.cluster")
 
 PAIRS = {"nn": ha.NAMENODES, "rm": ha.RESOURCEMANAGERS}
 _WHAT = {"nn": "NameNode", "rm": "ResourceManager"}

@@ -3,4 +3,5 @@
 from .cluster import DevCluster
 from .errors import DevClusterError
 
+__version__ = "0.1.0"
 __all__ = ["DevCluster", "DevClusterError"]

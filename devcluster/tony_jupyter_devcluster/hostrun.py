@@ -64,7 +64,7 @@ def wait_on_edge(cluster: ClusterView, timeout: float) -> None:
     argv, env = exec_argv(
         cluster,
         EDGE,
-        [sys.executable, "-m", "tony_jupyter.devcluster", "wait", "--dir", str(cluster.dir)]
+        [sys.executable, "-m", "tony_jupyter_devcluster", "wait", "--dir", str(cluster.dir)]
         + ["--timeout", f"{timeout:g}"],
     )
     try:
@@ -83,7 +83,7 @@ def rerun_on_edge(cluster: ClusterView, args: list[str]) -> int:
     """`devcluster ARGS` run again on the edge, its output this one's, its exit status returned:
     for what must ask the masters (`failover`, an HA cluster's `status`), which the machine's
     own namespace cannot reach."""
-    argv = [sys.executable, "-m", "tony_jupyter.devcluster", *args, "--dir", str(cluster.dir)]
+    argv = [sys.executable, "-m", "tony_jupyter_devcluster", *args, "--dir", str(cluster.dir)]
     command, env = exec_argv(cluster, EDGE, argv)
     return subprocess.run(command, env=env, check=False).returncode
 

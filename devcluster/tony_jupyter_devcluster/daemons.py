@@ -16,7 +16,7 @@ from .config import DATANODE2, HA_SERVICES, HOSTS_ONLY_NAMES, KDC, SERVICE_NAMES
 from .errors import DevClusterError
 from .hosts import SERVICE_HOSTS
 
-log = logging.getLogger("tony_jupyter.devcluster.cluster")
+log = logging.getLogger("tony_jupyter_devcluster.cluster")
 
 # Daemons only. Measured here on 2 cores (start-up CPU-seconds and RSS summed over the five):
 # C1 only halves start-up CPU (about 21 s against 45 s), and the RM's load never needs C2; the

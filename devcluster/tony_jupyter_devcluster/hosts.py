@@ -149,7 +149,8 @@ def hidden_paths(extra: list[Path] | None = None) -> list[Path]:
     /dev/shm, the project checkout (with the one a git worktree belongs to), and the kernel's
     virtualenv and its base interpreter. Outermost only (a tmpfs over a path inside another
     tmpfs would have nowhere to go)."""
-    # the checkout (or site-packages dir) this code runs from: above tony_jupyter/devcluster/
+    # the checkout this code runs from, above devcluster/tony_jupyter_devcluster/ (installed: the
+    # lib/pythonX.Y above site-packages, inside sys.prefix anyway)
     checkout = Path(__file__).resolve().parents[2]
     candidates = [
         Path.home(),

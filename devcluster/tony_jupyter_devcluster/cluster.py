@@ -11,7 +11,8 @@ from pathlib import Path
 
 import requests
 
-from ..am.yarn.jvm import JPMS_FLAGS
+from tony_jupyter.jpms import JPMS_FLAGS
+
 from . import (
     daemons,
     failover,
