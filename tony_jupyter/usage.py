@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .protocol import JobSnapshot
 
-SAMPLES_KEPT = 120  # per task in the widget: two minutes at a 1 s heartbeat
+SAMPLES_KEPT = 64  # per task in the widget: a minute or two at the heartbeat; a point a pixel
 SPARK_W, SPARK_H = 64, 14
 IDLE_BELOW = 10.0  # percent: a GPU this busy or less is idle
 IDLE_WINDOW_S = 120.0  # the share is the last two minutes'...
@@ -25,6 +25,8 @@ IDLE_SHOWN_AT = 0.5  # named when at least half the GPU samples are idle
 
 
 def _num(value: object) -> float | None:
+    if type(value) is float:  # the common case, first
+        return value if math.isfinite(value) else None
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
     try:
@@ -172,16 +174,20 @@ def snapshot_sample(snap: JobSnapshot, task_id: str) -> dict | None:
 class UsageHistory:
     """The widget's recent samples per task, taken from the snapshots it is shown: one per
     heartbeat (a snapshot whose beat is the last one's adds nothing), at most ``kept`` each,
-    a new attempt starting afresh."""
+    a new attempt starting afresh. What it draws is kept until a task's next sample, as the
+    widget renders every snapshot."""
 
     def __init__(self, kept: int = SAMPLES_KEPT):
         self.kept = kept
         self.attempt: int | None = None
         self.series: dict[str, deque[dict]] = {}
+        self._drawn: dict[str, tuple[float, dict[str, str]]] = {}  # task -> (its last t, sparks)
+        self._idle: tuple[int, GpuIdle | None] | None = None  # (samples added, the share)
+        self._added = 0
 
     def add(self, snap: JobSnapshot) -> None:
         if snap.attempt != self.attempt:
-            self.attempt, self.series = snap.attempt, {}
+            self.attempt, self.series, self._drawn = snap.attempt, {}, {}
         for t in snap.tasks:
             sample = snapshot_sample(snap, t.id)
             if sample is None:
@@ -189,11 +195,19 @@ class UsageHistory:
             got = self.series.setdefault(t.id, deque(maxlen=self.kept))
             if not got or got[-1]["t"] < sample["t"]:
                 got.append(sample)
+                self._added += 1
 
     def sparklines(self, task_id: str) -> dict[str, str]:
         """A task's sparkline per series (``SERIES``' keys), "" where there is none."""
         samples = self.series.get(task_id, ())
-        return {key: sparkline_svg(values(samples, key), key) for key in SERIES}
+        last = samples[-1]["t"] if samples else -1.0
+        drawn = self._drawn.get(task_id)
+        if drawn is None or drawn[0] != last:
+            drawn = (last, {key: sparkline_svg(values(samples, key), key) for key in SERIES})
+            self._drawn[task_id] = drawn
+        return drawn[1]
 
     def gpu_idle(self) -> GpuIdle | None:
-        return gpu_idle({k: list(v) for k, v in self.series.items()})
+        if self._idle is None or self._idle[0] != self._added:
+            self._idle = (self._added, gpu_idle({k: list(v) for k, v in self.series.items()}))
+        return self._idle[1]
