@@ -128,8 +128,8 @@ export class JobView extends Panel {
     setText(this.status.node, '');
     this.sections.render(detail);
     this.logs.setTasks(detail.job.tasks.map(t => t.id));
-    this.stacks.button.hidden = isTerminal(detail.job.state); // an ended job has no stacks
     if (isTerminal(detail.job.state)) {
+      this.stacks.ended(); // an ended job has no stacks
       this.poll.dispose(); // a finished job's page does not change
     }
   }

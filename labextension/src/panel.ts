@@ -73,7 +73,9 @@ class JobRow {
     this.reason.hidden = !reason;
     this.tensorboard.hidden = !job.endpoints.includes('tensorboard');
     this.kill.hidden = isTerminal(job.state);
-    this.stacks.button.hidden = isTerminal(job.state);
+    if (isTerminal(job.state)) {
+      this.stacks.ended();
+    }
     const stalled = typeof job.stalled_since === 'number' && !isTerminal(job.state);
     this.stall.hidden = !stalled;
     if (stalled) {

@@ -75,6 +75,12 @@ export class StacksButton {
     this.pane = el('div', { class: 'tony-stacks-pane' });
   }
 
+  /** The job has ended: no stacks to take, and the last ones shown are gone with it. */
+  ended(): void {
+    this.button.hidden = true;
+    this.pane.replaceChildren();
+  }
+
   private async fetch(): Promise<void> {
     this.button.disabled = true;
     setText(this.button, 'Stacks…');

@@ -9,6 +9,7 @@ $TONY_SCREENSHOT_DIR, else build/browser/."""
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -141,19 +142,25 @@ def _run(page, lab):
     page.locator(f".tony-job[data-job-id='{job_id}'] button.tony-kill").click()
     expect(row.locator(".tony-state")).to_have_text("KILLED", timeout=60_000)
     expect(row.locator("button.tony-stacks-button")).to_be_hidden()
+    expect(row.locator(".tony-stacks-pane .tony-stack-group")).to_have_count(0)  # gone with it
     expect(row.locator(".tony-stall-mark")).to_be_hidden()
 
 
 def _print_figures(lab, job_id: str) -> None:
-    """What the stall took, for the report: from the last step to the mark, each rank's dump."""
-    got = requests.get(
-        f"{lab['url']}tony/api/jobs/{job_id}", params={"token": lab["token"]}, timeout=10
-    ).json()
-    st = got["stall"]
+    """What the stall took, for the report: from the last step to the mark, each rank's dump
+    then; a Stacks request through the server now, and each rank's dump in it."""
+    api, auth = f"{lab['url']}tony/api/jobs/{job_id}", {"token": lab["token"]}
+    st = requests.get(api, params=auth, timeout=10).json()["stall"]
+    t0 = time.monotonic()
+    now = requests.get(f"{api}/stacks", params=auth, timeout=60)
+    took = time.monotonic() - t0
+    assert now.ok, now.text
     figures = {
         "marked_after_s": round(st["marked"] - st["since"], 2),
         "threshold_s": st["threshold_s"],
         "dump_s": {s["task"]: s["seconds"] for s in st["stacks"]},
+        "stacks_request_s": round(took, 3),
+        "stacks_request_dump_s": now.json()["seconds"],
     }
     print("\nstall figures: " + json.dumps(figures))
     assert st["threshold_s"] < figures["marked_after_s"] <= st["threshold_s"] + 1.0
