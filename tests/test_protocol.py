@@ -18,6 +18,7 @@ from tony_jupyter.protocol import (
     TaskState,
     TaskView,
 )
+from tony_jupyter.stackgroups import grouped
 
 SCHEMA = json.loads(
     (Path(__file__).parents[1] / "labextension/schema/protocol.schema.json").read_text()
@@ -30,6 +31,9 @@ RECORDS = (
     JobSummary,
     protocol.Stall,
     protocol.TaskStacks,
+    protocol.StackThread,
+    protocol.StackGroup,
+    protocol.StackGroups,
 )
 
 
@@ -98,6 +102,12 @@ def test_records_as_the_am_and_server_send_them_match_the_schema():
     )
     validator("JobSnapshot").validate(stalled.to_json())
     assert JobSnapshot.from_json(json.loads(json.dumps(stalled.to_json()))) == stalled
+    summary = JobSummary.of(stalled).to_json()
+    validator("JobSummary").validate(summary)
+    assert summary["stalled_since"] == 2.0
+    groups = grouped(protocol.StacksAnswer(1, stalled.stall.stacks), stalled.stall.behind)
+    validator("StackGroups").validate(groups.to_json())
+    assert groups.groups[0].behind and groups.seconds == {"worker:0": 0.05}
 
 
 def test_schema_refuses_a_record_that_drifted():

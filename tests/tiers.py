@@ -75,6 +75,11 @@ FULL_ONLY: dict[str, str] = {
         "the AM are the same code in a container), and so does the stacks route on YARN's AM "
         "through tests/am/test_routes_typed.py's real AM"
     ),
+    "tests/browser/test_stall_view.py": "a stalled three-rank PyTorch job in JupyterLab (a second "
+    "JupyterLab and browser): in CI, tests/browser/test_lab.py runs the widget, the panel and the "
+    "job page in Chromium; the [pytorch] stall above, the stacks route and the stall's detail "
+    "(tests/server_ext/test_job_detail.py), the grouping (tests/test_stackgroups.py) and the "
+    "widget's stall and sparklines (tests/widgets/test_view.py)",
     "tests/frameworks/test_pytorch.py::*[yarn]": "PyTorch in YARN containers (44 s): "
     "tests/frameworks/test_jax.py's [yarn] jobs (a framework's rendezvous from the containers' "
     "addresses) and test_pytorch.py's [local] jobs run in CI",

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .protocol import StacksAnswer, TaskStacks
+from .protocol import StackGroup, StackGroups, StacksAnswer, StackThread, TaskStacks
 
 _HEADER = re.compile(
     r"^(?:Current thread|Thread) 0x[0-9a-fA-F]+(.*?)\s*\(most recent call first\):$"
@@ -139,3 +139,26 @@ def render(answer: StacksAnswer, behind: Sequence[str] = ()) -> str:
         lines.append("")
         lines.append(f"no answer in time from: {', '.join(answer.missing)}")
     return "\n".join(lines)
+
+
+def grouped(answer: StacksAnswer, behind: Sequence[str] = ()) -> StackGroups:
+    """The groups :func:`render` words, as a record for the job page (the same cuts: the
+    executor's own threads counted, not shown; the frames that run the cell left out)."""
+    out = []
+    for g in group(answer.tasks):
+        shown = [t for t in g.threads if not t.ours]
+        out.append(
+            StackGroup(
+                tasks=g.tasks,
+                threads=tuple(StackThread(t.name, t.user_frames()) for t in shown),
+                own_threads=len(g.threads) - len(shown),
+                odd=g.odd,
+                behind=bool(set(g.tasks) & set(behind)),
+                error=g.error,
+            )
+        )
+    return StackGroups(
+        groups=tuple(out),
+        seconds={s.task: round(s.seconds, 3) for s in answer.tasks},
+        missing=answer.missing,
+    )

@@ -5,7 +5,14 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import type { JobDetail, JobList, JobSnapshot, KillResult, LogChunk } from './protocol.gen';
+import type {
+  JobDetail,
+  JobList,
+  JobSnapshot,
+  KillResult,
+  LogChunk,
+  StackGroups
+} from './protocol.gen';
 
 const settings = ServerConnection.makeSettings();
 
@@ -36,6 +43,11 @@ export function getJob(jobId: string): Promise<JobSnapshot> {
 /** The job page's data: snapshot, spec, attempts, metric series (server_ext/detail.py). */
 export function getDetail(jobId: string): Promise<JobDetail> {
   return request<JobDetail>(jobPath(jobId, '/detail'));
+}
+
+/** Every running task's stacks, grouped (server_ext/detail.py job_stacks). */
+export function getStacks(jobId: string): Promise<StackGroups> {
+  return request<StackGroups>(jobPath(jobId, '/stacks'));
 }
 
 export function getLogs(jobId: string, task: string, offset: number): Promise<LogChunk> {

@@ -1,7 +1,8 @@
 /**
  * A job's page, a main-area tab opened from the panel's "Details": its header (name, state,
- * backend, reason), its attempts on a timeline, the task table, a chart per metric (a line
- * per task, the last attempt's) and its logs with a search box. Read from
+ * backend, reason; a stall, with the stacks gathered when it was marked; GPUs idle), its
+ * attempts on a timeline, the task table (sparklines of each task's use), a chart per metric
+ * (a line per task, the last attempt's), a Stacks button and its logs with a search box. Read from
  * /tony/api/jobs/<id>/detail, again every few seconds while the job runs (the log: what was
  * added since).
  */
@@ -16,6 +17,7 @@ import { LogSearch } from './logsearch';
 import { isTerminal } from './protocol';
 import type { JobDetail } from './protocol.gen';
 import { bySteps, lastAttempt, metricNames, points, title } from './series';
+import { StacksButton, stackGroupsView } from './stackview';
 import { taskTable } from './tasks';
 import { timeline } from './timeline';
 
@@ -44,11 +46,20 @@ class JobSections extends Widget {
       // what of the job's record could not be read, and what to do (server_ext/detail.py)
       sections.push(el('div', { class: 'tony-job-reason tony-job-damaged' }, detail.damaged));
     }
+    if (detail.stall) {
+      sections.push(el('div', { class: 'tony-job-reason tony-stall' }, detail.stall));
+    }
+    if (detail.stall_stacks) {
+      sections.push(stackGroupsView(detail.stall_stacks, 'stacks when the job was marked stalled'));
+    }
+    if (detail.gpu_idle) {
+      sections.push(el('div', { class: 'tony-gpu-idle' }, detail.gpu_idle));
+    }
     sections.push(
       el('h3', {}, 'Attempts'),
       timeline(detail.attempts, job.now || job.finished || 0)
     );
-    sections.push(el('h3', {}, 'Tasks'), taskTable(job.tasks));
+    sections.push(el('h3', {}, 'Tasks'), taskTable(job.tasks, lastAttempt(detail)));
     sections.push(el('h3', {}, 'Metrics'), this.charts(detail));
     this.node.replaceChildren(...sections);
   }
@@ -82,8 +93,13 @@ export class JobView extends Panel {
     this.addClass('tony-job-page');
     this.status = new Widget({ node: el('div', { class: 'tony-jobs-status' }) });
     this.logs = new LogSearch(jobId);
+    this.stacks = new StacksButton(jobId);
+    const stacks = el('div', { class: 'tony-job-stacks' });
+    stacks.append(el('h3', {}, 'Stacks'), this.stacks.button, this.stacks.pane);
+    this.stacksBox = new Widget({ node: stacks });
     this.addWidget(this.status);
     this.addWidget(this.sections);
+    this.addWidget(this.stacksBox);
     this.addWidget(new Widget({ node: el('h3', {}, 'Logs') }));
     this.addWidget(this.logs);
     this.poll = new Poll({
@@ -113,6 +129,7 @@ export class JobView extends Panel {
     this.sections.render(detail);
     this.logs.setTasks(detail.job.tasks.map(t => t.id));
     if (isTerminal(detail.job.state)) {
+      this.stacks.ended(); // an ended job has no stacks
       this.poll.dispose(); // a finished job's page does not change
     }
   }
@@ -125,6 +142,8 @@ export class JobView extends Panel {
 
   private poll: Poll;
   private sections = new JobSections();
+  private stacks: StacksButton;
+  private stacksBox: Widget;
   private logs: LogSearch;
   private status: Widget;
 }

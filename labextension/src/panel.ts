@@ -2,7 +2,8 @@
  * The "TonY jobs" side panel: one row per job, newest first, polled from /tony/api/jobs. Rows
  * are kept by job id and updated in place, so a selection, a scroll position or a Kill in
  * progress survives a refresh; the poll stands by while the panel or the page is hidden and
- * backs off while the server does not answer.
+ * backs off while the server does not answer. A stalled job's row is marked; a running job's
+ * Stacks button shows its tasks' stacks, grouped, under the row.
  */
 import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
@@ -11,6 +12,7 @@ import { killJob, listJobs } from './api';
 import { el, setText } from './dom';
 import { isTerminal, progressText } from './protocol';
 import type { JobSummary } from './protocol.gen';
+import { StacksButton } from './stackview';
 
 const FREQUENCY = { interval: 2000, backoff: true, max: 30000 };
 
@@ -29,11 +31,15 @@ class JobRow {
     const head = el('div', { class: 'tony-job-head' });
     this.name = el('span', { class: 'tony-job-name' });
     this.state = el('span');
+    this.stall = el('span', { class: 'tony-stall-mark' }, 'stalled');
+    this.stall.hidden = true;
     this.selected = el('input', { type: 'checkbox', class: 'tony-job-select', title: 'compare' });
     this.selected.onchange = () => panel.selectionChanged();
     const label = el('label', { class: 'tony-job-label' });
     label.append(this.selected, this.name);
-    head.append(label, this.state);
+    const marks = el('span');
+    marks.append(this.stall, this.state);
+    head.append(label, marks);
     this.meta = el('div', { class: 'tony-job-meta' });
     this.reason = el('div', { class: 'tony-job-reason' });
     const actions = el('div', { class: 'tony-job-actions' });
@@ -45,8 +51,9 @@ class JobRow {
     logs.onclick = () => panel.actions.openLogs(this.job);
     this.kill = el('button', { class: 'jp-Button tony-kill' }, 'Kill');
     this.kill.onclick = () => void panel.kill(this);
-    actions.append(details, this.tensorboard, logs, this.kill);
-    this.node.append(head, this.meta, this.reason, actions);
+    this.stacks = new StacksButton(job.job_id);
+    actions.append(details, this.tensorboard, logs, this.stacks.button, this.kill);
+    this.node.append(head, this.meta, this.reason, actions, this.stacks.pane);
     this.update(job);
   }
 
@@ -66,6 +73,15 @@ class JobRow {
     this.reason.hidden = !reason;
     this.tensorboard.hidden = !job.endpoints.includes('tensorboard');
     this.kill.hidden = isTerminal(job.state);
+    if (isTerminal(job.state)) {
+      this.stacks.ended();
+    }
+    const stalled = typeof job.stalled_since === 'number' && !isTerminal(job.state);
+    this.stall.hidden = !stalled;
+    if (stalled) {
+      const since = new Date((job.stalled_since as number) * 1000).toLocaleTimeString();
+      this.stall.title = `no task reported a new step since ${since}: Stacks shows where each is`;
+    }
   }
 
   /** The Kill button while the request is out (and until the list shows the outcome). */
@@ -87,6 +103,8 @@ class JobRow {
   private reason: HTMLDivElement;
   private tensorboard: HTMLButtonElement;
   private kill: HTMLButtonElement;
+  private stall: HTMLSpanElement;
+  private stacks: StacksButton;
 }
 
 export class JobsPanel extends Widget {

@@ -4,7 +4,7 @@
 /**
  * A response of the server extension's REST API (/tony/api/jobs...) that the JupyterLab side panel reads. Field names are exactly those of the Python side: protocol/views.py (JobSnapshot, TaskView: am/coordinator.py's Coordinator.snapshot), launcher/client.py and launcher/yarn/client.py (snapshots of a lost job), server_ext/jobs.py (summary) and server_ext/api.py (the handlers). labextension/src/protocol.gen.ts is generated from this file (npm run build:types).
  */
-export type TonyProtocol = JobList | JobSnapshot | JobDetail | LogChunk | KillResult;
+export type TonyProtocol = JobList | JobSnapshot | JobDetail | LogChunk | KillResult | StackGroups;
 /**
  * A job's state. NEW, STARTING, RUNNING, SUCCEEDED, FAILED, KILLED: the AM's Coordinator. LOST: the AM is gone and left no final status (launcher/client.py, launcher/yarn/client.py). UNKNOWN: the server could not read the job (server_ext/jobs.py).
  */
@@ -52,6 +52,10 @@ export interface JobSummary {
    */
   endpoints: string[];
   progress: Progress;
+  /**
+   * the job is stalled (JobSnapshot.stall): the last new step any task reported; null otherwise
+   */
+  stalled_since?: number | null;
 }
 /**
  * One task in JobSummary.tasks.
@@ -244,6 +248,18 @@ export interface JobDetail {
    * what of the job's record could not be read and what to do (launcher/damage.py); empty when nothing
    */
   damaged?: string;
+  /**
+   * the last attempt's GPUs-idle share in words while it stays high (usage.py); empty otherwise
+   */
+  gpu_idle?: string;
+  /**
+   * the job is stalled: since when, for how long against its limit, the tasks furthest behind, each task's last step (protocol Stall.text); empty otherwise
+   */
+  stall?: string;
+  /**
+   * a stalled job's stacks, grouped, as they were gathered when it was marked; null otherwise
+   */
+  stall_stacks?: StackGroups | null;
 }
 /**
  * One attempt of a job on the job page's timeline (server_ext/detail.py): from the Coordinator's attempt events; the last attempt ends when the job did.
@@ -280,6 +296,37 @@ export interface GpuSample {
   index?: number | null;
   utilization?: number | null;
   memory_used_mb?: number | null;
+}
+/**
+ * GET /tony/api/jobs/<job id>/stacks (server_ext/detail.py job_stacks) and JobDetail.stall_stacks: every task's stacks grouped, largest group first; each task's dump time in seconds; the tasks that did not answer in time.
+ */
+export interface StackGroups {
+  groups: StackGroup[];
+  seconds: {
+    [k: string]: number;
+  };
+  missing: string[];
+}
+/**
+ * Tasks whose stacks are the same (stackgroups.py): their threads (the executor's own counted in own_threads, not shown); odd: fewer tasks share these than the commonest stacks; behind: a stalled job's task furthest behind is among them (protocol/stacks.py).
+ */
+export interface StackGroup {
+  tasks: string[];
+  threads: StackThread[];
+  own_threads: number;
+  odd: boolean;
+  behind: boolean;
+  /**
+   * for tasks that sent no dump: why
+   */
+  error: string | null;
+}
+/**
+ * One thread of a StackGroup: its name (Python 3.13+) and its frames, most recent first, down to the task's code (protocol/stacks.py).
+ */
+export interface StackThread {
+  name: string;
+  frames: string[];
 }
 /**
  * GET /tony/api/jobs/<job id>/logs?task=&offset=&attempt=: a task's log from offset on; offset is where the next read starts.

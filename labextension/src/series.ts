@@ -39,7 +39,8 @@ export function lastAttempt(detail: JobDetail): TaskSeries {
   return detail.metrics[String(Math.max(...attempts))] ?? {};
 }
 
-function value(sample: MetricSample, key: string): number | undefined {
+/** A sample's value of `key` (gpu_utilization: its GPUs' mean), undefined without one. */
+export function value(sample: MetricSample, key: string): number | undefined {
   if (key === 'gpu_utilization') {
     const gpus = (sample.gpus ?? []).map(g => g.utilization).filter(u => typeof u === 'number');
     return gpus.length ? gpus.reduce((a, b) => a + b, 0) / gpus.length : undefined;

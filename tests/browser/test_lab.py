@@ -6,37 +6,17 @@ TensorBoard started on demand (server_ext/boards.py); its job page (timeline, ta
 charts, log search) and the comparison of the two finished runs. Screenshots land in
 build/browser/."""
 
-import json
 import os
 import re
-import secrets
-import shutil
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
 import requests
+from helpers.browser import ARTIFACTS, BASE_URL, command, shot
 from helpers.cells import MWMS_MODEL
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-CHROMIUM = os.environ.get("TONY_CHROMIUM", "/usr/bin/chromium")
-ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "browser"
-BASE_URL = "/user/tester/"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 SETUP = """\
 %load_ext tony_jupyter
@@ -73,104 +53,10 @@ for step in range(1, 1200):
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
-def lab(tmp_path, tony_home):
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    root = tmp_path / "root"
-    root.mkdir()
-    release = tmp_path / "release"
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nb.cells = [
-        nbformat.v4.new_code_cell(SETUP + f"release = {str(release)!r}\n"),
-        nbformat.v4.new_code_cell(TRAIN),
-        nbformat.v4.new_code_cell(SLEEPER),
-    ]
-    nbformat.write(nb, root / "train.ipynb")
-    settings = tmp_path / "lab-settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
-    )
-    port, token = free_port(), secrets.token_hex(16)
-    env = dict(
-        os.environ,
-        JUPYTER_CONFIG_DIR=str(tmp_path / "jupyter-config"),
-        JUPYTER_RUNTIME_DIR=str(tmp_path / "jupyter-runtime"),
-        JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "lab-settings"),
-        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab-workspaces"),
-    )
-    log = open(tmp_path / "lab.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            sys.executable, "-m", "jupyter", "lab", "--no-browser",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-            f"--ServerApp.base_url={BASE_URL}", f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
-            *(["--allow-root"] if os.geteuid() == 0 else []),  # CI containers run as root
-        ],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}{BASE_URL}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if requests.get(f"{url}api/status", params={"token": token}, timeout=2).ok:
-                break
-        except requests.ConnectionError:
-            time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail("JupyterLab did not start:\n" + (tmp_path / "lab.log").read_text()[-3000:])
-    yield {"url": url, "token": token, "release": release, "log": tmp_path / "lab.log"}
-    release.touch()
-    for rec in (tony_home / "jobs").glob("*"):  # nothing may outlive the test
-        from tony_jupyter.launcher.client import JobRecord
-        from tony_jupyter.launcher.clients import open_client
-
-        client = open_client(JobRecord(rec.name, rec))
-        client.kill("test teardown")
-        client.release()
-    proc.terminate()
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
-    shutil.copy(tmp_path / "lab.log", ARTIFACTS / "lab.log")
-
-
-@pytest.fixture
-def page(lab):
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser.new_page(viewport={"width": 1500, "height": 1000})
-        finally:
-            browser.close()
-
-
-def shot(page, name: str) -> None:
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-
-
-def command(page, name: str) -> None:
-    # not awaited: running a %%tony cell's command resolves only when the cell has finished
-    page.evaluate(f"void window.jupyterapp.commands.execute({name!r})")
+def notebook_cells(tmp_path) -> list[str]:
+    release = tmp_path / "release"  # the lab fixture's: touched as the test ends
+    return [SETUP + f"release = {str(release)!r}\n", TRAIN, SLEEPER]
 
 
 def test_training_cell_widget_tensorboard_and_jobs_panel(page, lab):

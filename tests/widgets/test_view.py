@@ -130,6 +130,32 @@ def test_resource_use_in_the_task_table():
     assert "100 MiB" in table
 
 
+def test_each_tasks_use_drawn_as_sparklines_and_idle_gpus_named():
+    view = JobView("job-1", mode="widget")
+    gpu = {"index": 0, "utilization": 3.0, "memory_used_mb": 3072.0}
+    for beat in range(40):  # a beat a second, the GPU idle throughout
+        view.update(
+            snap(
+                tasks=[
+                    task("worker:0", beat=T0 + beat, cpu_percent=10.0 + beat, gpus=[gpu]),
+                    task("worker:1", beat=T0 + beat, rss_bytes=(100 + beat) << 20),
+                ],
+                now=T0 + beat,
+            )
+        )
+    table = view.tasks_html.value
+    row0, row1 = table.split("<tr data-task='worker:0'>")[1].split("<tr data-task='worker:1'>")
+    assert "data-series='cpu'" in row0 and "CPU: now 49%, peak 49%" in row0
+    assert "data-series='gpu'" in row0 and "data-series='gpu_memory'" in row0
+    assert "data-series='memory'" not in row0  # worker:0 sent no memory
+    assert "data-series='memory'" in row1 and "memory: now 139 MiB" in row1
+    assert "data-series='cpu'" not in row1
+    assert "GPUs idle 100% of the last 39 s" in view.header.value
+    view.finish(snap(state="SUCCEEDED", now=T0 + 41))
+    assert "data-series='cpu'" in view.report_html  # the saved report keeps them
+    assert "GPUs idle" not in view.header.value  # an ended job is not waiting on anything
+
+
 def test_the_loss_chart_live_and_in_the_saved_report():
     view = JobView("job-1", mode="widget")
     for step in range(1, 6):

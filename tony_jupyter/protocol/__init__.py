@@ -53,7 +53,7 @@ from .session import (
     NextCellAnswer,
 )
 from .spare import SpareJob, SpareSecret, SpareStatus, SpareTask
-from .stacks import StacksAnswer, StacksReport
+from .stacks import StackGroup, StackGroups, StacksAnswer, StacksReport, StackThread
 from .states import (
     DONE_CELL_STATES,
     DONE_TASK_STATES,
@@ -76,6 +76,7 @@ from .views import (
     TaskStacks,
     TaskSummary,
     TaskView,
+    fmt_duration,
     progress_time,
 )
 
@@ -93,7 +94,8 @@ __all__ = [
     "JobSnapshot", "JobState", "JobSummary", "LogBatch", "LogsAnswer", "MetricsAnswer",
     "NextCellAnswer", "NoBody", "Ok", "ReasonBody", "RegisterAnswer", "RegisterRequest",
     "Resources", "ResultAnswer", "ResultRequest", "SpareJob", "SpareSecret", "SpareStatus",
-    "SpareTask", "Stall", "StacksAnswer", "StacksReport", "StateAnswer", "TaskCall", "TaskStacks",
-    "TaskState", "TaskSummary", "TaskView", "clean_progress", "progress_bound", "progress_time",
+    "SpareTask", "Stall", "StackGroup", "StackGroups", "StackThread", "StacksAnswer",
+    "StacksReport", "StateAnswer", "TaskCall", "TaskStacks", "TaskState", "TaskSummary",
+    "TaskView", "clean_progress", "fmt_duration", "progress_bound", "progress_time",
     "token_verifier",
 ]  # fmt: skip

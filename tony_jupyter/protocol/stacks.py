@@ -4,7 +4,7 @@ job's owner reads (``GET stacks``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..records import Record
 from .executor import MAX_NAME, TaskCall
@@ -44,3 +44,37 @@ class StacksAnswer(Record):
     tasks: tuple[TaskStacks, ...] = ()
     missing: tuple[str, ...] = ()
     seconds: float = 0.0  # from the request to the answer
+
+
+@dataclass(frozen=True)
+class StackThread(Record):
+    """One thread of a group's stacks: its name (Python 3.13+) and its frames, most recent
+    first, down to the task's code."""
+
+    name: str = ""
+    frames: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StackGroup(Record):
+    """Tasks whose stacks are the same (stackgroups.py): their threads, the executor's own
+    counted, not shown; ``odd``: fewer tasks share these than the commonest stacks;
+    ``behind``: a stalled job's task furthest behind is among them."""
+
+    tasks: tuple[str, ...]
+    threads: tuple[StackThread, ...] = ()
+    own_threads: int = 0
+    odd: bool = False
+    behind: bool = False
+    error: str | None = None  # for tasks that sent no dump: why
+
+
+@dataclass(frozen=True)
+class StackGroups(Record):
+    """Every task's stacks grouped, as the job page shows them (``GET /tony/api/jobs/<id>/
+    stacks``, a stalled job's detail): the groups, largest first, each task's dump time, the
+    tasks that did not answer in time."""
+
+    groups: tuple[StackGroup, ...] = ()
+    seconds: dict[str, float] = field(default_factory=dict)  # each task's: signal, dump, read
+    missing: tuple[str, ...] = ()

@@ -102,6 +102,25 @@ class Stall(Record):
     action: str = "warn"  # tony.stall.action: warn, kill or restart
     stacks: tuple[TaskStacks, ...] = ()  # every live task's, gathered as the stall is marked
 
+    def text(self, now: float, ended: bool = False) -> str:
+        """One line: since when, for how long against its limit, the tasks furthest behind
+        and each task's last step (what the widget, ``status`` and the job page say)."""
+        since = time.strftime("%H:%M:%S", time.localtime(self.since))
+        parts = [
+            f"stalled since {since}: no task reported a new step for "
+            f"{fmt_duration(now - self.since)} (limit {fmt_duration(self.threshold_s)})"
+        ]
+        if self.behind:
+            parts.append(f"furthest behind: {', '.join(self.behind)}")
+        steps: dict[str, list[str]] = {}
+        for task, step in self.steps.items():
+            steps.setdefault(step, []).append(task)
+        if steps:
+            parts.append("; ".join(f"{', '.join(ts)} at {step}" for step, ts in steps.items()))
+        if self.action != "warn" and not ended:
+            parts.append(f"tony.stall.action={self.action}: acting once the stacks are in")
+        return " · ".join(parts)
+
 
 @dataclass(frozen=True)
 class JobSnapshot(Record):
@@ -191,6 +210,7 @@ class JobSummary(Record):
     tasks: tuple[TaskSummary, ...] = ()
     endpoints: tuple[str, ...] = ()  # the names of the endpoints the job registered
     progress: dict[str, Any] = field(default_factory=dict)  # the chief's
+    stalled_since: float | None = None  # the job is stalled: its last new step (Stall.since)
 
     @classmethod
     def of(cls, snap: JobSnapshot) -> JobSummary:
@@ -208,7 +228,22 @@ class JobSummary(Record):
             tasks=tuple(TaskSummary(t.id, t.state) for t in snap.tasks),
             endpoints=tuple(sorted(snap.endpoints)),
             progress=dict(chief.progress) if chief else {},
+            stalled_since=snap.stall.since if snap.stall else None,
         )
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """A duration in a few characters: ``4.2 s``, ``3m 07s``, ``2h 05m``."""
+    if seconds is None:
+        return ""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    m, s = divmod(int(seconds), 60)
+    if m < 60:
+        return f"{m}m {s:02d}s"
+    h, m = divmod(m, 60)
+    return f"{h}h {m:02d}m"
 
 
 def progress_time(progress: Mapping[str, Any]) -> float:

@@ -11,7 +11,7 @@ from tornado import web
 from ..errors import TonyError
 from ..protocol import EventsAnswer
 from .config import TonyJupyter
-from .detail import job_detail
+from .detail import job_detail, job_stacks
 from .jobs import JOB_ID, ServerJobs
 
 AUTH_RESOURCE = "tony"
@@ -102,6 +102,20 @@ class LogsHandler(TonyAPIHandler):
         self.finish({"task": task, "offset": nxt, "text": text})
 
 
+class StacksHandler(TonyAPIHandler):
+    """Every running task's stacks, grouped (the job page's Stacks button): what ``tony-jupyter
+    stacks`` shows, as stackgroups.grouped's record. The job's AM is asked with the job's own
+    token (the server's user owns the job); an ended job has no stacks to take (409)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, job_id: str) -> None:
+        got = await self.call(job_stacks, self.jobs.client(job_id))
+        if isinstance(got, str):
+            raise web.HTTPError(409, got)
+        self.finish(got.to_json())
+
+
 class KillHandler(TonyAPIHandler):
     @web.authenticated
     @authorized
@@ -120,5 +134,6 @@ def api_handlers() -> list[tuple]:
         (f"{job}/detail", DetailHandler),
         (f"{job}/events", EventsHandler),
         (f"{job}/logs", LogsHandler),
+        (f"{job}/stacks", StacksHandler),
         (f"{job}/kill", KillHandler),
     ]

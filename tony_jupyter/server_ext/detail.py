@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import jobdir
+from ..errors import BackendError
 from ..launcher.client import JobClient
-from ..protocol import Event, EventKind, JobSnapshot
+from ..protocol import Event, EventKind, JobSnapshot, StackGroups, StacksAnswer
 from ..records import Record
+from ..stackgroups import grouped
+from ..usage import gpu_idle
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,10 @@ class JobDetail(Record):
     metrics: dict[str, dict[str, list[dict]]] = field(default_factory=dict)
     history: bool = False  # whether the AM wrote the job's history entry (history.json)
     damaged: str = ""  # what of the record could not be read, and what to do (damage.py)
+    # the last attempt's GPUs-idle share in words while it stays high (usage.py), else ""
+    gpu_idle: str = ""
+    stall: str = ""  # the job is stalled: Stall.text's line
+    stall_stacks: StackGroups | None = None  # a stalled job's stacks, as they were gathered
 
 
 def attempt_spans(snap: JobSnapshot, events: list[Event]) -> tuple[AttemptSpan, ...]:
@@ -87,6 +94,9 @@ def job_detail(client: JobClient) -> JobDetail:
     if not _series_shaped(series):
         rec.note_damage(jobdir.METRICS, "holds no metric series (another shape)")
         series = {}
+    numbered = [int(k) for k in series if k.isascii() and k.isdigit()]
+    idle = gpu_idle(series[str(max(numbered))]) if numbered else None
+    stall = snap.stall
     return JobDetail(
         job=snap,
         spec=rec.read_json(jobdir.SPEC) or {},
@@ -94,7 +104,24 @@ def job_detail(client: JobClient) -> JobDetail:
         metrics=series,
         history=rec.layout.history.is_file(),
         damaged=rec.damage_note(),
+        gpu_idle=idle.text() if idle is not None and idle.high else "",
+        stall=stall.text(snap.now or stall.marked, snap.terminal) if stall else "",
+        stall_stacks=(
+            grouped(StacksAnswer(0, stall.stacks), stall.behind) if stall and stall.stacks else None
+        ),
     )
+
+
+def job_stacks(client: JobClient) -> StackGroups | str:
+    """Every running task's stacks, grouped, the tasks furthest behind a stall marked; or why
+    there are none, in words (blocking: the job's AM asks each task's sidecar)."""
+    snap = client.snapshot()
+    if snap.terminal:
+        return f"job {snap.job_id} has ended ({snap.state}): no task runs to take stacks of"
+    answer = client.stacks()
+    if answer is None:  # the handler's 502
+        raise BackendError(f"job {snap.job_id}: its AM did not answer (state {snap.state})")
+    return grouped(answer, snap.stall.behind if snap.stall else ())
 
 
 def _series_shaped(series: Any) -> bool:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import html
 import math
 import time
+from collections.abc import Mapping
 
-from ..protocol import JobSnapshot, JobState, TaskState
+from ..protocol import JobSnapshot, JobState, TaskState, fmt_duration
 
 LIVE_TASK_STATES = (TaskState.REGISTERED, TaskState.RUNNING)
 # The ends that are not the one hoped for: shown in red.
@@ -41,19 +42,6 @@ def _num(value) -> float | None:
     except OverflowError:  # a whole number past a float's range
         return None
     return x if math.isfinite(x) else None
-
-
-def fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    m, s = divmod(int(seconds), 60)
-    if m < 60:
-        return f"{m}m {s:02d}s"
-    h, m = divmod(m, 60)
-    return f"{h}h {m:02d}m"
 
 
 def elapsed(snap: JobSnapshot) -> float | None:
@@ -156,27 +144,9 @@ def status_text(snap: JobSnapshot) -> str:
 
 
 def stall_text(snap: JobSnapshot) -> str:
-    """One line when the job is stalled (protocol Stall): since when, for how long against its
-    limit, the tasks furthest behind and each task's last step; "" otherwise."""
+    """One line when the job is stalled (protocol Stall.text), "" otherwise."""
     st = snap.stall
-    if st is None:
-        return ""
-    since = time.strftime("%H:%M:%S", time.localtime(st.since))
-    now = snap.now or st.marked
-    parts = [
-        f"stalled since {since}: no task reported a new step for {fmt_duration(now - st.since)} "
-        f"(limit {fmt_duration(st.threshold_s)})"
-    ]
-    if st.behind:
-        parts.append(f"furthest behind: {', '.join(st.behind)}")
-    steps: dict[str, list[str]] = {}
-    for task, step in st.steps.items():
-        steps.setdefault(step, []).append(task)
-    if steps:
-        parts.append("; ".join(f"{', '.join(ts)} at {step}" for step, ts in steps.items()))
-    if st.action != "warn" and not snap.terminal:
-        parts.append(f"tony.stall.action={st.action}: acting once the stacks are in")
-    return " · ".join(parts)
+    return "" if st is None else st.text(snap.now or st.marked, snap.terminal)
 
 
 def stall_stacks_text(snap: JobSnapshot) -> str:
@@ -195,7 +165,9 @@ def _state_span(state: str) -> str:
     return f'<b style="color:{colour}">{html.escape(state)}</b>'
 
 
-def header_html(snap: JobSnapshot, notice: str = "") -> str:
+def header_html(snap: JobSnapshot, notice: str = "", gpu_idle: str = "") -> str:
+    """The job's name, state, time and attempt; its reason, a stall's line, ``gpu_idle`` (the
+    GPUs-idle share when it stays high: usage.GpuIdle), its endpoints and ``notice``."""
     e = html.escape
     name = f" {e(snap.name)}" if snap.name else ""
     bits = [
@@ -214,7 +186,14 @@ def header_html(snap: JobSnapshot, notice: str = "") -> str:
     if attempts_text(snap) and attempts_text(snap) not in snap.reason:
         lines.append(f"<i>{e(attempts_text(snap))}</i>")
     if stall_text(snap):
-        lines.append(f'<b style="color:{STATE_COLOURS["FAILED"]}">{e(stall_text(snap))}</b>')
+        lines.append(
+            f'<b class="tony-stall" style="color:{STATE_COLOURS["FAILED"]}">'
+            f"{e(stall_text(snap))}</b>"
+        )
+    if gpu_idle:
+        lines.append(
+            f'<b class="tony-gpu-idle" style="color:{STATE_COLOURS["KILLED"]}">{e(gpu_idle)}</b>'
+        )
     if snap.endpoints:
         lines.append(endpoints_html(snap.endpoints, snap.job_id))
     lines += [f"<i>{e(notice)}</i>"] if notice else []
@@ -233,7 +212,11 @@ def endpoints_html(endpoints: dict, job_id: str = "") -> str:
     return "endpoints: " + " · ".join(links)
 
 
-def tasks_table_html(rows: list[dict]) -> str:
+def tasks_table_html(
+    rows: list[dict], sparks: Mapping[str, Mapping[str, str]] | None = None
+) -> str:
+    """The task table; ``sparks``: each task's sparklines by series (usage.UsageHistory), drawn
+    after the CPU, memory and GPU figures."""
     if not rows:
         return "<i>no tasks yet</i>"
     e = html.escape
@@ -246,6 +229,7 @@ def tasks_table_html(rows: list[dict]) -> str:
         + "</tr>"
     ]
     for r in rows:
+        spark = (sparks or {}).get(r["task"], {})
         age = f"{r['heartbeat_age']:.1f} s ago" if r["heartbeat_age"] is not None else ""
         loss = f"{r['loss']:.4g}" if r["loss"] is not None else ""
         vals = [
@@ -256,12 +240,20 @@ def tasks_table_html(rows: list[dict]) -> str:
             age,
             "" if r["step"] is None else e(_fmt_value(r["step"])),
             loss,
-            "" if r["cpu_percent"] is None else f"{r['cpu_percent']:.0f}%",
-            "" if not r["rss_bytes"] else f"{r['rss_bytes'] / 2**20:.0f} MiB",
-            gpu_text(r["gpus"]),
+            ("" if r["cpu_percent"] is None else f"{r['cpu_percent']:.0f}% ")
+            + spark.get("cpu", ""),
+            ("" if not r["rss_bytes"] else f"{r['rss_bytes'] / 2**20:.0f} MiB ")
+            + spark.get("memory", ""),
+            " ".join(
+                x for x in (gpu_text(r["gpus"]), spark.get("gpu"), spark.get("gpu_memory")) if x
+            ),
             "" if r["exit_code"] is None else str(r["exit_code"]),
         ]
-        out.append("<tr>" + "".join(f"<td style='{cell}'>{v}</td>" for v in vals) + "</tr>")
+        out.append(
+            f"<tr data-task='{e(r['task'])}'>"
+            + "".join(f"<td style='{cell}'>{v}</td>" for v in vals)
+            + "</tr>"
+        )
     return "".join(out) + "</table>"
 
 
@@ -318,6 +310,7 @@ def report_html(
     tail: int = 50,
     totals: dict[str, int] | None = None,
     chart: str = "",
+    sparks: Mapping[str, Mapping[str, str]] | None = None,
 ) -> str:
     """The saved-notebook view: self-contained HTML that nbconvert and any viewer render."""
     rows = task_rows(snap)
@@ -327,7 +320,7 @@ def report_html(
         frac = progress_fraction(p)
         pct = f" ({frac:.0%})" if frac is not None else ""
         parts.append(f"<div>{html.escape(progress_label(p))}{pct}</div>")
-    parts += [tasks_table_html(rows), chart, tracebacks_html(snap)]
+    parts += [tasks_table_html(rows, sparks), chart, tracebacks_html(snap)]
     states = {r["task"]: r["state"] for r in rows}
     for task_id, lines in logs.items():
         shown = lines[-tail:]

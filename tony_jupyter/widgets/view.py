@@ -16,6 +16,7 @@ import ipywidgets as w
 
 from ..protocol import JobSnapshot, JobState
 from ..shown import terminal_safe
+from ..usage import UsageHistory
 from . import render, tensorboard
 from .chart import MetricHistory, chart_html
 from .logbuffer import LogBuffer
@@ -94,6 +95,7 @@ class JobView:
         self.tasks_html = w.HTML()
         self.chart = w.HTML()
         self.metric_history = MetricHistory()
+        self.usage = UsageHistory()  # each task's recent CPU, memory, GPUs: the sparklines
         self.tracebacks = w.HTML()
         self.panes: dict[str, w.HTML] = {}
         self.tabs = w.Tab()
@@ -120,7 +122,8 @@ class JobView:
 
     def _render(self) -> None:
         snap = self.snapshot
-        self.header.value = render.header_html(snap, self._notice)
+        self.usage.add(snap)
+        self.header.value = render.header_html(snap, self._notice, self.gpu_idle_text)
         p = render.chief_progress(snap)
         self.progress_label.value = render.progress_label(p)
         frac = render.progress_fraction(p)
@@ -131,7 +134,8 @@ class JobView:
             self.progress_bar.value = round(frac * BAR_MAX)
         self.progress_right.value = f"{frac:.0%}" if frac is not None else ""
         self.progress_bar.bar_style = "success" if succeeded else "danger" if snap.terminal else ""
-        self.tasks_html.value = render.tasks_table_html(self.task_rows)
+        sparks = {r["task"]: self.usage.sparklines(r["task"]) for r in self.task_rows}
+        self.tasks_html.value = render.tasks_table_html(self.task_rows, sparks)
         self.metric_history.add(p)
         self.chart.value = chart_html(self.metric_history)
         self.tracebacks.value = render.tracebacks_html(snap)
@@ -165,6 +169,12 @@ class JobView:
     @property
     def task_rows(self) -> list[dict]:
         return render.task_rows(self.snapshot)
+
+    @property
+    def gpu_idle_text(self) -> str:
+        """The job's GPUs-idle share while it stays high (usage.GpuIdle), "" otherwise."""
+        idle = self.usage.gpu_idle()
+        return idle.text() if idle is not None and idle.high and not self.snapshot.terminal else ""
 
     @property
     def progress_value(self) -> float | None:
@@ -222,7 +232,12 @@ class JobView:
             logs = {tid: list(buf.view()) for tid, buf in self.logs.items()}
             totals = {tid: buf.total for tid, buf in self.logs.items()}
             self.report_html = render.report_html(
-                snapshot, logs, self.report_tail, totals, chart_html(self.metric_history)
+                snapshot,
+                logs,
+                self.report_tail,
+                totals,
+                chart_html(self.metric_history),
+                {r["task"]: self.usage.sparklines(r["task"]) for r in self.task_rows},
             )
             if self.mode == "text":
                 self._say(render.report_text(snapshot))
@@ -285,7 +300,7 @@ class JobView:
             self.kill_button.disabled = False
             self.kill_button.description = "Kill"
             self._notice = f"kill failed: {e}"
-            self.header.value = render.header_html(self.snapshot, self._notice)
+            self.header.value = render.header_html(self.snapshot, self._notice, self.gpu_idle_text)
 
     def _stacks_clicked(self, _button=None) -> None:
         """Fetched in a thread (the tasks' sidecars answer within a heartbeat or two): the
