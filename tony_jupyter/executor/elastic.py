@@ -21,10 +21,9 @@ from pathlib import Path
 
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from ..frameworks import ELASTIC_MAX_RESTARTS
+from ..frameworks import ELASTIC_MAX_RESTARTS, RENDEZVOUS_TASK
 from ..protocol import CellOutcome, ExecutorEnv
 
-RENDEZVOUS_TASK = "worker:0"
 # Where local rank 0 leaves its report()s for the executor, whose heartbeats carry them.
 PROGRESS_VAR = "TONY_RANK_PROGRESS"
 PROGRESS_PERIOD_S = 0.5

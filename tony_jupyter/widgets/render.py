@@ -8,6 +8,7 @@ import math
 import time
 
 from ..protocol import JobSnapshot, JobState, TaskState
+from ..protocol import task_id as make_task_id
 
 LIVE_TASK_STATES = (TaskState.REGISTERED, TaskState.RUNNING)
 # The ends that are not the one hoped for: shown in red.
@@ -117,7 +118,7 @@ def task_rows(snap: JobSnapshot) -> list[dict]:
         age = round(now - beat, 1) if beat is not None and t.state in LIVE_TASK_STATES else None
         rows.append(
             {
-                "task": t.id or f"{t.type}:{t.index}",
+                "task": t.id or make_task_id(t.type, t.index),
                 "address": f"{t.host}:{t.port}" if t.host else "",
                 "state": str(t.state),
                 "heartbeat_age": age,
