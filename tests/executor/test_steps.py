@@ -15,8 +15,8 @@ from http.server import BaseHTTPRequestHandler
 
 import cloudpickle
 import pytest
+from helpers.fakehttp import serving
 
-from tests.helpers.fakehttp import serving
 from tony_jupyter.bundle import BundleInfo
 from tony_jupyter.executor import main as steps
 from tony_jupyter.executor.link import AMLink
