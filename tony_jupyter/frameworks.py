@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from .errors import SpecError
+from .protocol.taskid import task_id
 
 FRAMEWORKS = ("tensorflow", "pytorch", "jax")
 # TonY also ran these; they are out of scope, and the refusal says why.
@@ -23,6 +24,9 @@ NAMES = {"tensorflow": "TensorFlow", "pytorch": "PyTorch", "jax": "JAX"}
 # An elastic job: how often each agent restarts its workers (torchrun's --max-restarts), and how
 # many lost workers the AM replaces in all, before the job fails.
 ELASTIC_MAX_RESTARTS = 3
+# The task whose agent hosts an elastic job's c10d rendezvous (its TCPStore), on the address
+# it registered: the AM keeps it, the executors meet there.
+RENDEZVOUS_TASK = task_id("worker", 0)
 
 
 class Task(Protocol):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import jobdir
-from .protocol import ExecutorEnv, clean_progress
+from .protocol import ExecutorEnv, clean_progress, parse_task_id
 
 V = ExecutorEnv.var
 
@@ -113,10 +113,10 @@ _scalars = _StepScalars()
 def task() -> dict:
     """This process's task: type, index, attempt, and whether it is the chief."""
     tid = os.environ.get(V("task_id"), "worker:0")
-    type_, _, index = tid.partition(":")
+    type_, index = parse_task_id(tid)
     return {
         "type": type_,
-        "index": int(index or 0),
+        "index": index,
         "attempt": int(os.environ.get(V("attempt"), "1")),
         "is_chief": tid == os.environ.get(V("chief"), "worker:0"),
     }

@@ -254,7 +254,7 @@ def test_new_am_recovers_the_job_from_the_event_log_and_starts_the_next_attempt(
     assert second.endpoints == {"tensorboard": "http://h:1/"}
     assert second.events[: len(log)] == log  # the history goes on, same sequence numbers
     (lost,) = second.attempt_history
-    assert lost["attempt"] == 1 and "the AM was lost" in lost["reason"]
+    assert lost.attempt == 1 and "the AM was lost" in lost.reason
 
 
 def test_endpoint_keys_stay_in_the_recovery_log_and_a_new_am_recovers_them(tmp_path):

@@ -70,8 +70,8 @@ def test_the_host_of_a_task_lost_by_missed_heartbeats_sits_out_the_next_attempt(
     assert c.attempt == 2
     # Excluded before attempt 2's launches were asked for, and said so in the attempt's reason.
     assert p.excluded == [(["worker2"], [])]
-    assert "worker:1 missed 3 heartbeats" in c.attempt_history[0]["reason"]
-    assert "its host worker2 is excluded" in c.attempt_history[0]["reason"]
+    assert "worker:1 missed 3 heartbeats" in c.attempt_history[0].reason
+    assert "its host worker2 is excluded" in c.attempt_history[0].reason
     # Attempt 2's tasks got containers (on worker3): worker2 stays out.
     clock.t += 120
     c.tick()
@@ -95,4 +95,4 @@ def test_a_job_no_other_host_can_take_waits_for_its_host_again(tmp_path):
 def test_exclusion_wait_zero_excludes_nothing(tmp_path):
     c, p, _ = _lose_a_task("--workers 2 --conf tony.task.exclusion-wait-sec=0", tmp_path)
     assert c.attempt == 2 and p.excluded == []
-    assert "excluded" not in c.attempt_history[0]["reason"]
+    assert "excluded" not in c.attempt_history[0].reason

@@ -129,7 +129,7 @@ def test_restart_fails_the_attempt_blaming_the_task_behind(tmp_path):
         c.stacks.add(StacksReport(task=t, attempt=1, request=c.stall_request, text="x"), "h")
     c.tick()  # the stacks are in: the attempt fails and the next starts
     assert c.attempt == 2 and c.failed_task == "worker:1" and c.state == "STARTING"
-    assert "stalled" in c.attempt_history[0]["reason"] and c.stall is None
+    assert "stalled" in c.attempt_history[0].reason and c.stall is None
 
 
 def test_a_session_waiting_for_cells_is_not_stalled(tmp_path):

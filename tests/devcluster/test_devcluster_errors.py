@@ -18,6 +18,7 @@ from xml.etree import ElementTree
 
 import psutil
 import pytest
+from helpers.leftovers import processes_under, wait_nothing_left
 
 from tony_jupyter_devcluster import (
     DevCluster,
@@ -64,9 +65,11 @@ def no_daemons(monkeypatch):
 
 def _assert_nothing_left(root: Path) -> None:
     run = root / "run"
-    assert not run.exists() or not any(run.glob("*.pid"))
-    for proc in psutil.process_iter(["cmdline"]):
-        assert str(root) not in " ".join(proc.info["cmdline"] or [])
+    wait_nothing_left(
+        0,  # at once: a refused `up` started nothing
+        pid_files=lambda: sorted(run.glob("*.pid")) if run.exists() else [],
+        processes=lambda: processes_under(root),
+    )
 
 
 def test_wrong_java_version(tmp_path, fake_java, no_daemons) -> None:

@@ -7,9 +7,8 @@ import time
 
 import pytest
 
+from helpers.leftovers import wait_cluster_clean
 from tony_jupyter_devcluster import DevCluster
-
-LIVE = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHING")
 
 
 class SecureCluster:
@@ -51,14 +50,7 @@ class SecureCluster:
         return [s["pathSuffix"] for s in r.json()["FileStatuses"]["FileStatus"]]
 
     def wait_nothing_left(self, app_ids: set[str], timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            live = [a["id"] for a in self.apps() if a["id"] in app_ids and a["state"] in LIVE]
-            staged = [d for d in self.staging() if d in app_ids]
-            if not live and not staged:
-                return
-            assert time.monotonic() < deadline, f"left behind: apps {live}, staging {staged}"
-            time.sleep(0.3)
+        wait_cluster_clean(self, app_ids, timeout)
 
 
 def as_user(monkeypatch: pytest.MonkeyPatch, dc: DevCluster, user: str) -> None:

@@ -10,12 +10,12 @@ import time
 
 import requests
 
+from helpers.leftovers import LIVE_APP_STATES, wait_cluster_clean
 from tony_jupyter.launcher.yarn.rm import APP_TYPE, TERMINAL_APP_STATES
 
 # The contract jobs ask for 512 MB containers so that they fit the devcluster's CPU node
 # (6 GB) next to their AM; the code under test is the same.
 TEST_MEMORY_MB = 512
-LIVE = ("NEW", "NEW_SAVING", "SUBMITTED", "ACCEPTED", "RUNNING", "FINISHING")
 
 
 class Cluster:
@@ -49,7 +49,7 @@ class Cluster:
         return app
 
     def live_apps(self, name: str | None = None) -> list[dict]:
-        return [a for a in self.apps(name) if a["state"] in LIVE]
+        return [a for a in self.apps(name) if a["state"] in LIVE_APP_STATES]
 
     def containers(self, app_id: str) -> list[dict]:
         """Every container of the app's attempts, its sizes as numbers."""
@@ -80,14 +80,7 @@ class Cluster:
 
     def wait_nothing_left(self, app_ids: set[str], timeout: float = 30) -> None:
         """Every app in ``app_ids`` ended, holds no container, and left no staging dir."""
-        deadline = time.monotonic() + timeout
-        while True:
-            live = [a["id"] for a in self.apps() if a["id"] in app_ids and a["state"] in LIVE]
-            staged = [d for d in self.staging() if d in app_ids]
-            if not live and not staged:
-                return
-            assert time.monotonic() < deadline, f"left behind: apps {live}, staging {staged}"
-            time.sleep(0.2)
+        wait_cluster_clean(self, app_ids, timeout)
 
 
 def jobs_to_yarn(monkeypatch, yarn_cluster):

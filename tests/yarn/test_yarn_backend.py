@@ -6,6 +6,7 @@ import time
 import uuid
 
 import pytest
+from helpers.leftovers import live_apps, staged, wait_nothing_left
 from IPython.core.error import UsageError
 
 from tony_jupyter.errors import BackendError
@@ -19,9 +20,13 @@ RUN = uuid.uuid4().hex[:6]  # app names unique to this run: the cluster keeps ol
 
 
 def assert_nothing_left(cluster, name):
-    assert list_jobs() == []
-    assert cluster.live_apps(name) == []
-    assert [d for d in cluster.staging() if d in {a["id"] for a in cluster.apps(name)}] == []
+    ids = {a["id"] for a in cluster.apps(name)}
+    wait_nothing_left(
+        0,  # at once: a refused submission leaves nothing to clean up later
+        jobs=list_jobs,
+        apps=lambda: live_apps(cluster.apps(name)),
+        staging=lambda: staged(cluster.staging(), ids),
+    )
 
 
 @pytest.mark.parametrize(

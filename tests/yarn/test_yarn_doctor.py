@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 import requests
+from helpers.leftovers import live_apps, wait_nothing_left
 
 from tony_jupyter import cli
 from tony_jupyter.launcher.doctor import PROBE_APP_TYPE
-from tony_jupyter.launcher.yarn.rm import TERMINAL_APP_STATES
 
 pytestmark = pytest.mark.yarn
 
@@ -28,24 +28,19 @@ def probe_apps(cluster) -> list[dict]:
 
 
 def assert_nothing_left(cluster, before: set[str]) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        live = [
-            a["id"]
-            for a in probe_apps(cluster)
-            if a["id"] not in before and a["state"] not in TERMINAL_APP_STATES
-        ]
-        if not live:
-            break
-        assert time.monotonic() < deadline, f"probe applications left: {live}"
-        time.sleep(0.2)
-    r = requests.get(
-        f"{cluster.webhdfs}/webhdfs/v1/user/{cluster.user}/.tony-jupyter",
-        params={"op": "LISTSTATUS", "user.name": cluster.user},
-        timeout=10,
+    def doctor_files() -> list[str]:
+        r = requests.get(
+            f"{cluster.webhdfs}/webhdfs/v1/user/{cluster.user}/.tony-jupyter",
+            params={"op": "LISTSTATUS", "user.name": cluster.user},
+            timeout=10,
+        )
+        names = [s["pathSuffix"] for s in r.json()["FileStatuses"]["FileStatus"]]
+        return [n for n in names if n.startswith(".doctor-")]
+
+    wait_nothing_left(
+        apps=lambda: live_apps(a for a in probe_apps(cluster) if a["id"] not in before),
+        hdfs=doctor_files,
     )
-    names = [s["pathSuffix"] for s in r.json()["FileStatuses"]["FileStatus"]]
-    assert not [n for n in names if n.startswith(".doctor-")]
 
 
 def doctor(capsys, *words: str) -> tuple[int, str]:

@@ -17,11 +17,13 @@ from ..protocol import (
     Event,
     EventKind,
     ExecutorEnv,
+    FailedAttempt,
     JobSnapshot,
     JobState,
     Resources,
     Stall,
     TaskState,
+    task_id,
 )
 from ..shown import redacted
 from ..spec import JobSpec
@@ -72,7 +74,7 @@ class Coordinator:
         self.failed_task: str | None = None
         self.attempt = 0
         self.tasks: dict[str, Task] = {}
-        self.attempt_history: list[dict] = []
+        self.attempt_history: list[FailedAttempt] = []
         self.events = EventLog(JobDir(job_dir).events)  # the last ones in memory (events.py)
         self.endpoints: dict[str, str] = {}
         # An endpoint's credentials (TensorBoard's "key" and "path_key"): never in a snapshot or
@@ -188,7 +190,7 @@ class Coordinator:
         self.tasks = {}
         for t in self.spec.tasks:
             for i in range(t.instances):
-                tid = f"{t.type}:{i}"
+                tid = task_id(t.type, i)
                 tracked = self.spec.is_tracked(t.type)
                 self.tasks[tid] = Task(tid, t.type, i, tracked, attempt=self.attempt)
         self.emit(EventKind.ATTEMPT, attempt=self.attempt, state="STARTED")
@@ -459,7 +461,7 @@ class Coordinator:
             self._finish(JobState.FAILED, why)
 
     def _attempt_failed(self, why: str, task: str | None) -> None:
-        self.attempt_history.append({"attempt": self.attempt, "reason": why, "task": task})
+        self.attempt_history.append(FailedAttempt(self.attempt, why, task))
         self.emit(EventKind.ATTEMPT, attempt=self.attempt, state="FAILED", reason=why, task=task)
 
     def _stop_tasks(self) -> None:

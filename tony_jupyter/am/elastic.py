@@ -13,12 +13,10 @@ not a lost worker), and any lost worker once ``ELASTIC_MAX_RESTARTS`` have been 
 
 from __future__ import annotations
 
-from ..frameworks import ELASTIC_MAX_RESTARTS
+from ..frameworks import ELASTIC_MAX_RESTARTS, RENDEZVOUS_TASK
 from ..protocol import DONE_TASK_STATES, TERMINAL_JOB_STATES, TaskState
 from .jobview import JobView
 from .tasks import Task
-
-RENDEZVOUS_TASK = "worker:0"  # its agent hosts the c10d rendezvous (its TCPStore)
 
 
 def ready(c: JobView) -> bool:

@@ -108,7 +108,7 @@ class AMState:
         self.beat_port: int | None = None  # the heartbeat streams' port (beats.py)
 
         spec = coordinator.spec
-        self.task_ids = frozenset(f"{t.type}:{i}" for t in spec.tasks for i in range(t.instances))
+        self.task_ids = frozenset(spec.task_ids())
         # 256-bit random tokens: a dict lookup on them tells a guesser nothing useful.
         self.credentials = coordinator.credentials
 

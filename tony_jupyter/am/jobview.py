@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from ..protocol import Stall
+from ..protocol import FailedAttempt, Stall
 from ..spec import JobSpec
 from .deadlines import Deadlines
 from .provider import Provider
@@ -31,7 +31,7 @@ class JobView(Protocol):
     @property
     def attempt(self) -> int: ...
     @property
-    def attempt_history(self) -> Sequence[Mapping]: ...
+    def attempt_history(self) -> Sequence[FailedAttempt]: ...
     @property
     def attempt_started(self) -> float: ...
     @property

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..protocol import Event, EventKind, JobState
+from ..protocol import Event, EventKind, FailedAttempt, JobState
 
 ENDPOINT_SECRETS = ("key", "path_key")  # an endpoint's credentials (TensorBoard's guard)
 
@@ -21,7 +21,7 @@ class Recovered:
     events: list[Event] = field(default_factory=list)  # renumbered, without endpoint secrets
     logs: list[dict] = field(default_factory=list)  # the tasks' log batches, as add_logs kept them
     attempt: int = 0  # the last attempt started
-    attempt_history: list[dict] = field(default_factory=list)  # the attempts that failed
+    attempt_history: list[FailedAttempt] = field(default_factory=list)  # those that failed
     state: JobState | None = None  # the job's last state, and its last reason given
     reason: str = ""
     endpoints: dict[str, str] = field(default_factory=dict)
@@ -31,7 +31,7 @@ class Recovered:
     @property
     def failed_task(self) -> str | None:
         """The task blamed for the last failed attempt (None: none, or no task was)."""
-        return self.attempt_history[-1]["task"] if self.attempt_history else None
+        return self.attempt_history[-1].task if self.attempt_history else None
 
 
 def replay(records: list[dict], first_seq: int) -> Recovered:
@@ -40,7 +40,8 @@ def replay(records: list[dict], first_seq: int) -> Recovered:
     records = [e for e in records if _whole(e)]
     kept = [Event.from_json(e) for e in records if e["kind"] != EventKind.LOG]
     events: list[Event] = []
-    attempt, history, state, reason = 0, [], None, ""
+    attempt, state, reason = 0, None, ""
+    history: list[FailedAttempt] = []
     endpoints: dict[str, str] = {}
     keys: dict[str, dict[str, str]] = {}
     owners: dict[str, str | None] = {}
@@ -51,8 +52,9 @@ def replay(records: list[dict], first_seq: int) -> Recovered:
         if old.kind is EventKind.ATTEMPT:
             attempt = max(attempt, int(d["attempt"]))
             if d.get("state") == "FAILED":
+                # an older AM's record may lack a reason: the attempt still failed
                 history.append(
-                    {"attempt": d["attempt"], "reason": d.get("reason"), "task": d.get("task")}
+                    FailedAttempt(int(d["attempt"]), d.get("reason") or "", d.get("task"))
                 )
         elif old.kind is EventKind.ENDPOINT:
             endpoints[str(d["name"])] = str(d["url"])

@@ -56,10 +56,7 @@ def snapshot_json(c: JobView) -> dict:
         "failed_task": c.failed_task,
         "attempt": c.attempt,
         "max_attempts": c.spec.max_attempts,
-        "attempts": [
-            {"attempt": a["attempt"], "reason": a["reason"], "task": a.get("task")}
-            for a in c.attempt_history
-        ],
+        "attempts": [a.to_json() for a in c.attempt_history],
         "started": c.started_at,
         "finished": c.finished_at,
         "now": c.clock(),

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
 
 from .. import runtime
-from ..protocol import CellResultRequest, LogBatch, Ok
+from ..protocol import CellOutcome, CellResultRequest, LogBatch, Ok
 from .capture import LogCapture
 from .heartbeat import Heartbeater
 from .link import AMLink, Stale
@@ -40,14 +39,14 @@ class Background(threading.Thread):
                     self.logs.give_back(text[start:])
                     raise
 
-    def send_with_logs(self, outcome: dict[str, Any], cell: int) -> None:
+    def send_with_logs(self, outcome: CellOutcome, cell: int) -> None:
         """``executor/cell-result`` with what is left of the log as ``logs``, under the
         shipping lock: a session cell's output and its result in one request, the output
         first on the AM's side."""
         am = self.am
         with self._ship_lock:
-            body = CellResultRequest(
-                **outcome, task=am.task, attempt=am.attempt, cell=cell, logs=self.logs.take()
+            body = CellResultRequest.carrying(
+                outcome, task=am.task, attempt=am.attempt, cell=cell, logs=self.logs.take()
             )
             am.send("executor/cell-result", body, Ok)
 

@@ -43,7 +43,7 @@ def enter_src(bundle_dir: Path) -> str | None:
     return here
 
 
-def run_user_code(bundle_dir: Path, is_chief: bool, src: str | None = None) -> dict:
+def run_user_code(bundle_dir: Path, is_chief: bool, src: str | None = None) -> CellOutcome:
     meta = BundleInfo.read(JobDir(bundle_dir).bundle)
     source = JobDir(bundle_dir).cell.read_text()
     filename = meta.filename
@@ -68,14 +68,16 @@ def run_user_code(bundle_dir: Path, is_chief: bool, src: str | None = None) -> d
     return execute(source, filename, namespace, list(meta.pull), is_chief)
 
 
-def execute(source: str, filename: str, namespace: dict, pull: list[str], is_chief: bool) -> dict:
+def execute(
+    source: str, filename: str, namespace: dict, pull: list[str], is_chief: bool
+) -> CellOutcome:
     """Run a cell in ``namespace``; the chief's outcome carries the value and pulled names."""
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     body, last = split_last_expression(source)
     exec(compile(body, filename, "exec"), namespace)  # noqa: S102 - running the user's cell is the point
     value = eval(compile(last, filename, "eval"), namespace) if last else None  # noqa: S307
     if not is_chief:
-        return CellOutcome("ok").to_json()
+        return CellOutcome("ok")
     value = runtime.detach_history(value)
     pulled = {n: runtime.detach_history(namespace[n]) for n in pull if n in namespace}
     missing = [n for n in pull if n not in namespace]
@@ -96,4 +98,10 @@ def execute(source: str, filename: str, namespace: dict, pull: list[str], is_chi
         "ok",
         value=base64.b64encode(payload).decode(),
         arrow={n: base64.b64encode(b).decode() for n, b in arrow.items()},
-    ).to_json()
+    )
+
+
+def exit_code(e: SystemExit) -> int:
+    """The exit code a ``SystemExit`` of the user's code asks for, as the interpreter reads it
+    (None: 0; an int: itself; anything else, a message: 1)."""
+    return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)

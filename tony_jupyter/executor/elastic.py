@@ -21,10 +21,9 @@ from pathlib import Path
 
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from ..frameworks import ELASTIC_MAX_RESTARTS
+from ..frameworks import ELASTIC_MAX_RESTARTS, RENDEZVOUS_TASK
 from ..protocol import CellOutcome, ExecutorEnv
 
-RENDEZVOUS_TASK = "worker:0"
 # Where local rank 0 leaves its report()s for the executor, whose heartbeats carry them.
 PROGRESS_VAR = "TONY_RANK_PROGRESS"
 PROGRESS_PERIOD_S = 0.5
@@ -34,7 +33,7 @@ LAST_CALL_S = 5
 
 
 @record  # the agent's ChildFailedError then carries the cell's traceback
-def rank_main(bundle_dir: str) -> dict:
+def rank_main(bundle_dir: str) -> CellOutcome:
     """One process of the cell, started by the agent (spawned: a fresh interpreter)."""
     from .cell import enter_src, run_user_code
 
@@ -91,7 +90,7 @@ def _take_progress(path: Path) -> None:
         time.sleep(PROGRESS_PERIOD_S)
 
 
-def run(env: ExecutorEnv, cluster_spec: dict[str, list[str]], host: str) -> dict:
+def run(env: ExecutorEnv, cluster_spec: dict[str, list[str]], host: str) -> CellOutcome:
     """Run the cell under the elastic agent; the outcome of this task's first process (with the
     value, if it was rank 0)."""
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -133,9 +132,9 @@ def run(env: ExecutorEnv, cluster_spec: dict[str, list[str]], host: str) -> dict
     except RendezvousClosedError:
         # The others finished before this (replacement) worker could join: nothing to do.
         print(f"[tony] {env.task_id}: the rendezvous had closed; the work is done", flush=True)
-        return CellOutcome("ok").to_json()
+        return CellOutcome("ok")
     except ChildFailedError as e:
         raise RuntimeError(f"the cell failed under PyTorch's elastic agent:\n{e}") from None
     # {global rank: outcome} of this task's processes in the last round; rank 0's has the value
     outcomes = sorted(results.items())
-    return outcomes[0][1] if outcomes else CellOutcome("ok").to_json()
+    return outcomes[0][1] if outcomes else CellOutcome("ok")

@@ -19,7 +19,8 @@ import json
 import os
 import sys
 
-from ..protocol import ExecutorEnv
+from ..protocol import ExecutorEnv, parse_task_id
+from ..protocol import task_id as make_task_id
 
 # The order ranks are given in: the chief (if any) is rank 0, as in TensorFlow.
 RANK_ORDER = ("chief", "worker")
@@ -28,12 +29,12 @@ RANK_ORDER = ("chief", "worker")
 def tony_env(task_id: str, cluster_spec: dict[str, list[str]]) -> dict[str, str]:
     """TonY's framework-neutral variables (its TaskExecutor's); TB_PORT is added on the chief
     (main.py reserves it)."""
-    type_, _, index = task_id.partition(":")
-    chief = "chief:0" if cluster_spec.get("chief") else "worker:0"
+    type_, index = parse_task_id(task_id)
+    chief = make_task_id("chief" if cluster_spec.get("chief") else "worker", 0)
     return {
         "CLUSTER_SPEC": json.dumps(cluster_spec),
         "JOB_NAME": type_,
-        "TASK_INDEX": index,
+        "TASK_INDEX": str(index),
         "TASK_NUM": str(len(cluster_spec.get(type_, []))),
         "IS_CHIEF": "true" if task_id == chief else "false",  # Java's Boolean.toString
         "DISTRIBUTED_MODE": "GANG",  # every task starts together, with the whole cluster spec
@@ -41,16 +42,16 @@ def tony_env(task_id: str, cluster_spec: dict[str, list[str]]) -> dict[str, str]
 
 
 def tensorflow_env(task_id: str, cluster_spec: dict[str, list[str]]) -> dict[str, str]:
-    type_, _, index = task_id.partition(":")
+    type_, index = parse_task_id(task_id)
     tf_cluster = {k: v for k, v in cluster_spec.items() if k != "evaluator"}
-    task = {"type": type_, "index": int(index)}
+    task = {"type": type_, "index": index}
     return {"TF_CONFIG": json.dumps({"cluster": tf_cluster, "task": task})}
 
 
 def ranked_tasks(cluster_spec: dict[str, list[str]]) -> list[tuple[str, str]]:
     """(task id, address) in rank order: the chief, then the workers by index."""
     return [
-        (f"{type_}:{i}", addr)
+        (make_task_id(type_, i), addr)
         for type_ in RANK_ORDER
         for i, addr in enumerate(cluster_spec.get(type_, []))
     ]

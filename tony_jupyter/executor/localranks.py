@@ -40,13 +40,13 @@ def wait(procs: list[supervise.Process]) -> str | None:
 
 
 def main() -> None:
-    from .cell import run_user_code
+    from .cell import exit_code, run_user_code
 
     code = 0
     try:
         run_user_code(Path(os.environ[ExecutorEnv.var("bundle_dir")]), is_chief=False)
     except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        code = exit_code(e)
     except BaseException:  # noqa: BLE001 - reported in the task's log; the exit code tells
         traceback.print_exc()
         code = 1

@@ -36,10 +36,10 @@ def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
             if got is None:
                 continue
             after = got.id
-            outcome = CellOutcome.from_json(run_cell(got, namespace, is_chief, running, bg))
+            outcome = run_cell(got, namespace, is_chief, running, bg)
             bg.logs.drain()
             # this cell's output is logged before its result, in the same request
-            bg.send_with_logs(outcome.outcome_fields(), cell=got.id)
+            bg.send_with_logs(outcome, cell=got.id)
     except Stale:
         code = 0  # the session ended
     except OSError as e:
@@ -50,7 +50,7 @@ def serve(am: AMLink, bg: Background, bundle_dir, is_chief: bool) -> None:
 
 def run_cell(
     got: CellToRun, namespace: dict, is_chief: bool, running: dict, bg: Background
-) -> dict:
+) -> CellOutcome:
     print(f"[tony] cell {got.id}", flush=True)
     running["cell"] = bg.cell = got.id
     try:
@@ -58,9 +58,9 @@ def run_cell(
         return execute(got.source, got.filename, namespace, list(got.pull), is_chief)
     except KeyboardInterrupt:
         traceback.print_exc()
-        return CellOutcome("interrupted", traceback.format_exc()).to_json()
+        return CellOutcome("interrupted", traceback.format_exc())
     except BaseException:  # noqa: BLE001 - a failing cell leaves the session usable
         traceback.print_exc()
-        return CellOutcome("error", traceback.format_exc()).to_json()
+        return CellOutcome("error", traceback.format_exc())
     finally:
         running["cell"] = bg.cell = None

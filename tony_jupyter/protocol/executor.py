@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..records import MAX_WHOLE, Record, Sparse
 from .views import GpuUse
@@ -197,6 +197,9 @@ class LogBatch(TaskCall):
 CELL_STATUSES = ("ok", "error", "interrupted")
 
 
+OutcomeT = TypeVar("OutcomeT", bound="CellOutcome")
+
+
 @dataclass(frozen=True)
 class CellOutcome(Sparse):
     """What an executor reports for a cell it ran (``POST /api/v1/executor/result``); only
@@ -222,10 +225,12 @@ class CellOutcome(Sparse):
         """Just the outcome, without a request's other fields."""
         return CellOutcome(self.status, self.traceback, self.value, self.arrow)
 
-    def outcome_fields(self) -> dict[str, Any]:
-        """The outcome's fields, for a request that carries it."""
-        return {"status": self.status, "traceback": self.traceback, "value": self.value,
-                "arrow": self.arrow}  # fmt: skip
+    @classmethod
+    def carrying(cls: type[OutcomeT], outcome: CellOutcome, **call: Any) -> OutcomeT:
+        """A request of this kind that carries ``outcome`` (its other fields: ``call``): an
+        executor's outcome takes its wire form here only."""
+        o = outcome
+        return cls(status=o.status, traceback=o.traceback, value=o.value, arrow=o.arrow, **call)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,6 +9,7 @@ import time
 from collections.abc import Mapping
 
 from ..protocol import JobSnapshot, JobState, TaskState, fmt_duration
+from ..protocol import task_id as make_task_id
 
 LIVE_TASK_STATES = (TaskState.REGISTERED, TaskState.RUNNING)
 # The ends that are not the one hoped for: shown in red.
@@ -105,7 +106,7 @@ def task_rows(snap: JobSnapshot) -> list[dict]:
         age = round(now - beat, 1) if beat is not None and t.state in LIVE_TASK_STATES else None
         rows.append(
             {
-                "task": t.id or f"{t.type}:{t.index}",
+                "task": t.id or make_task_id(t.type, t.index),
                 "address": f"{t.host}:{t.port}" if t.host else "",
                 "state": str(t.state),
                 "heartbeat_age": age,
