@@ -14,7 +14,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.utils.text import DollarFormatter
 
-from . import commands, shards
+from . import commands, origin, shards
 from .bundle import Bundle, make_bundle
 from .errors import BundleError, JobNotFoundError, SpecError
 from .job import TonyJob, submit
@@ -35,6 +35,12 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("stacks", "ID [TASK]", "every running task's Python stacks (all threads), grouped"),
     ("kill", "ID", "kill a job"),
     ("attach", "ID", "the live widget of a job again"),
+    (
+        "result",
+        "ID",
+        "a job's last expression, its --pull names into the notebook (waits for its end; "
+        "also from a kernel that did not submit it)",
+    ),
     ("session", "start|status|stop|restart [flags]", "a warm cluster that runs cell after cell"),
     ("doctor", "[--python PATH] [--queue NAME] [--no-probe]", "check what a first job needs"),
     ("help", "", "this text and the job flags"),
@@ -112,6 +118,8 @@ class TonyMagics(Magics):
         try:
             if cmd == "attach":
                 return self._attach(rest)
+            if cmd == "result":
+                return self._result(rest)
             return commands.dispatch(cmd, rest)
         except (JobNotFoundError, SpecError) as e:
             raise UsageError(str(e)) from None
@@ -225,6 +233,8 @@ class TonyMagics(Magics):
             record = submit(spec, bundle, argv)
         except SpecError as e:  # the cluster says no (queue, label, sizes): still bad input
             raise UsageError(str(e)) from None
+        # The cell it came from: a reopened notebook finds its job again (server_ext/cells.py).
+        record.write_origin(origin.here())
         job, follower = None, None
         try:  # from the job's submission: its tasks may be running before its view is shown
             job = TonyJob(record, namespace=self.shell.user_ns)
@@ -251,6 +261,14 @@ class TonyMagics(Magics):
         view = _view(job)
         threading.Thread(target=_follow, args=(job, view), daemon=True).start()
         return None
+
+    def _result(self, words: list[str]):
+        """What the job's cell would have returned, loaded here: its --pull names into the
+        namespace, its last expression as this cell's value. A job still running is waited
+        for (Ctrl-C stops the waiting, not the job)."""
+        if len(words) != 1:
+            raise UsageError("%tony result ID: name one job (see %tony list)")
+        return TonyJob(open_job(words[0]), namespace=self.shell.user_ns).result()
 
 
 def _asks_for_resources(args) -> bool:
