@@ -84,3 +84,14 @@ def test_result_names_one_job(shell):
         shell.run_line_magic("tony", "result")
     with pytest.raises(UsageError, match="not a job id|no job"):
         shell.run_line_magic("tony", "result tony_nope")
+
+
+def test_an_interrupt_followed_by_a_shutdown_is_not_the_users(shell, monkeypatch):
+    import threading
+
+    from tony_jupyter.magics import shutting_down
+
+    monkeypatch.setattr(shell, "exit_now", False)
+    assert not shutting_down(shell, 0.1)  # the user's Ctrl-C: no shutdown request follows
+    threading.Timer(0.1, lambda: setattr(shell, "exit_now", True)).start()
+    assert shutting_down(shell, 2.0)  # a restart: ipykernel's shutdown handler sets exit_now

@@ -61,19 +61,39 @@ HELP = "".join(
 )
 
 
+# How long an interrupt waits for the shutdown request that follows it when the kernel is
+# restarted or shut down (jupyter_client interrupts first, then asks to shut down: ms apart).
+SHUTDOWN_WAIT = 1.0
+
+
+def shutting_down(shell, wait: float) -> bool:
+    """Whether this interrupt is a kernel restart's or shutdown's rather than the user's:
+    ipykernel's shutdown handler (on its control thread) sets ``shell.exit_now``. A job
+    outlives its kernel; only the user's Ctrl-C kills it."""
+    deadline = time.monotonic() + wait
+    while not getattr(shell, "exit_now", False):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _in_kernel() -> bool:
+    try:
+        from ipykernel.kernelbase import Kernel
+
+        return Kernel.initialized()
+    except ImportError:
+        return False
+
+
 def _wait_processing_ui(thread: threading.Thread) -> None:
     """Block like a normal cell, but let widget events (the Kill button) through.
 
     It sleeps between looks rather than ``thread.join(timeout)``: a Ctrl-C that lands inside
     ``join`` makes CPython mark the still-running thread stopped (threading's bpo-45274 path),
     and the interrupted cell would then not wait for its follower to see the kill through."""
-    try:
-        from ipykernel.kernelbase import Kernel
-
-        in_kernel = Kernel.initialized()
-    except ImportError:
-        in_kernel = False
-    if not in_kernel:
+    if not _in_kernel():
         while thread.is_alive():
             time.sleep(0.05)
         return
@@ -247,6 +267,12 @@ class TonyMagics(Magics):
             _wait_processing_ui(follower)
         except KeyboardInterrupt:
             job = job or TonyJob(record, namespace=self.shell.user_ns)
+            if shutting_down(self.shell, SHUTDOWN_WAIT if _in_kernel() else 0.0):
+                commands.show(
+                    f"[tony] the kernel is shutting down; job {job.job_id} goes on (a new "
+                    f"kernel shows it in this cell again; %tony result {job.job_id} collects it)"
+                )
+                raise
             snap = job.kill("interrupted in the notebook (Ctrl-C)")
             job.set_final(snap)
             if follower is not None:
