@@ -49,6 +49,7 @@ def test_the_record_keeps_it_and_names_a_damaged_one(tony_home):
     assert rec.origin() is None and "origin.json" in rec.damaged
 
 
+@pytest.mark.usefixtures("backend")
 def test_a_submitted_cell_records_its_origin(shell, monkeypatch):
     monkeypatch.setattr(shell, "kernel", _Kernel({"metadata": {"cellId": "c-9"}}), raising=False)
     monkeypatch.setenv(origin.SESSION_NAME_ENV, "nb.ipynb")
@@ -59,11 +60,12 @@ def test_a_submitted_cell_records_its_origin(shell, monkeypatch):
     assert (got.cell_id, got.notebook) == ("c-9", "nb.ipynb") and got.submitted > 0
 
 
+@pytest.mark.usefixtures("backend")
 def test_result_is_collected_by_a_kernel_that_did_not_submit(shell, tony_home):
     job = shell.run_cell_magic(
         "tony", "--workers 1 --no-tensorboard --async --pull answer", "answer = 6 * 7\n'done'"
     )
-    job.wait(120)
+    job.wait(180)
     # A new process, as a new kernel: nothing of the submitting one but the records.
     code = textwrap.dedent(f"""
         from IPython.testing.globalipapp import start_ipython
