@@ -89,8 +89,8 @@ PARTITIONS = (
         "browser",
         "browser",
         ("tests/browser",),
-        limit={"ci": 420, "full": 900},
-        floor={"ci": 1, "full": 1},
+        limit={"ci": 600, "full": 900},
+        floor={"ci": 2, "full": 2},
     ),
     Partition(
         "yarn",

@@ -39,6 +39,7 @@ ON_DISK = {
     "checkpoints": "checkpoints",
     "tensorboard": "tensorboard",
     "logs": "logs",
+    "origin": "origin.json",
 }
 
 

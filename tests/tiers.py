@@ -33,6 +33,9 @@ FULL_ONLY: dict[str, str] = {
     "and test_yarn_src_handover.py (a job handed to the warm AM) run in CI",
     "tests/yarn/test_yarn_scale.py": "many workers on one cluster: test_yarn_training.py's "
     "jobs in CI",
+    "tests/test_origin.py::*[yarn]": "a YARN job's origin.json and its result collected by "
+    "another kernel: the [local] cases and the browser's reconnect test (the same record and "
+    "client code) run in CI; the YARN client's copy of the result is tests/yarn's",
     "tests/yarn/test_yarn_damaged_records.py": "the HDFS history fuzz (up to 300 s): "
     "tests/test_damaged_records.py's fuzz of the same readers runs in CI",
     "tests/yarn/test_yarn_fault_tolerance.py": "five kinds of fault on YARN: "

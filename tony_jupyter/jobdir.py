@@ -39,6 +39,7 @@ TENSORBOARD = "tensorboard"  # the chief's TensorBoard event files
 LOGS = "logs"  # logs/attempt-N/<task>.log
 # YARN: the notebook's TONY_CA_BUNDLE, shipped so that the tasks verify the cluster's HTTPS
 CA_BUNDLE = "ca-bundle.pem"
+ORIGIN = "origin.json"  # where the job was submitted from: notebook cell and path (JobOrigin)
 
 
 def task_file(task_id: str) -> str:
@@ -144,6 +145,10 @@ class JobDir:
     @property
     def tensorboard(self) -> Path:
         return self.path / TENSORBOARD
+
+    @property
+    def origin(self) -> Path:
+        return self.path / ORIGIN
 
     @property
     def logs(self) -> Path:

@@ -14,7 +14,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.utils.text import DollarFormatter
 
-from . import commands, shards
+from . import commands, origin, shards
 from .bundle import Bundle, make_bundle
 from .errors import BundleError, JobNotFoundError, SpecError
 from .job import TonyJob, submit
@@ -35,6 +35,12 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("stacks", "ID [TASK]", "every running task's Python stacks (all threads), grouped"),
     ("kill", "ID", "kill a job"),
     ("attach", "ID", "the live widget of a job again"),
+    (
+        "result",
+        "ID",
+        "a job's last expression, its --pull names into the notebook (waits for its end; "
+        "also from a kernel that did not submit it)",
+    ),
     ("session", "start|status|stop|restart [flags]", "a warm cluster that runs cell after cell"),
     (
         "doctor",
@@ -59,19 +65,39 @@ HELP = "".join(
 )
 
 
+# How long an interrupt waits for the shutdown request that follows it when the kernel is
+# restarted or shut down (jupyter_client interrupts first, then asks to shut down: ms apart).
+SHUTDOWN_WAIT = 1.0
+
+
+def shutting_down(shell, wait: float) -> bool:
+    """Whether this interrupt is a kernel restart's or shutdown's rather than the user's:
+    ipykernel's shutdown handler (on its control thread) sets ``shell.exit_now``. A job
+    outlives its kernel; only the user's Ctrl-C kills it."""
+    deadline = time.monotonic() + wait
+    while not getattr(shell, "exit_now", False):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _in_kernel() -> bool:
+    try:
+        from ipykernel.kernelbase import Kernel
+
+        return Kernel.initialized()
+    except ImportError:
+        return False
+
+
 def _wait_processing_ui(thread: threading.Thread) -> None:
     """Block like a normal cell, but let widget events (the Kill button) through.
 
     It sleeps between looks rather than ``thread.join(timeout)``: a Ctrl-C that lands inside
     ``join`` makes CPython mark the still-running thread stopped (threading's bpo-45274 path),
     and the interrupted cell would then not wait for its follower to see the kill through."""
-    try:
-        from ipykernel.kernelbase import Kernel
-
-        in_kernel = Kernel.initialized()
-    except ImportError:
-        in_kernel = False
-    if not in_kernel:
+    if not _in_kernel():
         while thread.is_alive():
             time.sleep(0.05)
         return
@@ -116,6 +142,8 @@ class TonyMagics(Magics):
         try:
             if cmd == "attach":
                 return self._attach(rest)
+            if cmd == "result":
+                return self._result(rest)
             return commands.dispatch(cmd, rest)
         except (JobNotFoundError, SpecError) as e:
             raise UsageError(str(e)) from None
@@ -229,6 +257,8 @@ class TonyMagics(Magics):
             record = submit(spec, bundle, argv)
         except SpecError as e:  # the cluster says no (queue, label, sizes): still bad input
             raise UsageError(str(e)) from None
+        # The cell it came from: a reopened notebook finds its job again (server_ext/cells.py).
+        record.write_origin(origin.here())
         job, follower = None, None
         try:  # from the job's submission: its tasks may be running before its view is shown
             job = TonyJob(record, namespace=self.shell.user_ns)
@@ -241,6 +271,12 @@ class TonyMagics(Magics):
             _wait_processing_ui(follower)
         except KeyboardInterrupt:
             job = job or TonyJob(record, namespace=self.shell.user_ns)
+            if shutting_down(self.shell, SHUTDOWN_WAIT if _in_kernel() else 0.0):
+                commands.show(
+                    f"[tony] the kernel is shutting down; job {job.job_id} goes on (a new "
+                    f"kernel shows it in this cell again; %tony result {job.job_id} collects it)"
+                )
+                raise
             snap = job.kill("interrupted in the notebook (Ctrl-C)")
             job.set_final(snap)
             if follower is not None:
@@ -255,6 +291,14 @@ class TonyMagics(Magics):
         view = _view(job)
         threading.Thread(target=_follow, args=(job, view), daemon=True).start()
         return None
+
+    def _result(self, words: list[str]):
+        """What the job's cell would have returned, loaded here: its --pull names into the
+        namespace, its last expression as this cell's value. A job still running is waited
+        for (Ctrl-C stops the waiting, not the job)."""
+        if len(words) != 1:
+            raise UsageError("%tony result ID: name one job (see %tony list)")
+        return TonyJob(open_job(words[0]), namespace=self.shell.user_ns).result()
 
 
 def _asks_for_resources(args) -> bool:

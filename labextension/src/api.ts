@@ -68,3 +68,17 @@ export function proxyUrl(jobId: string, endpoint: string): string {
     '/'
   );
 }
+
+/** The newest job of each of these notebook cells (server_ext/cells.py). */
+export interface ICellJob {
+  cell_id: string;
+  job_id: string;
+  state: string;
+  terminal: boolean;
+  notebook: string;
+  submitted: number;
+}
+
+export function cellJobs(cellIds: string[]): Promise<{ cells: ICellJob[] }> {
+  return request<{ cells: ICellJob[] }>(`cells?ids=${cellIds.map(encodeURIComponent).join(',')}`);
+}

@@ -10,13 +10,17 @@
  */
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette, WidgetTracker } from '@jupyterlab/apputils';
+import { INotebookTracker, NotebookActions } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { Widget } from '@lumino/widgets';
 
+import { cellViewFactory } from './cellview';
 import { CompareTab } from './compare';
 import { JobPage } from './jobpage';
 import { LogsTab } from './logs';
 import { JobsPanel } from './panel';
+import { watch } from './reconnect';
 import { TensorBoardTab } from './tensorboard';
 
 const CommandIDs = {
@@ -182,4 +186,52 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+/**
+ * A %%tony cell's job in its cell without the kernel (cellview.ts), put back into each cell
+ * when a notebook opens or its kernel restarts (reconnect.ts); its "Collect result" button
+ * runs `%tony result ID` in a new cell below, in the notebook's kernel.
+ */
+const cellViews: JupyterFrontEndPlugin<void> = {
+  id: 'tony-jupyter:cell-views',
+  description: "Each %%tony cell's job, live in its cell again after a reload or a restart",
+  autoStart: true,
+  requires: [IRenderMimeRegistry, INotebookTracker],
+  activate: (
+    app: JupyterFrontEnd,
+    rendermime: IRenderMimeRegistry,
+    notebooks: INotebookTracker
+  ) => {
+    const { commands } = app;
+    const collect = (jobId: string, node: HTMLElement) => {
+      const panel = notebooks.find(p => p.node.contains(node));
+      if (!panel) {
+        return;
+      }
+      const notebook = panel.content;
+      const index = notebook.widgets.findIndex(c => c.node.contains(node));
+      if (index >= 0) {
+        notebook.activeCellIndex = index;
+      }
+      // a new kernel has not loaded the extension yet: loaded first, out of sight (the
+      // kernel runs requests in order, so before the cell below)
+      panel.sessionContext.session?.kernel?.requestExecute({
+        code: '%load_ext tony_jupyter',
+        silent: true,
+        store_history: false
+      });
+      NotebookActions.insertBelow(notebook);
+      notebook.activeCell?.model.sharedModel.setSource(`%tony result ${jobId}`);
+      void NotebookActions.run(notebook, panel.sessionContext);
+    };
+    rendermime.addFactory(
+      cellViewFactory({
+        openJob: jobId => void commands.execute(CommandIDs.openJob, { jobId }),
+        openLogs: (jobId, tasks) => void commands.execute(CommandIDs.openLogs, { jobId, tasks }),
+        collectResult: collect
+      })
+    );
+    notebooks.widgetAdded.connect((_, panel) => watch(panel));
+  }
+};
+
+export default [plugin, cellViews];

@@ -2,7 +2,7 @@
  * What the panel makes of the protocol's values. The types themselves are generated from
  * schema/protocol.schema.json into protocol.gen.ts.
  */
-import type { JobState, JobSummary } from './protocol.gen';
+import type { JobState, Progress } from './protocol.gen';
 
 /** States a job does not leave (the AM's TERMINAL, and LOST: the AM is gone). */
 export const TERMINAL: readonly JobState[] = ['SUCCEEDED', 'FAILED', 'KILLED', 'LOST'];
@@ -12,7 +12,7 @@ export function isTerminal(state: JobState): boolean {
 }
 
 /** The chief's progress in a few words: "epoch 2/3 · loss 0.1234". */
-export function progressText(job: JobSummary): string {
+export function progressText(job: { progress?: Progress | null }): string {
   const p = job.progress || {};
   const bits: string[] = [];
   if (p.epoch !== undefined) {

@@ -29,6 +29,7 @@ import requests
 from .. import amcall, jobdir
 from ..errors import BackendError, JobNotFoundError
 from ..jobdir import JobDir
+from ..origin import JobOrigin
 from ..protocol import (
     CellList,
     CellSubmit,
@@ -135,6 +136,25 @@ class JobRecord:
         except ValueError as e:
             self.damaged[jobdir.YARN_INFO] = str(e)
             return None
+
+    def origin(self) -> JobOrigin | None:
+        """Where the job was submitted from (origin.json); None when it was not recorded (a
+        job of an older version, a script's, one adopted from elsewhere) or is damaged (then
+        in ``damaged``)."""
+        data = self.read_json(jobdir.ORIGIN)
+        if data is None:
+            return None
+        try:
+            got = JobOrigin.checked(data)
+            got.bound()
+            return got
+        except ValueError as e:
+            self.damaged[jobdir.ORIGIN] = str(e)
+            return None
+
+    def write_origin(self, origin: JobOrigin) -> None:
+        """origin.json, whole or not at all (a server reads it while the job runs)."""
+        origin.write(self.layout.origin)
 
     @property
     def token_path(self) -> Path:

@@ -10,6 +10,7 @@ from tornado import web
 
 from ..errors import TonyError
 from ..protocol import EventsAnswer
+from .cells import cell_jobs, parse_ids
 from .config import TonyJupyter
 from .detail import job_detail, job_stacks
 from .jobs import JOB_ID, ServerJobs
@@ -52,6 +53,20 @@ class JobsHandler(TonyAPIHandler):
     @authorized
     async def get(self) -> None:
         self.finish({"jobs": await self.jobs.summaries()})
+
+
+class CellsHandler(TonyAPIHandler):
+    """``?ids=CELL,CELL``: the newest job each of these notebook cells started, with its
+    state (cells.py); the server's user's jobs only. What a reopened notebook, or one whose
+    kernel restarted, asks to show each cell's job again."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        ids = parse_ids(self.get_argument("ids", ""))
+        jobs = self.jobs
+        found = await jobs.blocking(cell_jobs, ids, jobs.root, jobs.owns)
+        self.finish({"cells": [c.to_json() for c in found]})
 
 
 class JobHandler(TonyAPIHandler):
@@ -130,6 +145,7 @@ def api_handlers() -> list[tuple]:
     job = f"tony/api/jobs/(?P<job_id>{JOB_ID})"
     return [
         ("tony/api/jobs/?", JobsHandler),
+        ("tony/api/cells/?", CellsHandler),
         (f"{job}/?", JobHandler),
         (f"{job}/detail", DetailHandler),
         (f"{job}/events", EventsHandler),

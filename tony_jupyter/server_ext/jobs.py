@@ -96,6 +96,10 @@ class ServerJobs:
     async def blocking(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
 
+    def owns(self, rec: JobRecord) -> bool:
+        """Whether the server's user may see this job (on a secure cluster: its submitter)."""
+        return _owned(rec, self.user)
+
     def client(self, job_id: str) -> JobClient:
         return open_client(record(job_id, self.root, self.user))
 

@@ -1,0 +1,295 @@
+"""A run is never lost: in JupyterLab in Debian's Chromium (Playwright), a %%tony cell's job
+comes back live in its cell when the page is closed and opened again, when the kernel restarts
+(then its --pull names come back through the view's "Collect result"), and when the Jupyter
+server is stopped and started; each saved notebook, read without a kernel, holds the final
+state in the output's text/html. One JupyterLab, restarted once, on the local backend; the
+three jobs run side by side. The page-open -> live-view delays land in
+build/browser/reconnect.json."""
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+import requests
+from helpers.browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, command, free_port
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+JOB_MIME = "application/vnd.tony.job+json"
+DELAYS: dict[str, float] = {}
+# the cells of the notebook shown (the workspace may bring back others, hidden behind it)
+CELLS = ".jp-NotebookPanel:visible .jp-Notebook .jp-Cell"
+
+
+def minute_job(name: str, seconds: int, pull: str = "") -> str:
+    """A job that prints a line a second for ``seconds`` s; with ``pull``, it sets that name."""
+    flags = f" --pull {pull}" if pull else ""
+    body = f"{pull} = 42\n" if pull else ""
+    return (
+        f"%%tony --workers 1 --no-tensorboard --name {name}{flags}\n"
+        f"import time\n{body}"
+        f"for i in range({seconds}):\n"
+        "    print(f'line {i:03d}', flush=True)\n"
+        "    time.sleep(1)\n"
+        "'done'\n"
+    )
+
+
+class Lab:
+    """One JupyterLab server on a fixed port and root, which a test may stop and start."""
+
+    def __init__(self, tmp: Path):
+        self.tmp, self.root, self.home = tmp, tmp / "root", tmp / "tony-home"
+        self.root.mkdir()
+        self.port, self.token = free_port(), secrets.token_hex(16)
+        self.url = f"http://127.0.0.1:{self.port}/"
+        settings = tmp / "lab-settings" / "@jupyterlab" / "apputils-extension"
+        settings.mkdir(parents=True)
+        (settings / "notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False})
+        )
+        self.env = dict(
+            os.environ,
+            TONY_JUPYTER_HOME=str(self.home),
+            JUPYTER_CONFIG_DIR=str(tmp / "jupyter-config"),
+            JUPYTER_RUNTIME_DIR=str(tmp / "jupyter-runtime"),
+            JUPYTERLAB_SETTINGS_DIR=str(tmp / "lab-settings"),
+            JUPYTERLAB_WORKSPACES_DIR=str(tmp / "lab-workspaces"),
+        )
+        self.env.pop("HADOOP_CONF_DIR", None)
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        log = open(self.tmp / "lab.log", "ab")  # noqa: SIM115 - closed with the process
+        self.proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "jupyter", "lab", "--no-browser",
+                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}",
+                "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
+                f"--ServerApp.root_dir={self.root}", "--LabApp.expose_app_in_browser=True",
+                *(["--allow-root"] if os.geteuid() == 0 else []),
+            ],
+            env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=self.root,
+        )  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                if requests.get(f"{self.url}api/status", params={"token": self.token}).ok:
+                    return
+            except requests.ConnectionError:
+                time.sleep(0.2)
+        pytest.fail("JupyterLab did not start:\n" + (self.tmp / "lab.log").read_text()[-3000:])
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            self.proc = None
+
+    def notebook(self, name: str, cells: list[str]) -> Path:
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
+        nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+        nbformat.write(nb, self.root / name)
+        return self.root / name
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
+    lab = Lab(tmp_path_factory.mktemp("reconnect"))
+    lab.start()
+    yield lab
+    from tony_jupyter.launcher.client import JobRecord
+    from tony_jupyter.launcher.clients import open_client
+
+    for rec in (lab.home / "jobs").glob("tony_*"):  # nothing may outlive the tests
+        client = open_client(JobRecord(rec.name, rec))
+        client.kill("test teardown")
+        client.release()
+    lab.stop()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "reconnect-lab.log").write_bytes((lab.tmp / "lab.log").read_bytes())
+    (ARTIFACTS / "reconnect.json").write_text(json.dumps(DELAYS, indent=1))
+
+
+@pytest.fixture
+def browser(lab):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def open_notebook(browser, lab, name: str, cells: int, workspace: str):
+    """A page of its own, in a workspace of its own (so it brings back no other notebook)."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(60_000)
+    page.goto(f"{lab.url}lab/workspaces/{workspace}/tree/{name}?token={lab.token}")
+    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell", timeout=120_000)
+    expect(page.locator(CELLS)).to_have_count(cells, timeout=120_000)
+    return page
+
+
+def wait_kernel_idle(page) -> None:
+    page.wait_for_function(
+        "window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel?.status === 'idle'",
+        timeout=120_000,
+    )
+
+
+def run_first_two(page) -> None:
+    wait_kernel_idle(page)
+    page.locator(CELLS).nth(0).click()
+    command(page, "notebook:run-cell-and-select-next")
+    command(page, "notebook:run-cell-and-select-next")
+
+
+def job_of(lab, name: str) -> str:
+    for rec in sorted((lab.home / "jobs").glob("tony_*")):
+        spec = json.loads((rec / "spec.json").read_text())
+        if spec.get("name") == name:
+            return rec.name
+    raise AssertionError(f"no job named {name}")
+
+
+def live_view(page, cell: int, since: float, what: str):
+    """The cell's kernel-free view, once it shows the job RUNNING: the delay since ``since``
+    noted under ``what``."""
+    from playwright.sync_api import expect
+
+    view = page.locator(CELLS).nth(cell).locator(".tony-cell-view")
+    expect(view).to_have_attribute("data-tony-state", "RUNNING", timeout=60_000)
+    DELAYS[what] = round(time.monotonic() - since, 2)
+    return view
+
+
+def save_and_check(page, path: Path, job_id: str, state: str = "SUCCEEDED") -> None:
+    """Save from the UI; the file, read without a kernel, holds the final state as HTML."""
+    page.wait_for_function(
+        "window.jupyterapp.shell.currentWidget.content.model.dirty === true", timeout=30_000
+    )
+    command(page, "docmanager:save")
+    page.wait_for_function(
+        "window.jupyterapp.shell.currentWidget.content.model.dirty === false", timeout=30_000
+    )
+    nb = nbformat.read(path, as_version=4)
+    outs = [o for c in nb.cells for o in c.get("outputs", []) if JOB_MIME in o.get("data", {})]
+    assert [o["data"][JOB_MIME]["job_id"] for o in outs] == [job_id]
+    html, text = outs[0]["data"]["text/html"], outs[0]["data"]["text/plain"]
+    assert f'data-tony-state="{state}"' in html and "worker:0" in html and state in text
+    assert f"%tony logs {job_id}" in html and f"%tony logs {job_id}" in text
+    # as a viewer without the extension or a kernel renders it (nbconvert, as nbviewer does)
+    from nbconvert import HTMLExporter
+
+    page_html, _ = HTMLExporter().from_notebook_node(nb)
+    assert f'data-tony-state="{state}"' in page_html and JOB_MIME not in page_html
+
+
+def test_runs_are_never_lost(browser, lab):
+    """The three cases at once, their jobs side by side (one JupyterLab, about 170 s in all):
+    (1) a 60 s job's page closed at 15 s and opened at 40 s; (2) a kernel restarted mid-job,
+    its --pull name collected once it ended; (3) the server stopped and started mid-job."""
+    from playwright.sync_api import expect
+
+    paths = {
+        "minute": lab.notebook(
+            "minute.ipynb", ["%load_ext tony_jupyter", minute_job("minute", 60)]
+        ),
+        "restart": lab.notebook(
+            "restart.ipynb",
+            [
+                "%load_ext tony_jupyter",
+                minute_job("restart", 100, pull="answer"),
+                "print('got', answer)",
+            ],
+        ),
+        "server": lab.notebook(
+            "server.ipynb", ["%load_ext tony_jupyter", minute_job("server", 150)]
+        ),
+    }
+    cells = {"minute": 2, "restart": 3, "server": 2}
+    pages = {n: open_notebook(browser, lab, f"{n}.ipynb", cells[n], workspace=n) for n in paths}
+    for page in pages.values():
+        run_first_two(page)
+    started = 0.0
+    for page in pages.values():
+        output = page.locator(CELLS).nth(1).locator(".jp-OutputArea")
+        expect(output).to_contain_text("RUNNING", timeout=120_000)
+        started = started or time.monotonic()  # (1)'s job is RUNNING: its clock
+    jobs = {n: job_of(lab, n) for n in paths}
+
+    # (1) the page closed at 15 s, unsaved: what it showed is gone
+    time.sleep(max(0.0, 15 - (time.monotonic() - started)))
+    pages.pop("minute").close()
+    print(f"(1) closed at {time.monotonic() - started:.1f} s")
+
+    # (1) opened again at 40 s: the live view, with the lines printed while no page was open
+    time.sleep(max(0.0, 40 - (time.monotonic() - started)))
+    opened = time.monotonic()
+    pages["minute"] = page = open_notebook(browser, lab, "minute.ipynb", 2, workspace="minute")
+    minute = live_view(page, 1, opened, "page open -> live view (reopened page)")
+    for n in (16, 25, 38):
+        expect(minute.locator(".tony-cell-logs")).to_contain_text(f"line {n:03d}")
+    page.screenshot(path=str(ARTIFACTS / "reconnect-1-reopened.png"))
+    print(f"(1) reopened at {opened - started:.1f} s, live {time.monotonic() - started:.1f} s")
+
+    # (1) ends SUCCEEDED in its cell
+    expect(minute).to_have_attribute("data-tony-state", "SUCCEEDED", timeout=90_000)
+    expect(minute.locator(".tony-cell-logs")).to_contain_text("line 059")
+    save_and_check(page, paths["minute"], jobs["minute"])
+
+    # (2) the kernel restarted from the UI: the view comes back by itself
+    page = pages["restart"]
+    command(page, "notebook:restart-kernel")
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    view = live_view(page, 1, time.monotonic(), "kernel restart -> live view")
+
+    # (2) the job ends in its view; its result collected into the new kernel
+    expect(view).to_have_attribute("data-tony-state", "SUCCEEDED", timeout=120_000)
+    view.locator("button.tony-cell-collect").click()
+    result = page.locator(CELLS).nth(2)  # "%tony result ID" in a new cell below, run
+    expect(result).to_contain_text(f"%tony result {jobs['restart']}", timeout=30_000)
+    expect(result.locator(".jp-OutputArea")).to_contain_text("'done'", timeout=60_000)
+    page.locator(CELLS).nth(3).click()
+    command(page, "notebook:run-cell")
+    expect(page.locator(CELLS).nth(3).locator(".jp-OutputArea")).to_contain_text("got 42")
+    page.screenshot(path=str(ARTIFACTS / "reconnect-2-restarted.png"))
+    save_and_check(page, paths["restart"], jobs["restart"])
+
+    # (3) the server stopped and started (its kernels with it; the jobs go on)
+    print(f"(3) server stopped at {time.monotonic() - started:.1f} s")
+    pages.pop("server").close()
+    lab.stop()
+    time.sleep(2)
+    lab.start()
+    opened = time.monotonic()
+    page = open_notebook(browser, lab, "server.ipynb", 2, workspace="server")
+    server = live_view(page, 1, opened, "page open -> live view (after a server restart)")
+    page.screenshot(path=str(ARTIFACTS / "reconnect-3-server.png"))
+
+    expect(server).to_have_attribute("data-tony-state", "SUCCEEDED", timeout=180_000)
+    expect(server.locator(".tony-cell-logs")).to_contain_text("line 149")
+    save_and_check(page, paths["server"], jobs["server"])
