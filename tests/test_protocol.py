@@ -30,6 +30,8 @@ RECORDS = (
     JobSummary,
     protocol.Stall,
     protocol.TaskStacks,
+    protocol.QueueWait,
+    protocol.Amount,
 )
 
 
@@ -98,6 +100,22 @@ def test_records_as_the_am_and_server_send_them_match_the_schema():
     )
     validator("JobSnapshot").validate(stalled.to_json())
     assert JobSnapshot.from_json(json.loads(json.dumps(stalled.to_json()))) == stalled
+    waiting = replace(
+        snap,
+        waiting=protocol.QueueWait(
+            "default",
+            1.0,
+            ("worker:1",),
+            protocol.Amount(2048, 1, 0),
+            used=protocol.Amount(6144, 8, 0),
+            maximum=protocol.Amount(6144, 8, 0),
+            user_limit=protocol.Amount(6144, 8, 0),
+            apps_ahead=1,
+            diagnostics="[Sat Nov 28] Scheduler has assigned a container for AM",
+        ),
+    )
+    validator("JobSnapshot").validate(waiting.to_json())
+    assert JobSnapshot.from_json(json.loads(json.dumps(waiting.to_json()))) == waiting
 
 
 def test_schema_refuses_a_record_that_drifted():

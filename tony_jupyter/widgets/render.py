@@ -7,6 +7,7 @@ import html
 import math
 import time
 
+from .. import waits
 from ..protocol import JobSnapshot, JobState, TaskState
 
 LIVE_TASK_STATES = (TaskState.REGISTERED, TaskState.RUNNING)
@@ -179,6 +180,14 @@ def stall_text(snap: JobSnapshot) -> str:
     return " · ".join(parts)
 
 
+def wait_text(snap: JobSnapshot) -> str:
+    """One line while a YARN job or some of its containers wait for room in its queue, with
+    the RM's figures (protocol QueueWait, waits.py); "" otherwise."""
+    if snap.waiting is None or snap.terminal:
+        return ""
+    return waits.wait_text(snap.waiting, time.time())
+
+
 def stall_stacks_text(snap: JobSnapshot) -> str:
     """A stalled job's stacks, as they were gathered when it was marked ("" before)."""
     if snap.stall is None or not snap.stall.stacks:
@@ -215,6 +224,8 @@ def header_html(snap: JobSnapshot, notice: str = "") -> str:
         lines.append(f"<i>{e(attempts_text(snap))}</i>")
     if stall_text(snap):
         lines.append(f'<b style="color:{STATE_COLOURS["FAILED"]}">{e(stall_text(snap))}</b>')
+    if wait_text(snap):
+        lines.append(f'<span style="color:{STATE_COLOURS["STARTING"]}">{e(wait_text(snap))}</span>')
     if snap.endpoints:
         lines.append(endpoints_html(snap.endpoints, snap.job_id))
     lines += [f"<i>{e(notice)}</i>"] if notice else []
@@ -356,5 +367,7 @@ def report_text(snap: JobSnapshot) -> str:
         lines.append(snap.reason)
     if stall_text(snap):
         lines.append(stall_text(snap))
+    if wait_text(snap):
+        lines.append(wait_text(snap))
     lines += [f"  {r['task']:<12} {r['state']:<10} {r['address']}" for r in task_rows(snap)]
     return "\n".join(lines)

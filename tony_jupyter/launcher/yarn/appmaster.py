@@ -10,6 +10,7 @@ import shlex
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import requests
@@ -154,19 +155,28 @@ def _wanted_version(spec: JobSpec) -> str | None:
 
 
 def wait_for_am(
-    rm: RMClient, app_id: str, token: str, localization_timeout_s: float = 1800.0
+    rm: RMClient,
+    app_id: str,
+    token: str,
+    localization_timeout_s: float = 1800.0,
+    accepted: Callable[[dict], None] | None = None,
 ) -> str:
     """Until the AM has registered (its address in the app report) and answers its API: its
     URL; else why not, worded (launcher/outcome.py), as a BackendError."""
-    return outcome.started(await_am(rm, app_id, token, localization_timeout_s)).url
+    return outcome.started(await_am(rm, app_id, token, localization_timeout_s, accepted)).url
 
 
 def await_am(
-    rm: RMClient, app_id: str, token: str, localization_timeout_s: float = 1800.0
+    rm: RMClient,
+    app_id: str,
+    token: str,
+    localization_timeout_s: float = 1800.0,
+    accepted: Callable[[dict], None] | None = None,
 ) -> outcome.Outcome:
     """How the AM's start came out: Started once it answers its API, or why not. The time its
     NodeManager spends localizing its container (up to ``localization_timeout_s``) does not
-    count against AM_START_TIMEOUT_S."""
+    count against AM_START_TIMEOUT_S. ``accepted`` is given each app report while the
+    application is ACCEPTED (waiting.py says why it waits)."""
     auth = getattr(getattr(rm, "session", None), "auth", None)  # SPNEGO where secure
     localizing = _Localizing(auth, localization_timeout_s)
     session = requests.Session()
@@ -179,6 +189,8 @@ def await_am(
         state = app.get("state")
         if state == "ACCEPTED":
             localizing.ask(app)
+            if accepted is not None:
+                accepted(app)
         if state in TERMINAL_APP_STATES and _queue_refused(app):
             why = " ".join(app.get("diagnostics", "").split())[:500]
             return outcome.QueueRefused(app.get("queue"), app.get("user"), why)
