@@ -3,7 +3,9 @@ its text view, ``%tony status`` and the lines %%tony prints while an application
 
 from __future__ import annotations
 
-from .protocol import Amount, QueueWait
+import time
+
+from .protocol import Amount, JobSnapshot, QueueWait
 
 
 def amount(a: Amount, gpus: bool) -> str:
@@ -43,3 +45,10 @@ def wait_text(w: QueueWait, now: float) -> str:
     text = "; ".join(parts)
     diagnostics = " ".join(w.diagnostics.split())
     return f"{text}; RM: {diagnostics}" if diagnostics else text
+
+
+def snapshot_wait(snap: JobSnapshot) -> str:
+    """The job's wait in words while it waits (``snap.waiting``), "" otherwise."""
+    if snap.waiting is None or snap.terminal:
+        return ""
+    return wait_text(snap.waiting, time.time())

@@ -52,6 +52,10 @@ export interface JobSummary {
    */
   endpoints: string[];
   progress: Progress;
+  /**
+   * YARN: what the job waits for, in the RM's figures (waits.py); empty when it does not wait
+   */
+  waiting?: string;
 }
 /**
  * One task in JobSummary.tasks.

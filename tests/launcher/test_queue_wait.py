@@ -153,3 +153,15 @@ def test_the_widget_says_it_while_the_job_waits_and_not_once_it_ended():
     assert "the queue uses 5120 MB, 7 vcores" in render.report_text(snap)
     ended = replace(snap, state=JobState.KILLED)
     assert "waiting" not in render.report_text(ended)
+
+
+def test_the_panel_s_row_carries_the_wait_in_words():
+    from tony_jupyter.server_ext.jobs import summary
+
+    rm = FakeRM(default_queue(), APPS)
+    w = waiting.queue_wait(rm, "default", 0.0, ("worker:0",), Amount(2048, 1))
+    snap = JobSnapshot("application_1_0003", backend="yarn", state=JobState.RUNNING, waiting=w)
+    row = summary(snap)
+    assert row["waiting"].startswith("waiting ")
+    assert "for queue 'default': worker:0 ask 2048 MB, 1 vcores" in row["waiting"]
+    assert summary(replace(snap, waiting=None))["waiting"] == ""

@@ -13,6 +13,7 @@ from tony_jupyter.errors import JobFailedError
 from tony_jupyter.jobdir import SPEC
 from tony_jupyter.launcher.yarn.rm import as_list
 from tony_jupyter.launcher.yarn.waiting import _amount
+from tony_jupyter.server_ext.jobs import summary
 from tony_jupyter.widgets import render
 
 pytestmark = pytest.mark.yarn
@@ -88,6 +89,8 @@ def _waits_with_the_rm_s_figures(shell, cluster, capfd):
         ]  # fmt: skip
         assert w.apps_ahead == len(ahead) >= 1  # the hog
         text = render.report_text(snap)
+        row = summary(snap)["waiting"]  # the panel's row
+        assert f"for queue 'default': worker:0 ask {w.asked.memory_mb} MB, 1 vcores" in row
         assert (
             f"for queue 'default': worker:0 ask {w.asked.memory_mb} MB, 1 vcores; the queue uses "
             f"{w.used.memory_mb} MB, {w.used.vcores} vcores of {w.maximum.memory_mb} MB, "

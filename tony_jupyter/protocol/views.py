@@ -225,6 +225,7 @@ class JobSummary(Record):
     tasks: tuple[TaskSummary, ...] = ()
     endpoints: tuple[str, ...] = ()  # the names of the endpoints the job registered
     progress: dict[str, Any] = field(default_factory=dict)  # the chief's
+    waiting: str = ""  # YARN: what the job waits for, in words (waits.py); "" when it does not
 
     @classmethod
     def of(cls, snap: JobSnapshot) -> JobSummary:

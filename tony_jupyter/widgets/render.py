@@ -183,9 +183,7 @@ def stall_text(snap: JobSnapshot) -> str:
 def wait_text(snap: JobSnapshot) -> str:
     """One line while a YARN job or some of its containers wait for room in its queue, with
     the RM's figures (protocol QueueWait, waits.py); "" otherwise."""
-    if snap.waiting is None or snap.terminal:
-        return ""
-    return waits.wait_text(snap.waiting, time.time())
+    return waits.snapshot_wait(snap)
 
 
 def stall_stacks_text(snap: JobSnapshot) -> str:
