@@ -175,18 +175,25 @@ def await_am(
 ) -> outcome.Outcome:
     """How the AM's start came out: Started once it answers its API, or why not. The time its
     NodeManager spends localizing its container (up to ``localization_timeout_s``) does not
-    count against AM_START_TIMEOUT_S. ``accepted`` is given each app report while the
-    application is ACCEPTED (waiting.py says why it waits)."""
+    count against AM_START_TIMEOUT_S, nor does the time the application waits in its queue for
+    its AM's container (ACCEPTED without one: a busy queue is normal; Ctrl-C ends the wait).
+    ``accepted`` is given each app report while the application is ACCEPTED (waiting.py says
+    why it waits)."""
     auth = getattr(getattr(rm, "session", None), "auth", None)  # SPNEGO where secure
     localizing = _Localizing(auth, localization_timeout_s)
+    queued, last = 0.0, time.monotonic()  # seconds waiting for the AM's container, so far
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {token}"
     app: dict = {}
     unreached_since = 0.0
     unreached: tuple[str, Exception] | None = None  # the last try, while it made no connection
-    while time.monotonic() < localizing.deadline():
+    while time.monotonic() < localizing.deadline() + queued:
         app = rm.app(app_id) or {}
         state = app.get("state")
+        now = time.monotonic()
+        if state == "ACCEPTED" and not app.get("amContainerLogs"):  # no AM container yet
+            queued += now - last
+        last = now
         if state == "ACCEPTED":
             localizing.ask(app)
             if accepted is not None:
