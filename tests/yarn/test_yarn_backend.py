@@ -141,7 +141,7 @@ def test_interrupt_while_waiting_for_the_am_kills_the_application(
     cluster,
     monkeypatch,
 ):
-    def interrupted(rm, app_id, token, localization_timeout_s):
+    def interrupted(rm, app_id, token, localization_timeout_s, accepted=None):
         while (rm.app(app_id) or {}).get("state") not in ("ACCEPTED", "RUNNING"):
             time.sleep(0.05)
         raise KeyboardInterrupt  # what Ctrl-C raises in the kernel at this moment

@@ -12,7 +12,7 @@ from tony_jupyter.devcluster.config import NM_VCORES
 from tony_jupyter.errors import JobFailedError
 from tony_jupyter.jobdir import SPEC
 from tony_jupyter.launcher.yarn.rm import as_list
-from tony_jupyter.launcher.yarn.waiting import _amount
+from tony_jupyter.launcher.yarn.waiting import amount_of
 from tony_jupyter.server_ext.jobs import summary
 from tony_jupyter.widgets import render
 
@@ -75,12 +75,12 @@ def _waits_with_the_rm_s_figures(shell, cluster, capfd):
         q = _rm_queue(cluster, "default")
         usage = as_list(q["resources"]["resourceUsagesByPartition"])[0]
         caps = as_list(q["capacities"]["queueCapacitiesByPartition"])[0]
-        assert w.used == _amount(usage["used"])
-        assert w.maximum == _amount(caps["effectiveMaxResource"])
+        assert w.used == amount_of(usage["used"])
+        assert w.maximum == amount_of(caps["effectiveMaxResource"])
         assert w.available.vcores == 0  # the hog and this job's AM hold every vcore
         user = next(u for u in as_list(q["users"]["user"]) if u["username"] == cluster.user)
-        assert w.user_limit == _amount(user["userResourceLimit"])
-        assert w.user_used == _amount(user["resourcesUsed"])
+        assert w.user_limit == amount_of(user["userResourceLimit"])
+        assert w.user_used == amount_of(user["resourcesUsed"])
         ahead = [
             a
             for a in cluster.apps()

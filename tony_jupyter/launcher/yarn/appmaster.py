@@ -23,7 +23,7 @@ from ...protocol import ExecutorEnv, token_verifier
 from ...spec import JobSpec
 from .. import outcome
 from . import packenv, secure, transport
-from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
+from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient, am_placed
 from .staging import local_resource_json
 
 # From the end of the AM container's localization (as its NodeManager says): a first job's
@@ -191,7 +191,7 @@ def await_am(
         app = rm.app(app_id) or {}
         state = app.get("state")
         now = time.monotonic()
-        if state == "ACCEPTED" and not app.get("amContainerLogs"):  # no AM container yet
+        if state == "ACCEPTED" and not am_placed(app):  # no AM container yet: queued
             queued += now - last
         last = now
         if state == "ACCEPTED":

@@ -20,7 +20,7 @@ from ...protocol import Amount, JobSnapshot, JobState, QueueWait
 from ...yarninfo import YarnInfo
 from ..client import JobClient, JobRecord
 from . import waiting
-from .rm import TERMINAL_APP_STATES, RMClient
+from .rm import TERMINAL_APP_STATES, RMClient, am_placed
 from .secure import from_record
 
 # An AM registers, then serves until it exits; after it unregisters the app is FINISHING
@@ -173,7 +173,8 @@ class YarnJobClient(JobClient):
         its tasks have no container yet: the RM's figures for its queue (launcher/yarn/
         waiting.py), asked at most every WAIT_ASK_EVERY_S."""
         spec = self.record.read_json(jobdir.SPEC) or {}
-        accepted = self._app is not None and self._app.get("state") == "ACCEPTED"
+        app = self._app or {}
+        accepted = app.get("state") == "ACCEPTED" and not am_placed(app)  # queued, no AM yet
         if accepted and snap.state == JobState.STARTING and not snap.tasks:
             who: tuple[str, ...] = ("AM",)
             asked = Amount(int(spec.get("am_memory_mb", 0)), int(spec.get("am_vcores", 0)))

@@ -30,7 +30,7 @@ def as_list(value) -> list:
     return value if isinstance(value, list) else [value]
 
 
-def _resource(info: dict) -> dict[str, int]:
+def resource_of(info: dict) -> dict[str, int]:
     """{'memory': MB, 'vCores': n, 'yarn.io/gpu': n} from a REST resource object."""
     out = {"memory": int(info.get("memory", 0)), "vCores": int(info.get("vCores", 0))}
     ris = (info.get("resourceInformations") or {}).get("resourceInformation")
@@ -227,7 +227,7 @@ class RMClient:
                         f"{', '.join(sorted(accessible - {' '})) or 'none'}); pick a queue that "
                         "can, e.g. --queue gpu"
                     )
-        limit = _resource(q.get("maximumAllocation") or {})
+        limit = resource_of(q.get("maximumAllocation") or {})
         asks = [(f"{t.type} tasks", t.memory_mb, t.vcores, t.gpus) for t in spec.tasks]
         asks.append(("the AM (tony.am.memory/vcores)", spec.am_memory_mb, spec.am_vcores, 0))
         for what, mb, vcores, gpus in asks:
@@ -255,7 +255,7 @@ class RMClient:
             if n.get("state") in GONE_NODE_STATES:
                 continue
             labels = as_list(n.get("nodeLabels"))
-            total = _resource(n.get("totalResource") or {})
+            total = resource_of(n.get("totalResource") or {})
             out.append(Node(str(n.get("id", "")), labels[0] if labels else "", total))
         return out
 
@@ -336,7 +336,7 @@ class RMClient:
             if n.get("state") in GONE_NODE_STATES:
                 continue
             labels = as_list(n.get("nodeLabels"))
-            total = _resource(n.get("totalResource") or {})
+            total = resource_of(n.get("totalResource") or {})
             part = out.setdefault(labels[0] if labels else "", {"memory": 0, "vCores": 0, GPU: 0})
             for k, v in total.items():
                 part[k] = part.get(k, 0) + v
@@ -430,6 +430,13 @@ class RMClient:
         got = self._request("GET", "/apps", params=params).json().get("apps") or {}
         return as_list(got.get("app"))
 
+    def queue_apps(self, queue: str, states: tuple[str, ...]) -> list[dict]:
+        """Every user's applications of any type in ``queue`` (the RM's view ACL decides what
+        of another's it shows)."""
+        params = {"queue": queue, "states": ",".join(states)}
+        got = self._request("GET", "/apps", params=params).json().get("apps") or {}
+        return as_list(got.get("app"))
+
     def kill(self, app_id: str, timeout: float = 30.0) -> None:
         """PUT state KILLED until the RM says the app has ended (202 means still killing)."""
         deadline = time.monotonic() + timeout
@@ -456,6 +463,16 @@ class RMClient:
             if got.status_code == 200:
                 out += as_list((got.json() or {}).get("container"))
         return out
+
+
+def am_placed(app: dict) -> bool:
+    """The application report says its AM has a container (allocated, launched or running):
+    an ACCEPTED application without one is waiting in its queue."""
+    return bool(
+        app.get("amContainerLogs")
+        or app.get("amHostHttpAddress")
+        or "AM container is launched" in str(app.get("diagnostics", ""))
+    )
 
 
 def _standby(r: requests.Response, path: str) -> bool:

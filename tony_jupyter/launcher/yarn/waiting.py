@@ -11,11 +11,12 @@ from ...errors import BackendError
 from ...protocol import Amount, QueueWait
 from ...spec import JobSpec
 from ...waits import amount, wait_text
-from .rm import GPU, RMClient, _resource, as_list
+from .rm import GPU, RMClient, am_placed, as_list, resource_of
 
 
-def _amount(info: dict | None) -> Amount:
-    r = _resource(info or {})
+def amount_of(info: dict | None) -> Amount:
+    """An Amount from one of the RM's REST resource objects (``{"memory", "vCores", ...}``)."""
+    r = resource_of(info or {})
     return Amount(r["memory"], r["vCores"], r.get(GPU, 0))
 
 
@@ -56,14 +57,14 @@ def queue_wait(
         partition = q.get("defaultNodeLabelExpression") or ""
     usage = _by_partition((q.get("resources") or {}).get("resourceUsagesByPartition"), partition)
     caps = _by_partition((q.get("capacities") or {}).get("queueCapacitiesByPartition"), partition)
-    used = _amount(usage.get("used"))
-    maximum = _amount(caps.get("effectiveMaxResource"))
+    used = amount_of(usage.get("used"))
+    maximum = amount_of(caps.get("effectiveMaxResource"))
     user = next(
         (u for u in as_list((q.get("users") or {}).get("user")) if u.get("username") == rm.user),
         None,
     )
-    user_used = _amount((user or {}).get("resourcesUsed"))
-    user_limit = _amount(user.get("userResourceLimit")) if user else None
+    user_used = amount_of((user or {}).get("resourcesUsed"))
+    user_limit = amount_of(user.get("userResourceLimit")) if user else None
     return QueueWait(
         queue=queue,
         since=since,
@@ -75,8 +76,8 @@ def queue_wait(
         available=_less(maximum, used),
         user_used=user_used,
         user_limit=user_limit,
-        am_used=_amount(usage.get("amUsed")),
-        am_limit=_amount(usage.get("amLimit")),
+        am_used=amount_of(usage.get("amUsed")),
+        am_limit=amount_of(usage.get("amLimit")),
         apps_ahead=_ahead(rm, queue, app_id),
         apps_pending=int(q.get("numPendingApplications") or 0),
         diagnostics=" ".join(diagnostics.split())[:500],
@@ -86,8 +87,7 @@ def queue_wait(
 def _ahead(rm: RMClient, queue: str, app_id: str | None) -> int:
     """The queue's applications accepted or running, submitted before ``app_id`` (all of them
     when the job is not submitted yet). Application ids of one RM sort by submission."""
-    got = rm._request("GET", "/apps", params={"queue": queue, "states": "ACCEPTED,RUNNING"}).json()
-    apps = as_list((got.get("apps") or {}).get("app"))
+    apps = rm.queue_apps(queue, ("ACCEPTED", "RUNNING"))
     return sum(1 for a in apps if app_id is None or _order(a.get("id", "")) < _order(app_id))
 
 
@@ -168,10 +168,7 @@ class AcceptedLines:
 
     def __call__(self, app: dict) -> None:
         now = time.monotonic()
-        launched = app.get("amContainerLogs") or "AM container is launched" in str(
-            app.get("diagnostics", "")
-        )
-        if launched or now - self.first < SAY_AFTER_S or now - self.said < SAY_EVERY_S:
+        if am_placed(app) or now - self.first < SAY_AFTER_S or now - self.said < SAY_EVERY_S:
             return
         self.said = now
         am = Amount(self.spec.am_memory_mb, self.spec.am_vcores, 0)
