@@ -34,6 +34,8 @@ RECORDS = (
     protocol.StackThread,
     protocol.StackGroup,
     protocol.StackGroups,
+    protocol.QueueWait,
+    protocol.Amount,
 )
 
 
@@ -108,6 +110,22 @@ def test_records_as_the_am_and_server_send_them_match_the_schema():
     groups = grouped(protocol.StacksAnswer(1, stalled.stall.stacks), stalled.stall.behind)
     validator("StackGroups").validate(groups.to_json())
     assert groups.groups[0].behind and groups.seconds == {"worker:0": 0.05}
+    waiting = replace(
+        snap,
+        waiting=protocol.QueueWait(
+            "default",
+            1.0,
+            ("worker:1",),
+            protocol.Amount(2048, 1, 0),
+            used=protocol.Amount(6144, 8, 0),
+            maximum=protocol.Amount(6144, 8, 0),
+            user_limit=protocol.Amount(6144, 8, 0),
+            apps_ahead=1,
+            diagnostics="[Sat Nov 28] Scheduler has assigned a container for AM",
+        ),
+    )
+    validator("JobSnapshot").validate(waiting.to_json())
+    assert JobSnapshot.from_json(json.loads(json.dumps(waiting.to_json()))) == waiting
 
 
 def test_schema_refuses_a_record_that_drifted():

@@ -22,6 +22,12 @@ FULL_ONLY: dict[str, str] = {
     "tests/secure/test_secure_jobs.py::test_warm_session_outlives_the_tokens_max_lifetime": "a "
     "session past the tokens' 60 s lifetime (74 s): tests/test_tokens.py (the token codec and "
     "renewal) and the other secure jobs, each renewing its tokens every 20 s, run in CI",
+    "tests/secure/test_secure_isolation.py::test_bob_cannot_take_the_stacks_of_alices_job": (
+        "bob against alice's stacks on the Kerberized cluster (a job of its own): "
+        "tests/am/test_routes_typed.py (the stacks route refuses a task's token and a wrong "
+        "one) and test_bob_is_shut_out_of_alices_job (the AM's API without the job's token) "
+        "run in CI"
+    ),
     "tests/secure/test_secure_jobs.py::test_parameter_server_training_with_chief_worker_and_ps": (
         "PS training as alice: tests/test_training.py's PS job and test_mwms_trains_as_alice_"
         "with_tokens_only run in CI"

@@ -11,6 +11,7 @@ from .launcher.clients import open_client
 from .launcher.history import all_jobs, open_job
 from .protocol import JobSnapshot
 from .shown import terminal_safe
+from .waits import snapshot_wait
 
 
 def _elapsed(snap: JobSnapshot) -> str:
@@ -62,6 +63,8 @@ def status_text(job_id: str) -> str:
         from .widgets.render import stall_text
 
         lines.append(stall_text(s) + " (`stacks` shows where each task is)")
+    if snapshot_wait(s):
+        lines.append(snapshot_wait(s))
     for a in s.attempts:
         lines.append(f"attempt {a.attempt} ended: {a.reason}")
     for t in s.tasks:

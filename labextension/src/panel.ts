@@ -68,7 +68,8 @@ class JobRow {
     setText(this.state, job.state);
     const meta = [job.job_id, job.backend, `${job.tasks.length} tasks`, progressText(job)];
     setText(this.meta, meta.filter(Boolean).join(' · '));
-    const reason = job.state !== 'RUNNING' ? job.reason : '';
+    // what a YARN job waits for, in the RM's figures; else why it is not running
+    const reason = job.waiting || (job.state !== 'RUNNING' ? job.reason : '');
     setText(this.reason, reason);
     this.reason.hidden = !reason;
     this.tensorboard.hidden = !job.endpoints.includes('tensorboard');

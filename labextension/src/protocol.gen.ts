@@ -56,6 +56,10 @@ export interface JobSummary {
    * the job is stalled (JobSnapshot.stall): the last new step any task reported; null otherwise
    */
   stalled_since?: number | null;
+  /**
+   * YARN: what the job waits for, in the RM's figures (waits.py); empty when it does not wait
+   */
+  waiting?: string;
 }
 /**
  * One task in JobSummary.tasks.
@@ -107,6 +111,14 @@ export interface JobSnapshot {
    * the job is stalled: its tasks heartbeat but none reported a new step for longer than its threshold (am/stalls.py); null otherwise
    */
   stall?: Stall | null;
+  /**
+   * YARN: the tasks of this attempt whose containers the RM has not allocated yet
+   */
+  unallocated?: string[];
+  /**
+   * YARN: the job or some of its containers wait for room in its queue, with the RM's figures (launcher/yarn/waiting.py); null otherwise
+   */
+  waiting?: QueueWait | null;
 }
 /**
  * One failed attempt in JobSnapshot.attempts (Coordinator.attempt_history).
@@ -219,6 +231,135 @@ export interface TaskStacks {
    */
   seconds?: number;
   host?: string | null;
+}
+/**
+ * JobSnapshot.waiting: why a YARN job, or some of its containers, waits, in the ResourceManager's figures for its queue (protocol/views.py QueueWait).
+ */
+export interface QueueWait {
+  queue: string;
+  /**
+   * when the wait began (the application's submission, or first seen)
+   */
+  since: number;
+  /**
+   * "AM" while the application is ACCEPTED, else the ids of the tasks without a container
+   */
+  waiting_for: string[];
+  asked: Amount;
+  /**
+   * the node label they wait in ("" = the default partition)
+   */
+  partition?: string;
+  used: Amount1;
+  maximum: Amount2;
+  available: Amount3;
+  user_used?: Amount4;
+  /**
+   * the most that user may have in this queue now; null when the RM names no limit
+   */
+  user_limit?: Amount5 | null;
+  am_used?: Amount6;
+  am_limit?: Amount7;
+  /**
+   * the queue's applications accepted or running, submitted before
+   */
+  apps_ahead?: number;
+  /**
+   * the queue's applications whose AM is not yet placed
+   */
+  apps_pending?: number;
+  /**
+   * the RM's own text for the application
+   */
+  diagnostics?: string;
+}
+/**
+ * what those containers ask, together
+ */
+export interface Amount {
+  memory_mb: number;
+  vcores: number;
+  /**
+   * yarn.io/gpu
+   */
+  gpus: number;
+}
+/**
+ * the queue's, in that partition
+ */
+export interface Amount1 {
+  memory_mb: number;
+  vcores: number;
+  /**
+   * yarn.io/gpu
+   */
+  gpus: number;
+}
+/**
+ * the most the queue may have there
+ */
+export interface Amount2 {
+  memory_mb: number;
+  vcores: number;
+  /**
+   * yarn.io/gpu
+   */
+  gpus: number;
+}
+/**
+ * maximum less used
+ */
+export interface Amount3 {
+  memory_mb: number;
+  vcores: number;
+  /**
+   * yarn.io/gpu
+   */
+  gpus: number;
+}
+/**
+ * the job's user's, in this queue
+ */
+export interface Amount4 {
+  memory_mb: number;
+  vcores: number;
+  /**
+   * yarn.io/gpu
+   */
+  gpus: number;
+}
+/**
+ * An amount of YARN resources (protocol/views.py Amount).
+ */
+export interface Amount5 {
+  memory_mb: number;
+  vcores: number;
+  /**
+   * yarn.io/gpu
+   */
+  gpus: number;
+}
+/**
+ * An amount of YARN resources (protocol/views.py Amount).
+ */
+export interface Amount6 {
+  memory_mb: number;
+  vcores: number;
+  /**
+   * yarn.io/gpu
+   */
+  gpus: number;
+}
+/**
+ * An amount of YARN resources (protocol/views.py Amount).
+ */
+export interface Amount7 {
+  memory_mb: number;
+  vcores: number;
+  /**
+   * yarn.io/gpu
+   */
+  gpus: number;
 }
 /**
  * GET /tony/api/jobs/<job id>/detail (server_ext/detail.py): the job page and the comparison of runs: the job's snapshot, its spec (spec.json), its attempts and each task's metric series by attempt (metrics.json, written when the job ends).

@@ -88,6 +88,37 @@ def test_an_am_localizing_longer_than_the_start_timeout_is_waited_for(quick):
         node.server.shutdown()
 
 
+class Queued(Node):
+    """An application that waits in its queue for its AM's container for ``queued`` seconds (no
+    container, the RM's own diagnostics), then localizes and runs as Node."""
+
+    def __init__(self, queued: float, seconds: float):
+        super().__init__(seconds)
+        self.queued_until = time.monotonic() + queued
+
+    def app(self, app_id: str) -> dict:
+        if time.monotonic() < self.queued_until:
+            return {
+                "state": "ACCEPTED",
+                "diagnostics": "[Sun Nov 29 00:30:00 +0000 2026] Application is Activated, "
+                "waiting for resources to be assigned for AM.",
+            }
+        return super().app(app_id)
+
+
+def test_the_wait_in_the_queue_for_the_am_s_container_does_not_count(quick):
+    node = Queued(queued=1.5, seconds=2.0)
+    seen: list[dict] = []
+    try:
+        t0 = time.monotonic()
+        url = appmaster.wait_for_am(node, "application_1_0003", "t" * 32, accepted=seen.append)
+        assert url == f"http://127.0.0.1:{node.port}"
+        assert time.monotonic() - t0 >= 2.0
+        assert "waiting for resources to be assigned for AM" in seen[0]["diagnostics"]
+    finally:
+        node.server.shutdown()
+
+
 def test_localizing_past_the_localization_timeout_gives_up_and_says_so(quick):
     node = Node(seconds=60.0)
     try:

@@ -12,7 +12,8 @@ import pytest
 import requests
 from helpers.secure import as_user
 
-from tony_jupyter.errors import BackendError
+from tony_jupyter.commands import stacks_text
+from tony_jupyter.errors import BackendError, JobNotFoundError
 from tony_jupyter.hadoopconf import HadoopConf
 from tony_jupyter.kerberos import Login
 from tony_jupyter.launcher.client import list_jobs
@@ -68,6 +69,33 @@ def test_bob_is_shut_out_of_alices_job(alices_job, secure, secure_cluster, monke
     for headers in ({}, {"Authorization": "Bearer not-the-job-token"}):
         r = requests.get(f"{am_url}/api/v1/job", headers=headers, timeout=10)
         assert r.status_code in (401, 403), r.status_code
+    assert alices_job.client.snapshot().state == "RUNNING"
+
+
+def test_bob_cannot_take_the_stacks_of_alices_job(
+    alices_job, secure_cluster, monkeypatch, tmp_path
+):
+    app_id = alices_job.job_id
+    (rec,) = list_jobs()
+    am_url = rec.read_json("yarn.json")["am_url"]
+    # alice, with the job's token, gets her worker's stacks (the cell's sleep, line 2)
+    theirs = stacks_text(app_id)
+    assert 'worker:0\n  thread 1:\n    File "<tony-cell>", line 2' in theirs, theirs
+
+    # The AM's stacks route takes only the job's token: without it, nothing.
+    for headers in ({}, {"Authorization": "Bearer not-the-job-token"}):
+        r = requests.get(f"{am_url}/api/v1/stacks", headers=headers, timeout=10)
+        assert r.status_code in (401, 403), r.status_code
+        assert "tony-cell" not in r.text
+
+    # bob, with his own ticket and jobs home, asks for them by the application id: the job is
+    # not his to open (its history and staging on HDFS are alice's only).
+    as_user(monkeypatch, secure_cluster, "bob")
+    monkeypatch.setenv("TONY_JUPYTER_HOME", str(tmp_path / "bob"))
+    with pytest.raises(JobNotFoundError) as e:
+        stacks_text(app_id)
+    assert str(e.value).startswith(f"{app_id} is alice's job, not bob's: only its owner can")
+    assert list((tmp_path / "bob").rglob("token")) == []  # nothing of alice's came to bob
     assert alices_job.client.snapshot().state == "RUNNING"
 
 

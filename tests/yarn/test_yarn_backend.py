@@ -63,6 +63,34 @@ def test_request_yarn_cannot_satisfy_is_refused_before_submitting(
     assert_nothing_left(cluster, f"badinput-{RUN}")
 
 
+def test_a_label_the_cluster_has_but_no_node_carries_is_refused_before_submitting(
+    shell, tony_home, cluster
+):
+    label = f"spare{RUN}"
+    user = {"user.name": cluster.user}
+    added = cluster.http.post(
+        f"{cluster.rm}/ws/v1/cluster/add-node-labels",
+        params=user,
+        json={"nodeLabelInfo": [{"name": label, "exclusivity": True}]},
+        timeout=10,
+    )
+    assert added.status_code == 200, added.text
+    try:
+        before = len(cluster.apps())
+        with pytest.raises(UsageError) as e:
+            shell.run_cell_magic("tony", f"--node-label {label} --name nolabel-{RUN}", "1")
+        assert f"no node carries node label {label!r}" in str(e.value)
+        assert "(labels nodes carry: gpu)" in str(e.value)
+        assert len(cluster.apps()) == before
+        assert_nothing_left(cluster, f"nolabel-{RUN}")
+    finally:
+        cluster.http.post(
+            f"{cluster.rm}/ws/v1/cluster/remove-node-labels",
+            params={**user, "labels": label},
+            timeout=10,
+        )
+
+
 def test_unreachable_resourcemanager_names_the_address_and_its_source(
     shell, tony_home, tmp_path, monkeypatch
 ):
@@ -118,7 +146,7 @@ def test_interrupt_while_waiting_for_the_am_kills_the_application(
     cluster,
     monkeypatch,
 ):
-    def interrupted(rm, app_id, token, localization_timeout_s):
+    def interrupted(rm, app_id, token, localization_timeout_s, accepted=None):
         while (rm.app(app_id) or {}).get("state") not in ("ACCEPTED", "RUNNING"):
             time.sleep(0.05)
         raise KeyboardInterrupt  # what Ctrl-C raises in the kernel at this moment

@@ -66,6 +66,10 @@ def snapshot_json(c: JobView) -> dict:
         "schema_version": SCHEMA_VERSION,
         "history_pending": c.state in TERMINAL_JOB_STATES and not c.history_kept,
         "stall": c.stall.to_json() if c.stall is not None else None,
+        "unallocated": (
+            [] if c.state in TERMINAL_JOB_STATES else c.provider.unallocated(c.attempt)
+        ),
+        "waiting": None,  # the notebook side's, from the RM (launcher/yarn/waiting.py)
     }
 
 

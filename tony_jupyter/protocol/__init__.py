@@ -68,10 +68,12 @@ from .states import (
 )
 from .taskid import parse_task_id, task_id
 from .views import (
+    Amount,
     FailedAttempt,
     GpuUse,
     JobSnapshot,
     JobSummary,
+    QueueWait,
     Stall,
     TaskStacks,
     TaskSummary,
@@ -83,6 +85,7 @@ from .views import (
 __all__ = [
     "new_token",
     "parse_task_id",
+    "Amount", "QueueWait",
     "task_id",
     "CHECKPOINT_FENCE",
     "DONE_CELL_STATES", "DONE_TASK_STATES", "JOB_ID", "SCHEMA_VERSION", "TERMINAL_JOB_STATES",

@@ -123,6 +123,37 @@ class Stall(Record):
 
 
 @dataclass(frozen=True)
+class Amount(Record):
+    """An amount of YARN resources: memory (MB), vcores and GPUs (yarn.io/gpu)."""
+
+    memory_mb: int = 0
+    vcores: int = 0
+    gpus: int = 0
+
+
+@dataclass(frozen=True)
+class QueueWait(Record):
+    """Why a YARN job, or some of its containers, waits: its queue's figures as the
+    ResourceManager reports them (launcher/yarn/waiting.py builds it on the notebook side)."""
+
+    queue: str
+    since: float  # when the wait began (the application's submission, or first seen)
+    waiting_for: tuple[str, ...] = ()  # "AM" while the application is ACCEPTED, else task ids
+    asked: Amount = field(default_factory=Amount)  # what those containers ask, together
+    partition: str = ""  # the node label they wait in ("" = the default partition)
+    used: Amount = field(default_factory=Amount)  # the queue's, in that partition
+    maximum: Amount = field(default_factory=Amount)  # the most the queue may have there
+    available: Amount = field(default_factory=Amount)  # maximum less used
+    user_used: Amount = field(default_factory=Amount)  # the job's user's, in this queue
+    user_limit: Amount | None = None  # the most that user may have in this queue now
+    am_used: Amount = field(default_factory=Amount)  # the queue's AMs'
+    am_limit: Amount = field(default_factory=Amount)  # the most the queue's AMs may have
+    apps_ahead: int = 0  # the queue's applications accepted or running, submitted before
+    apps_pending: int = 0  # the queue's applications whose AM is not yet placed
+    diagnostics: str = ""  # the RM's own text for the application
+
+
+@dataclass(frozen=True)
 class JobSnapshot(Record):
     """The whole job at one moment: what ``GET /api/v1/job`` answers and ``status.json`` keeps."""
 
@@ -146,6 +177,9 @@ class JobSnapshot(Record):
     # reported ended only once that entry is complete where the cluster keeps it.
     history_pending: bool = False
     stall: Stall | None = None  # the job is stalled (am/stalls.py)
+    # YARN: the tasks of this attempt whose containers the RM has not allocated yet (the AM's)
+    unallocated: tuple[str, ...] = ()
+    waiting: QueueWait | None = None  # YARN: the job or some of its containers wait for room
 
     @property
     def terminal(self) -> bool:
@@ -211,6 +245,7 @@ class JobSummary(Record):
     endpoints: tuple[str, ...] = ()  # the names of the endpoints the job registered
     progress: dict[str, Any] = field(default_factory=dict)  # the chief's
     stalled_since: float | None = None  # the job is stalled: its last new step (Stall.since)
+    waiting: str = ""  # YARN: what the job waits for, in words (waits.py); "" when it does not
 
     @classmethod
     def of(cls, snap: JobSnapshot) -> JobSummary:

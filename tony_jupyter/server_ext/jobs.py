@@ -6,6 +6,7 @@ import asyncio
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 from tornado import web
@@ -16,6 +17,7 @@ from ..launcher.client import JobClient, JobRecord, is_job_dir, jobs_dir, list_j
 from ..launcher.clients import open_client
 from ..launcher.history import all_jobs, cluster_configured
 from ..protocol import JOB_ID, EndpointAnswer, JobSnapshot, JobSummary
+from ..waits import snapshot_wait
 from .boards import FinishedBoards, has_event_files
 
 _JOB_ID_RE = re.compile(f"^{JOB_ID}$")
@@ -63,7 +65,7 @@ def kerberos_user() -> str | None:
 
 def summary(snap: JobSnapshot) -> dict:
     """One row of the jobs list: what the side panel shows."""
-    return JobSummary.of(snap).to_json()
+    return replace(JobSummary.of(snap), waiting=snapshot_wait(snap)).to_json()
 
 
 def adopt(job_id: str, root: Path | None) -> None:

@@ -8,6 +8,7 @@ import math
 import time
 from collections.abc import Mapping
 
+from .. import waits
 from ..protocol import JobSnapshot, JobState, TaskState, fmt_duration
 from ..protocol import task_id as make_task_id
 
@@ -150,6 +151,12 @@ def stall_text(snap: JobSnapshot) -> str:
     return "" if st is None else st.text(snap.now or st.marked, snap.terminal)
 
 
+def wait_text(snap: JobSnapshot) -> str:
+    """One line while a YARN job or some of its containers wait for room in its queue, with
+    the RM's figures (protocol QueueWait, waits.py); "" otherwise."""
+    return waits.snapshot_wait(snap)
+
+
 def stall_stacks_text(snap: JobSnapshot) -> str:
     """A stalled job's stacks, as they were gathered when it was marked ("" before)."""
     if snap.stall is None or not snap.stall.stacks:
@@ -195,6 +202,8 @@ def header_html(snap: JobSnapshot, notice: str = "", gpu_idle: str = "") -> str:
         lines.append(
             f'<b class="tony-gpu-idle" style="color:{STATE_COLOURS["KILLED"]}">{e(gpu_idle)}</b>'
         )
+    if wait_text(snap):
+        lines.append(f'<span style="color:{STATE_COLOURS["STARTING"]}">{e(wait_text(snap))}</span>')
     if snap.endpoints:
         lines.append(endpoints_html(snap.endpoints, snap.job_id))
     lines += [f"<i>{e(notice)}</i>"] if notice else []
@@ -350,5 +359,7 @@ def report_text(snap: JobSnapshot) -> str:
         lines.append(snap.reason)
     if stall_text(snap):
         lines.append(stall_text(snap))
+    if wait_text(snap):
+        lines.append(wait_text(snap))
     lines += [f"  {r['task']:<12} {r['state']:<10} {r['address']}" for r in task_rows(snap)]
     return "\n".join(lines)

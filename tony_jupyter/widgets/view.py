@@ -357,6 +357,11 @@ class JobView:
                 code = f" (exit {row['exit_code']})" if row["exit_code"] is not None else ""
                 own = f" (attempt {row['own_attempt']})" if row["own_attempt"] else ""
                 self._say(f"[{row['task']}] {row['state']}{own}{where}{code}")
+        waited = snap.waiting.waiting_for if snap.waiting and not snap.terminal else None
+        if self._seen.get("waiting", None) != waited:
+            self._seen["waiting"] = waited
+            if waited:
+                self._say(f"[job] {render.wait_text(snap)}")
         stall = (snap.stall.since, bool(snap.stall.stacks)) if snap.stall else None
         if self._seen.get("stall", None) != stall:
             if stall or self._seen.get("stall"):

@@ -10,6 +10,7 @@ import shlex
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import requests
@@ -22,7 +23,7 @@ from ...protocol import ExecutorEnv, token_verifier
 from ...spec import JobSpec
 from .. import outcome
 from . import packenv, secure, transport
-from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient
+from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient, am_placed
 from .staging import local_resource_json
 
 # From the end of the AM container's localization (as its NodeManager says): a first job's
@@ -154,31 +155,49 @@ def _wanted_version(spec: JobSpec) -> str | None:
 
 
 def wait_for_am(
-    rm: RMClient, app_id: str, token: str, localization_timeout_s: float = 1800.0
+    rm: RMClient,
+    app_id: str,
+    token: str,
+    localization_timeout_s: float = 1800.0,
+    accepted: Callable[[dict], None] | None = None,
 ) -> str:
     """Until the AM has registered (its address in the app report) and answers its API: its
     URL; else why not, worded (launcher/outcome.py), as a BackendError."""
-    return outcome.started(await_am(rm, app_id, token, localization_timeout_s)).url
+    return outcome.started(await_am(rm, app_id, token, localization_timeout_s, accepted)).url
 
 
 def await_am(
-    rm: RMClient, app_id: str, token: str, localization_timeout_s: float = 1800.0
+    rm: RMClient,
+    app_id: str,
+    token: str,
+    localization_timeout_s: float = 1800.0,
+    accepted: Callable[[dict], None] | None = None,
 ) -> outcome.Outcome:
     """How the AM's start came out: Started once it answers its API, or why not. The time its
     NodeManager spends localizing its container (up to ``localization_timeout_s``) does not
-    count against AM_START_TIMEOUT_S."""
+    count against AM_START_TIMEOUT_S, nor does the time the application waits in its queue for
+    its AM's container (ACCEPTED without one: a busy queue is normal; Ctrl-C ends the wait).
+    ``accepted`` is given each app report while the application is ACCEPTED (waiting.py says
+    why it waits)."""
     auth = getattr(getattr(rm, "session", None), "auth", None)  # SPNEGO where secure
     localizing = _Localizing(auth, localization_timeout_s)
+    queued, last = 0.0, time.monotonic()  # seconds waiting for the AM's container, so far
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {token}"
     app: dict = {}
     unreached_since = 0.0
     unreached: tuple[str, Exception] | None = None  # the last try, while it made no connection
-    while time.monotonic() < localizing.deadline():
+    while time.monotonic() < localizing.deadline() + queued:
         app = rm.app(app_id) or {}
         state = app.get("state")
+        now = time.monotonic()
+        if state == "ACCEPTED" and not am_placed(app):  # no AM container yet: queued
+            queued += now - last
+        last = now
         if state == "ACCEPTED":
             localizing.ask(app)
+            if accepted is not None:
+                accepted(app)
         if state in TERMINAL_APP_STATES and _queue_refused(app):
             why = " ".join(app.get("diagnostics", "").split())[:500]
             return outcome.QueueRefused(app.get("queue"), app.get("user"), why)

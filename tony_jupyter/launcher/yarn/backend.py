@@ -18,7 +18,7 @@ from ...errors import SpecError
 from ...protocol import new_token
 from ...spec import JobSpec
 from ..client import JobRecord
-from . import interpreter, packenv, secure, shipchoice, warm
+from . import interpreter, packenv, secure, shipchoice, waiting, warm
 from .appmaster import (
     PRIVATE_FILES,
     am_context,
@@ -36,6 +36,9 @@ def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobR
     rm, staging = cluster.rm, cluster.staging
     rm.check(spec)  # queue, labels, sizes: before anything exists
     staging.check()
+    busy = waiting.notice(rm, spec)  # it fits, but not now: said, and submitted anyway
+    if busy:
+        print(f"tony-jupyter: {busy}", file=sys.stderr, flush=True)
     # Delegation tokens before the application exists: one that cannot be had leaves nothing.
     tokens = secure.job_tokens(cluster, spec) if cluster.secure else None
     spec = packenv.by_default(spec, [str(n.get("nodeHostName")) for n in rm.nodes()])
@@ -128,7 +131,8 @@ def _submit(cluster, spec, bundle, argv, tokens, staged) -> JobRecord:
         submitted = True  # from here a half-done submit may have created the app: kill it
         creds = tokens.tokens if tokens else None
         rm.submit(am_context(conf, spec, app_id, staging.job_dir(app_id), resources, creds))
-        url = wait_for_am(rm, app_id, token, spec.localization_timeout_s)
+        accepted = waiting.AcceptedLines(rm, spec, app_id)
+        url = wait_for_am(rm, app_id, token, spec.localization_timeout_s, accepted)
         yarn_info = yarn_info.am_started(url)
         yarn_info.write(record.layout.yarn_info)
         if tokens:  # new tokens before these reach their maximum lifetime

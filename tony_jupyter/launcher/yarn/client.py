@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import replace
 
 from ... import jobdir
 from ...errors import BackendError
-from ...protocol import JobSnapshot, JobState
+from ...protocol import Amount, JobSnapshot, JobState, QueueWait
 from ...yarninfo import YarnInfo
 from ..client import JobClient, JobRecord
-from .rm import TERMINAL_APP_STATES, RMClient
+from . import waiting
+from .rm import TERMINAL_APP_STATES, RMClient, am_placed
 from .secure import from_record
 
 # An AM registers, then serves until it exits; after it unregisters the app is FINISHING
@@ -26,6 +28,10 @@ from .secure import from_record
 LIVE_STATES = ("RUNNING", "FINISHING")
 # A running application as an RM that has just taken over reports it until its AM re-registers.
 RECOVERED_STATES = ("ACCEPTED",)
+# While a job waits, its queue's figures are asked of the RM at most this often per client.
+WAIT_ASK_EVERY_S = 2.0
+# Tasks without a container for this long wait (an allocation takes a few heartbeats).
+WAIT_AFTER_S = 1.0
 FINAL_TO_STATE = {
     "SUCCEEDED": JobState.SUCCEEDED,
     "FAILED": JobState.FAILED,
@@ -120,6 +126,10 @@ class YarnJobClient(JobClient):
         self._url: str | None = None
         self._app: dict | None = None
         self._unanswered: set[str] = set()  # AM addresses that did not answer this client
+        self._wait: QueueWait | None = None  # the last wait seen, and when it was asked
+        self._wait_asked = 0.0
+        self._unallocated: tuple[tuple[str, ...], float] = ((), 0.0)  # and since when
+        self._rm: RMClient | None = None
 
     def am_url(self) -> str | None:
         """A YARN AM registers its HTTP address with the RM; once the app has ended, or the
@@ -150,6 +160,61 @@ class YarnJobClient(JobClient):
         if not ended(self._app):  # a report cached while it ran is stale once the AM is gone
             self._app = app_report(self.info)
         return lost_snapshot(self.info.app_id, spec, self._app)
+
+    def snapshot(self) -> JobSnapshot:
+        snap = super().snapshot()
+        if snap.terminal or snap.stall is not None:
+            self._wait = None
+            return snap
+        return replace(snap, waiting=self._waiting(snap))
+
+    def _waiting(self, snap: JobSnapshot) -> QueueWait | None:
+        """Why the job waits, while its application is ACCEPTED (its AM not placed) or some of
+        its tasks have no container yet: the RM's figures for its queue (launcher/yarn/
+        waiting.py), asked at most every WAIT_ASK_EVERY_S."""
+        spec = self.record.read_json(jobdir.SPEC) or {}
+        app = self._app or {}
+        accepted = app.get("state") == "ACCEPTED" and not am_placed(app)  # queued, no AM yet
+        if accepted and snap.state == JobState.STARTING and not snap.tasks:
+            who: tuple[str, ...] = ("AM",)
+            asked = Amount(int(spec.get("am_memory_mb", 0)), int(spec.get("am_vcores", 0)))
+            label = None
+            since = (self._app or {}).get("startedTime", 0) / 1000 or time.time()
+        else:
+            who = tuple(snap.unallocated)
+            if not who:
+                self._wait = None
+                return None
+            if self._unallocated[0] != who:
+                self._unallocated = (who, time.time())
+            since = self._unallocated[1]
+            if time.time() - since < WAIT_AFTER_S:  # allocations take a moment: no wait yet
+                return None
+            asked, label = waiting.task_ask(spec, list(who))
+        w = self._wait
+        if (
+            w is not None
+            and w.waiting_for == who
+            and time.time() - self._wait_asked < WAIT_ASK_EVERY_S
+        ):
+            return w
+        try:
+            self._rm = self._rm or rm_client(self.info)
+            diagnostics = (self._app or {}).get("diagnostics", "") if accepted else ""
+            w = waiting.queue_wait(
+                self._rm,
+                spec.get("queue") or (self._app or {}).get("queue", "default"),
+                since,
+                who,
+                asked,
+                label,
+                self.info.app_id,
+                diagnostics,
+            )
+        except BackendError:
+            return self._wait  # the RM did not answer: the last figures, if any
+        self._wait, self._wait_asked = w, time.time()
+        return w
 
     def _answered(self, snap: JobSnapshot) -> None:
         if snap.settled:

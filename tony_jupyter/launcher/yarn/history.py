@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ... import jobdir
-from ...errors import BackendError
+from ...errors import BackendError, JobNotFoundError
 from ...jobdir import JobDir
 from ...protocol import JobState, JobSummary
 from .. import damage
@@ -155,8 +155,13 @@ def adopt(app_id: str, root: Path | None = None) -> JobRecord | None:
             st._call(f"reading {entry}", st.client.download, entry, str(tmp), n_threads=4)
         else:
             app = cluster.rm.app(app_id)
-            if not app or app.get("applicationType") != APP_TYPE or app.get("user") != user:
+            if not app or app.get("applicationType") != APP_TYPE:
                 return None
+            if app.get("user") != user:  # its records and token are its owner's alone
+                raise JobNotFoundError(
+                    f"{app_id} is {app.get('user')}'s job, not {user}'s: only its owner can "
+                    "open it (status, logs, stacks, kill); `%tony list` shows your jobs"
+                )
             tmp.mkdir(mode=0o700)
             for name in (jobdir.SPEC, jobdir.TOKEN):
                 path = posixpath.join(st.job_dir(app_id), name)

@@ -9,6 +9,7 @@ places, so every list is read through :func:`as_list`.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import requests
 
@@ -29,7 +30,7 @@ def as_list(value) -> list:
     return value if isinstance(value, list) else [value]
 
 
-def _resource(info: dict) -> dict[str, int]:
+def resource_of(info: dict) -> dict[str, int]:
     """{'memory': MB, 'vCores': n, 'yarn.io/gpu': n} from a REST resource object."""
     out = {"memory": int(info.get("memory", 0)), "vCores": int(info.get("vCores", 0))}
     ris = (info.get("resourceInformations") or {}).get("resourceInformation")
@@ -37,6 +38,18 @@ def _resource(info: dict) -> dict[str, int]:
         if ri.get("name") == GPU:
             out[GPU] = int(ri.get("value", 0))
     return out
+
+
+GONE_NODE_STATES = ("DECOMMISSIONED", "DECOMMISSIONING", "LOST", "SHUTDOWN")
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node in service: its id, its partition ('' = default) and what it declares."""
+
+    id: str
+    partition: str
+    resources: dict[str, int]
 
 
 # How long a call looks for the active ResourceManager of an HA pair while a failover is under
@@ -178,6 +191,15 @@ class RMClient:
                 f"YARN queue {spec.queue!r} does not exist; this cluster's queues: "
                 f"{', '.join(names)} (use --queue NAME or tony.yarn.queue)"
             )
+        nodes = self.usable_nodes()
+        gpus = max((t.gpus for t in spec.tasks), default=0)
+        if gpus and not any(n.resources.get(GPU) for n in nodes):
+            raise SpecError(
+                f"the job asks for {gpus} GPUs per task (--gpus / tony.<type>.gpus), but no "
+                f"node of this cluster offers {GPU} (none of its {len(nodes)} NodeManagers "
+                f"declares it: yarn.resource-types and yarn.nodemanager.resource-type.{GPU}); "
+                "YARN would never run these tasks. Drop --gpus, or use a cluster with GPU nodes"
+            )
         wanted = {t.node_label for t in spec.tasks if t.node_label}
         if wanted:
             labels = self.node_labels()
@@ -189,13 +211,23 @@ class RMClient:
                         f"{', '.join(sorted(labels)) or 'none'}); fix --node-label / "
                         "tony.<type>.node-label"
                     )
+                if not any(n.partition == label for n in nodes):
+                    carried = sorted({n.partition for n in nodes if n.partition})
+                    raise SpecError(
+                        f"no node carries node label {label!r}: the cluster has the label, but "
+                        "none of its NodeManagers in service is in that partition now, so YARN "
+                        "would never run these tasks (labels nodes carry: "
+                        f"{', '.join(carried) or 'none'}); fix --node-label / "
+                        "tony.<type>.node-label, or ask the cluster's administrators to "
+                        f"put nodes in {label!r}"
+                    )
                 if label not in accessible and "*" not in accessible:
                     raise SpecError(
                         f"queue {spec.queue!r} cannot use node label {label!r} (it may use: "
                         f"{', '.join(sorted(accessible - {' '})) or 'none'}); pick a queue that "
                         "can, e.g. --queue gpu"
                     )
-        limit = _resource(q.get("maximumAllocation") or {})
+        limit = resource_of(q.get("maximumAllocation") or {})
         asks = [(f"{t.type} tasks", t.memory_mb, t.vcores, t.gpus) for t in spec.tasks]
         asks.append(("the AM (tony.am.memory/vcores)", spec.am_memory_mb, spec.am_vcores, 0))
         for what, mb, vcores, gpus in asks:
@@ -211,8 +243,69 @@ class RMClient:
                         f"have in queue {spec.queue!r} ({most}{unit}); YARN would never run "
                         f"them. Lower {flag}" + (self._gpu_hint(queues) if gpus else "")
                     )
-
+        self._check_nodes(spec, q, queues, nodes)
         self._check_total(spec, q)
+
+    def usable_nodes(self) -> list[Node]:
+        """The cluster's nodes in service (not decommissioned, lost or shut down): each one's
+        partition and what it declares (totalResource)."""
+        got = self._request("GET", "/nodes").json().get("nodes") or {}
+        out = []
+        for n in as_list(got.get("node")):
+            if n.get("state") in GONE_NODE_STATES:
+                continue
+            labels = as_list(n.get("nodeLabels"))
+            total = resource_of(n.get("totalResource") or {})
+            out.append(Node(str(n.get("id", "")), labels[0] if labels else "", total))
+        return out
+
+    def _check_nodes(
+        self, spec: JobSpec, q: dict, queues: dict[str, dict], nodes: list[Node]
+    ) -> None:
+        """A container larger than every node of its partition: YARN would keep it pending
+        forever (the scheduler's maximum allocation can be larger than any one node)."""
+        default = q.get("defaultNodeLabelExpression") or ""
+        asks = [
+            (f"{t.type} tasks", default if t.node_label is None else t.node_label, t)
+            for t in spec.tasks
+        ]
+        for what, part, t in asks + [("the AM (tony.am.memory/vcores)", default, None)]:
+            mb, vcores, gpus = (
+                (spec.am_memory_mb, spec.am_vcores, 0)
+                if t is None
+                else (t.memory_mb, t.vcores, t.gpus)
+            )
+            where = f"partition {part!r}" if part else "the default partition (no node label)"
+            there = [n for n in nodes if n.partition == part]
+            if not there:
+                raise SpecError(
+                    f"{what} go to {where}, but no node in service is there; YARN would never "
+                    "run them. Use a node label whose nodes are up (--node-label), or another "
+                    "queue"
+                )
+            if any(
+                n.resources["memory"] >= mb
+                and n.resources["vCores"] >= vcores
+                and n.resources.get(GPU, 0) >= gpus
+                for n in there
+            ):
+                continue
+            biggest = max(
+                there,
+                key=lambda n: (
+                    n.resources.get(GPU, 0),
+                    n.resources["memory"],
+                    n.resources["vCores"],
+                ),
+            )
+            raise SpecError(
+                f"{what} ask for {mb} MB, {vcores} vcores, {gpus} GPUs each, but no node of "
+                f"{where} has that much (its {len(there)} nodes; the largest, {biggest.id}: "
+                f"{biggest.resources['memory']} MB, {biggest.resources['vCores']} vcores, "
+                f"{biggest.resources.get(GPU, 0)} GPUs); YARN would never run them. Lower "
+                "--memory / --vcores / --gpus (tony.<type>.*, tony.am.*) to fit one node"
+                + (self._gpu_hint(queues, None, part) if gpus else "")
+            )
 
     def _gpu_hint(
         self, queues: dict[str, dict], have: dict | None = None, asked: str | None = None
@@ -240,10 +333,10 @@ class RMClient:
         got = self._request("GET", "/nodes").json().get("nodes") or {}
         out: dict[str, dict[str, int]] = {}
         for n in as_list(got.get("node")):
-            if n.get("state") in ("DECOMMISSIONED", "DECOMMISSIONING", "LOST", "SHUTDOWN"):
+            if n.get("state") in GONE_NODE_STATES:
                 continue
             labels = as_list(n.get("nodeLabels"))
-            total = _resource(n.get("totalResource") or {})
+            total = resource_of(n.get("totalResource") or {})
             part = out.setdefault(labels[0] if labels else "", {"memory": 0, "vCores": 0, GPU: 0})
             for k, v in total.items():
                 part[k] = part.get(k, 0) + v
@@ -337,6 +430,13 @@ class RMClient:
         got = self._request("GET", "/apps", params=params).json().get("apps") or {}
         return as_list(got.get("app"))
 
+    def queue_apps(self, queue: str, states: tuple[str, ...]) -> list[dict]:
+        """Every user's applications of any type in ``queue`` (the RM's view ACL decides what
+        of another's it shows)."""
+        params = {"queue": queue, "states": ",".join(states)}
+        got = self._request("GET", "/apps", params=params).json().get("apps") or {}
+        return as_list(got.get("app"))
+
     def kill(self, app_id: str, timeout: float = 30.0) -> None:
         """PUT state KILLED until the RM says the app has ended (202 means still killing)."""
         deadline = time.monotonic() + timeout
@@ -363,6 +463,16 @@ class RMClient:
             if got.status_code == 200:
                 out += as_list((got.json() or {}).get("container"))
         return out
+
+
+def am_placed(app: dict) -> bool:
+    """The application report says its AM has a container (allocated, launched or running):
+    an ACCEPTED application without one is waiting in its queue."""
+    return bool(
+        app.get("amContainerLogs")
+        or app.get("amHostHttpAddress")
+        or "AM container is launched" in str(app.get("diagnostics", ""))
+    )
 
 
 def _standby(r: requests.Response, path: str) -> bool:
