@@ -61,7 +61,7 @@ def _stacks_shown(msg):
     return None
 
 
-def test_kill_button_kills_a_blocking_cells_job(tony_home, tmp_path, monkeypatch):
+def test_stacks_and_kill_clicks_are_handled_while_a_blocking_cell_runs(tony_home, tmp_path):
     notebook = tmp_path / "notebook"
     notebook.mkdir()
     km, kc = start_new_kernel(cwd=str(notebook))
