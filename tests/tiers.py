@@ -39,6 +39,11 @@ FULL_ONLY: dict[str, str] = {
     "and test_yarn_src_handover.py (a job handed to the warm AM) run in CI",
     "tests/yarn/test_yarn_scale.py": "many workers on one cluster: test_yarn_training.py's "
     "jobs in CI",
+    "tests/yarn/test_yarn_gpuless.py": "GPUs asked of a cluster without yarn.io/gpu (a second "
+    "cluster, `up --no-gpus`): tests/launcher/test_rm_checks.py::test_gpus_on_a_cluster_without_"
+    "yarn_io_gpu_are_refused_with_the_reason (the check over the RM's answers) and "
+    "tests/devcluster/test_devcluster_gpus.py (the cluster's settings) run in CI, and "
+    "tests/yarn/test_yarn_backend.py's GPU refusals on the plain cluster",
     "tests/test_origin.py::*[yarn]": "a YARN job's origin.json and its result collected by "
     "another kernel: the [local] cases and the browser's reconnect test (the same record and "
     "client code) run in CI; the YARN client's copy of the result is tests/yarn's",

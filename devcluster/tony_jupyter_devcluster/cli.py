@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import failover, hostrun, maven, netns
 from .cluster import DevCluster
-from .config import HA_SERVICES, HOSTS_ONLY_NAMES, KDC, SERVICE_NAMES
+from .config import HA_SERVICES, HOSTS_ONLY_NAMES, KDC, NM2_GPUS, SERVICE_NAMES
 from .errors import DevClusterError
 from .ha import NAMESERVICE
 from .hosts import EDGE, HOST_NAMES, MASTER2
@@ -102,6 +102,14 @@ def _parser() -> argparse.ArgumentParser:
         f"(`failover` kills the active one); with --hosts the second of each on host {MASTER2} "
         "(default: as the cluster in --dir was last started; "
         "a new one without)",
+    )
+    up.add_argument(
+        "--gpus",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"nm2 declares {NM2_GPUS} yarn.io/gpu (counted, no devices) in its gpu partition; "
+        "--no-gpus starts a cluster on which no node offers yarn.io/gpu, as on most clusters "
+        "(default: as the cluster in --dir was last started; a new one with)",
     )
     sub.add_parser("down", parents=[common], help="stop every daemon this cluster started")
     fail = sub.add_parser(
@@ -295,6 +303,7 @@ def _cluster(args: argparse.Namespace) -> DevCluster:
         args.tls if up else None,
         hadoop_version=args.hadoop_version if up else None,
         ha=args.ha if up else None,
+        gpus=args.gpus if up else None,
     )
 
 
@@ -329,6 +338,8 @@ def _ready_here(cluster: DevCluster) -> None:
     )
     if cluster.ca_bundle is not None:
         _say(f"HTTPS only; CA bundle: {cluster.ca_bundle}")
+    if not cluster.layout.gpus:
+        _say("no node offers yarn.io/gpu (--no-gpus)")
     if cluster.layout.ha:
         _say(_HA_NOTE)
     if cluster.security is not None:

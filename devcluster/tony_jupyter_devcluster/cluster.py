@@ -74,6 +74,7 @@ class DevCluster:
         tls_on: bool | None = None,
         hadoop_version: str | None = None,
         ha: bool | None = None,
+        gpus: bool | None = None,
     ) -> None:
         """``port_offset`` shifts every port (e.g. 10000: RM on 18088) so that clusters can run
         side by side; by default the offset the cluster in ``dir`` was started with, else
@@ -81,13 +82,15 @@ class DevCluster:
         :class:`Security` for Kerberos (`up --secure`), False for none; by default what the
         cluster in ``dir`` was started with, else none. ``hosts`` (`up --hosts`, ``hosts.py``),
         ``tls_on`` (HTTPS only from its own CA, `up --tls`, ``tls.py``), ``ha`` (two NameNodes,
-        two RMs, `up --ha`, ``ha.py``): likewise."""
+        two RMs, `up --ha`, ``ha.py``): likewise. ``gpus`` False (`up --no-gpus`): no node
+        offers yarn.io/gpu; by default as the cluster in ``dir`` was started, else with GPUs."""
         root = Path(dir or default_dir()).expanduser().resolve()
         self._version = maven.check_version(hadoop_version) if hadoop_version else None
         recorded_hosts = _state(root).get("hosts")
         hosts = bool(recorded_hosts) if hosts is None else hosts
         tls_on = bool(_state(root).get("tls")) if tls_on is None else tls_on
         ha = bool(_state(root).get("ha")) if ha is None else ha
+        gpus = bool(_state(root).get("gpus", True)) if gpus is None else gpus
         if security is None:
             recorded = _state(root).get("security")
             security = Security.from_json(recorded) if recorded else False
@@ -109,7 +112,9 @@ class DevCluster:
             )
         secure = self.security is not None
         preflight.check_shape(hosts=hosts, secure=secure, ha=ha)
-        self.layout = Layout(root, port_offset, secure=secure, hosts=hosts, tls=tls_on, ha=ha)
+        self.layout = Layout(
+            root, port_offset, secure=secure, hosts=hosts, tls=tls_on, ha=ha, gpus=gpus
+        )
         self.hosts = Hosts.from_json(recorded_hosts) if hosts and recorded_hosts else None
         self.user = getpass.getuser()
         self._http: requests.Session | None = None
@@ -318,6 +323,7 @@ class DevCluster:
             "security": self.security.to_json() if self.security else None,
             "tls": self.layout.tls,
             "ha": self.layout.ha,
+            "gpus": self.layout.gpus,
         }
         if self.layout.hosts:
             keep = [self.dir, self.layout.lib, self.layout.apps]
@@ -392,6 +398,7 @@ class DevCluster:
             "hadoop_version": self._version,  # None: whichever it runs
             "tls": self.layout.tls,
             "ha": self.layout.ha,
+            "gpus": self.layout.gpus,
         }
         preflight.check_same_cluster(self.dir, _state(self.dir), wanted)
         return True
@@ -417,7 +424,14 @@ class DevCluster:
         urls = (self.rm_url, self.webhdfs_url)
         datanodes = sum(1 for name in self.layout.service_names if name.startswith("datanode"))
         wait_ready(
-            *urls, nm_ports, self.http, self._check_alive, timeout, self.layout.logs, datanodes
+            *urls,
+            nm_ports,
+            self.http,
+            self._check_alive,
+            timeout,
+            self.layout.logs,
+            datanodes,
+            self.layout.gpus,
         )
         if self.security is not None:
             kerberos.make_hdfs_homes(self.webhdfs_url, self.http, self.users)

@@ -30,10 +30,11 @@ NM2_GPUS, NM2_VCORES = 8, 12
 GPU_NODEMANAGERS = ("nm2", "nm3")
 
 
-def nm_resources(nm: str) -> tuple[int, int, int]:
-    """What a NodeManager declares: memory (MB), vcores, counted GPUs."""
+def nm_resources(nm: str, gpus: bool = True) -> tuple[int, int, int]:
+    """What a NodeManager declares: memory (MB), vcores, counted GPUs (none at all on a cluster
+    started with ``gpus`` False, `up --no-gpus`)."""
     if nm in GPU_NODEMANAGERS:
-        return NM_MEMORY_MB, NM2_VCORES, NM2_GPUS
+        return NM_MEMORY_MB, NM2_VCORES, NM2_GPUS if gpus else 0
     return NM_MEMORY_MB, NM_VCORES, 0
 
 
@@ -113,6 +114,8 @@ class Layout:
     ``hosts``: `up --hosts`; each daemon binds its own host's name (``hosts.py``).
     ``tls``: `up --tls`; every web endpoint HTTPS only, on its "https" port (``tls.py``).
     ``ha``: `up --ha`; two NameNodes, two ResourceManagers and ZooKeeper (``ha.py``).
+    ``gpus``: the RM knows yarn.io/gpu and nm2 (nm3) declares some; False (`up --no-gpus`):
+    a cluster without the resource type, as most are (nm2 keeps its ``gpu`` partition).
     """
 
     root: Path
@@ -121,6 +124,7 @@ class Layout:
     hosts: bool = False
     tls: bool = False
     ha: bool = False
+    gpus: bool = True
 
     @property
     def host(self) -> str:
@@ -298,7 +302,7 @@ def _hdfs_site(layout: Layout) -> dict[str, object]:
 
 def _yarn_site_shared(layout: Layout, container_path: str) -> dict[str, object]:
     rm, host = layout.ports("resourcemanager"), layout.host_of("resourcemanager")
-    return {
+    props: dict[str, object] = {
         "yarn.resourcemanager.hostname": host,
         "yarn.resourcemanager.address": f"{host}:{rm['client']}",
         "yarn.resourcemanager.scheduler.address": f"{host}:{rm['scheduler']}",
@@ -311,9 +315,6 @@ def _yarn_site_shared(layout: Layout, container_path: str) -> dict[str, object]:
         "yarn.resourcemanager.connect.retry-interval.ms": 500,
         # Later work restarts the AM; an app asks for at most this many attempts.
         "yarn.resourcemanager.am.max-attempts": 3,
-        "yarn.resource-types": GPU_RESOURCE,
-        # Asking for more GPUs than any node has fails at once instead of pending forever.
-        f"yarn.resource-types.{GPU_RESOURCE}.maximum-allocation": NM2_GPUS,
         "yarn.node-labels.enabled": "true",
         "yarn.node-labels.fs-store.root-dir": f"file://{layout.data / 'node-labels'}",
         # Each NM declares its own partition in its yarn-site (nm2: gpu).
@@ -356,6 +357,11 @@ def _yarn_site_shared(layout: Layout, container_path: str) -> dict[str, object]:
             ]
         ),
     }
+    if layout.gpus:
+        props["yarn.resource-types"] = GPU_RESOURCE
+        # Asking for more GPUs than any node has fails at once instead of pending forever.
+        props[f"yarn.resource-types.{GPU_RESOURCE}.maximum-allocation"] = NM2_GPUS
+    return props
 
 
 def _yarn_site_nm(layout: Layout, nm: str) -> dict[str, object]:
@@ -374,8 +380,9 @@ def _yarn_site_nm(layout: Layout, nm: str) -> dict[str, object]:
     if layout.secure:
         props["yarn.nodemanager.principal"] = sec.nm_principal(layout.hosts, host)
     if nm in GPU_NODEMANAGERS:
-        # Counted only: no yarn.nodemanager.resource-plugins, which would run nvidia-smi.
-        props[f"yarn.nodemanager.resource-type.{GPU_RESOURCE}"] = NM2_GPUS
+        if layout.gpus:
+            # Counted only: no yarn.nodemanager.resource-plugins, which would run nvidia-smi.
+            props[f"yarn.nodemanager.resource-type.{GPU_RESOURCE}"] = NM2_GPUS
         props["yarn.nodemanager.node-labels.provider"] = "config"
         props["yarn.nodemanager.node-labels.provider.configured-node-partition"] = GPU_LABEL
         # The RM rejects the label until `up` has added it to the cluster; resend it promptly

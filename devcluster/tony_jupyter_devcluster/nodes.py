@@ -67,7 +67,7 @@ def start_node(cluster: ClusterView, name: str, timeout: float = 180.0) -> None:
                 f"with:\n{process.tail(log_file)}"
             )
         nm_ports = {nm: cluster.layout.ports(nm)["rpc"] for nm in cluster.layout.nodemanagers}
-        if not ready.yarn_pending(cluster.rm_url, nm_ports, cluster.http):
+        if not ready.yarn_pending(cluster.rm_url, nm_ports, cluster.http, cluster.layout.gpus):
             # The old registration stays RUNNING until the new NM's first status update,
             # which carries a health report made after it started.
             nodes = ready.rm_nodes(cluster.rm_url, cluster.http)

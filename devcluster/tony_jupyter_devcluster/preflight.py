@@ -137,7 +137,8 @@ def check_disk(path: Path) -> None:
 
 def check_same_cluster(root: Path, state: dict, wanted: dict) -> None:
     """A cluster already runs in ``root``, as its ``state`` file says: refuse to go on if it
-    runs with another port offset, shape (``hosts``) or security than ``wanted``."""
+    runs with another port offset, shape (``hosts``, ``ha``, ``tls``, ``gpus``) or security
+    than ``wanted``."""
     running_offset = state.get("port_offset", 0)
     if running_offset != wanted["port_offset"]:
         raise DevClusterError(
@@ -161,6 +162,10 @@ def check_same_cluster(root: Path, state: dict, wanted: dict) -> None:
     if bool(state.get("tls")) != wanted["tls"]:
         raise _running_otherwise(
             root, "with TLS (HTTPS only)" if state.get("tls") else "without TLS"
+        )
+    if bool(state.get("gpus", True)) != bool(wanted.get("gpus", True)):
+        raise _running_otherwise(
+            root, "with GPUs on nm2" if state.get("gpus", True) else "without GPUs (--no-gpus)"
         )
     if state.get("security") != wanted["security"]:
         running = _describe(state.get("security"))

@@ -69,9 +69,12 @@ def ensure_gpu_label(rm_url: str, user: str | None, http: Any = requests) -> Non
     resp.raise_for_status()
 
 
-def yarn_pending(rm_url: str, nm_rpc_ports: dict[str, int], http: Any = requests) -> list[str]:
+def yarn_pending(
+    rm_url: str, nm_rpc_ports: dict[str, int], http: Any = requests, gpus: bool = True
+) -> list[str]:
     """Every NM RUNNING with the declared resources and labels; ``nm_rpc_ports`` names each
-    NM's port, the part of its NodeId that tells them apart."""
+    NM's port, the part of its NodeId that tells them apart; ``gpus``: whether the cluster
+    declares GPUs (`up --no-gpus`: none)."""
     try:
         nodes = rm_nodes(rm_url, http)
     except (requests.RequestException, ValueError):
@@ -87,7 +90,7 @@ def yarn_pending(rm_url: str, nm_rpc_ports: dict[str, int], http: Any = requests
             continue
         total = node.get("totalResource") or {}
         have = (total.get("memory"), total.get("vCores"), resource_value(total, GPU_RESOURCE))
-        if have != nm_resources(nm):
+        if have != nm_resources(nm, gpus):
             pending.append(f"{nm} resources (memory, vcores, gpus) = {have}")
         if node_labels(node) != labels:
             pending.append(f"{nm} labels {labels} (has {node_labels(node)})")
@@ -145,9 +148,10 @@ def wait_usable(
     timeout: float,
     logs: Path,
     datanodes: int = 1,
+    gpus: bool = True,
 ) -> None:
     """Until YARN and HDFS are usable (the gpu label added first); ``check_alive`` raises when
-    a daemon died, which no wait would mend."""
+    a daemon died, which no wait would mend; ``gpus`` as :func:`yarn_pending`'s."""
     deadline = time.monotonic() + timeout
     pending: list[str] = ["everything"]
     labelled = False
@@ -159,7 +163,9 @@ def wait_usable(
                 labelled = True
             except (requests.RequestException, ValueError):
                 pass
-        pending = yarn_pending(rm_url, nm_rpc_ports, http) if labelled else ["ResourceManager"]
+        pending = (
+            yarn_pending(rm_url, nm_rpc_ports, http, gpus) if labelled else ["ResourceManager"]
+        )
         pending += hdfs_pending(webhdfs_url, None, http, datanodes)
         if not pending:
             return

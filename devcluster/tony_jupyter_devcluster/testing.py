@@ -3,8 +3,8 @@
 Enable with ``pytest_plugins = ["tony_jupyter_devcluster.testing"]``. Only tests that request
 the fixture pay for the cluster. It runs in ``$TONY_JUPYTER_DEVCLUSTER_DIR`` if set, else in
 pytest's tmp dir; a devcluster already running there (or, with the variable unset, in the default
-dir) is reused and left running, unless it is a secure, TLS or HA one. Without Java the fixture
-skips, except under CI (``CI`` set), where a missing Java is a broken runner and fails.
+dir) is reused and left running, unless it is a secure, TLS, HA or GPU-less one. Without Java the
+fixture skips, except under CI (``CI`` set), where a missing Java is a broken runner and fails.
 
 Secure clusters (``up --secure``) come from :func:`start_devcluster`, in a test module's own
 fixture, since each module may want its own token lifetimes.
@@ -49,7 +49,8 @@ def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]
     env_dir = os.environ.get("TONY_JUPYTER_DEVCLUSTER_DIR")
     # With the variable unset, reuse a cluster started by hand in the default dir: no start-up.
     existing = DevCluster(Path(env_dir)) if env_dir else DevCluster()
-    plain = existing.security is None and not (existing.layout.tls or existing.layout.ha)
+    shape = existing.layout
+    plain = existing.security is None and not (shape.tls or shape.ha or not shape.gpus)
     if existing.is_running() and plain:
         yield existing
         return
@@ -64,19 +65,24 @@ def devcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]
 
 
 def start_devcluster(
-    root: Path, security: Security | None = None, tls_on: bool = False, ha: bool = False
+    root: Path,
+    security: Security | None = None,
+    tls_on: bool = False,
+    ha: bool = False,
+    gpus: bool = True,
 ) -> DevCluster:
     """`up` in ``root`` on the first port offset that is free; the caller calls `down`.
 
-    ``tls_on``: HTTPS only (`up --tls`); ``ha``: two NameNodes and two RMs (`up --ha`). With
+    ``tls_on``: HTTPS only (`up --tls`); ``ha``: two NameNodes and two RMs (`up --ha`);
+    ``gpus`` False: no node offers yarn.io/gpu (`up --no-gpus`). With
     ``security``, a secure cluster, or a skip (a failure under CI) where this machine has no
     Java or no MIT Kerberos tools."""
     _require(_java_problem(), "Java")
     if security is not None:
         _require(_kerberos_problem(), "MIT Kerberos")
     for attempt in range(3):
-        offset = _free_port_offset(root, security is not None, tls_on, ha)
-        cluster = DevCluster(root, offset, security or False, tls_on=tls_on, ha=ha)
+        offset = _free_port_offset(root, security is not None, tls_on, ha, gpus)
+        cluster = DevCluster(root, offset, security or False, tls_on=tls_on, ha=ha, gpus=gpus)
         try:
             cluster.up()
             return cluster
@@ -98,12 +104,13 @@ def _kerberos_problem() -> str | None:
 
 
 def _free_port_offset(
-    root: Path, secure: bool = False, tls_on: bool = False, ha: bool = False
+    root: Path, secure: bool = False, tls_on: bool = False, ha: bool = False, gpus: bool = True
 ) -> int:
-    """$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET if set (for the plain cluster: a secure or TLS one
-    runs beside it); else the first offset whose ports are all free, so that a cluster someone else
-    runs on this machine does not fail the session."""
-    if "TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET" in os.environ and not (secure or tls_on or ha):
+    """$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET if set (for the plain cluster: a secure, TLS or
+    GPU-less one runs beside it); else the first offset whose ports are all free, so that a
+    cluster someone else runs on this machine does not fail the session."""
+    plain = gpus and not (secure or tls_on or ha)
+    if "TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET" in os.environ and plain:
         return int(os.environ["TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET"])
     # Below the kernel's ephemeral range first (a port in it may be taken, between the check
     # and the bind, by any client's outgoing connection): the ports span under 10000, so 5000
