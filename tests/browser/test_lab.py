@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from helpers.browser import ARTIFACTS, BASE_URL, command, shot
+from helpers.browser import ARTIFACTS, BASE_URL, command, run_first_cells, shot
 from helpers.cells import MWMS_MODEL
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -72,18 +72,7 @@ def test_training_cell_widget_tensorboard_and_jobs_panel(page, lab):
 def _run(page, lab):
     from playwright.sync_api import expect
 
-    page.set_default_timeout(60_000)
-    page.goto(f"{lab['url']}lab/tree/train.ipynb?token={lab['token']}")
-    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell", timeout=120_000)
-    cells = page.locator(".jp-Notebook .jp-Cell")
-    expect(cells).to_have_count(3, timeout=120_000)
-    page.wait_for_function(
-        "window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel?.status === 'idle'",
-        timeout=120_000,
-    )
-    cells.nth(0).click()
-    command(page, "notebook:run-cell-and-select-next")
-    command(page, "notebook:run-cell-and-select-next")
+    cells = run_first_cells(page, lab, "train.ipynb", 3)
 
     train = cells.nth(1).locator(".jp-OutputArea")
     # the live widget: both workers in the task table, then the TensorBoard tab

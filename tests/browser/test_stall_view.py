@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from helpers.browser import ARTIFACTS, command, shot
+from helpers.browser import ARTIFACTS, run_first_cells, shot
 from helpers.jobs import FAST
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # full tier: tests/tiers.py
@@ -63,18 +63,7 @@ def test_a_stall_and_its_stacks_in_the_widget_the_panel_and_the_job_page(page, l
 def _run(page, lab):
     from playwright.sync_api import expect
 
-    page.set_default_timeout(60_000)
-    page.goto(f"{lab['url']}lab/tree/stall.ipynb?token={lab['token']}")
-    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell", timeout=120_000)
-    cells = page.locator(".jp-Notebook .jp-Cell")
-    expect(cells).to_have_count(2, timeout=120_000)
-    page.wait_for_function(
-        "window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel?.status === 'idle'",
-        timeout=120_000,
-    )
-    cells.nth(0).click()
-    command(page, "notebook:run-cell-and-select-next")
-    command(page, "notebook:run-cell-and-select-next")
+    cells = run_first_cells(page, lab, "stall.ipynb", 2)
 
     # the widget: the stall's line, then the stacks gathered as it was marked, grouped
     out = cells.nth(1).locator(".jp-OutputArea")

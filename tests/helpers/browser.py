@@ -1,5 +1,6 @@
 """What the browser tests share besides their fixtures (tests/browser/conftest.py): where
-Chromium and the screenshots are, the base_url JupyterLab runs under, a screenshot, a command."""
+Chromium and the screenshots are, the base_url JupyterLab runs under, a screenshot, a command,
+a notebook opened and its first cells run."""
 
 import os
 import socket
@@ -37,3 +38,24 @@ def shot(page, name: str) -> None:
 def command(page, name: str) -> None:
     # not awaited: running a %%tony cell's command resolves only when the cell has finished
     page.evaluate(f"void window.jupyterapp.commands.execute({name!r})")
+
+
+def run_first_cells(page, lab, notebook: str, count: int):
+    """Open ``notebook`` (``count`` cells) in ``lab``, wait for its kernel, run its first two
+    cells (the second one's command is not awaited: a %%tony cell's run ends with the cell);
+    answers the notebook's cells."""
+    from playwright.sync_api import expect
+
+    page.set_default_timeout(60_000)
+    page.goto(f"{lab['url']}lab/tree/{notebook}?token={lab['token']}")
+    page.wait_for_function("window.jupyterapp && window.jupyterapp.shell", timeout=120_000)
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    expect(cells).to_have_count(count, timeout=120_000)
+    page.wait_for_function(
+        "window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel?.status === 'idle'",
+        timeout=120_000,
+    )
+    cells.nth(0).click()
+    command(page, "notebook:run-cell-and-select-next")
+    command(page, "notebook:run-cell-and-select-next")
+    return cells
