@@ -87,7 +87,7 @@ PARTITIONS = (
     ),
     Partition(
         "browser",
-        "browser",
+        "browser and not yarn",  # a browser test on the devcluster runs in the yarn partition
         ("tests/browser",),
         limit={"ci": 600, "full": 900},
         floor={"ci": 2, "full": 2},

@@ -94,6 +94,10 @@ FULL_ONLY: dict[str, str] = {
     "job page in Chromium; the [pytorch] stall above, the stacks route and the stall's detail "
     "(tests/server_ext/test_job_detail.py), the grouping (tests/test_stackgroups.py) and the "
     "widget's stall and sparklines (tests/widgets/test_view.py)",
+    "tests/browser/test_reconnect.py::test_a_yarn_run_is_never_lost": "the page closed and "
+    "opened again on a devcluster job (the yarn partition): test_runs_are_never_lost's local cases "
+    "(the same cell view, job record and reconnect) and tests/yarn's logs and states of a YARN "
+    "job run in CI",
     "tests/frameworks/test_pytorch.py::*[yarn]": "PyTorch in YARN containers (44 s): "
     "tests/frameworks/test_jax.py's [yarn] jobs (a framework's rendezvous from the containers' "
     "addresses) and test_pytorch.py's [local] jobs run in CI",

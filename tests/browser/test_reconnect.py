@@ -3,11 +3,14 @@ comes back live in its cell when the page is closed and opened again, when the k
 (then its --pull names come back through the view's "Collect result"), and when the Jupyter
 server is stopped and started; each saved notebook, read without a kernel, holds the final
 state in the output's text/html. One JupyterLab, restarted once, on the local backend; the
-three jobs run side by side. The page-open -> live-view delays land in
-build/browser/reconnect.json."""
+three jobs run side by side. The page closed and opened again on YARN too (the devcluster; the
+full tier). The page-open -> live-view delays land in build/browser/reconnect.json
+(reconnect-yarn.json)."""
 
+import getpass
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -18,6 +21,7 @@ import nbformat
 import pytest
 import requests
 from helpers.browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, command, free_port
+from helpers.yarn import TEST_MEMORY_MB, Cluster
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -27,9 +31,10 @@ DELAYS: dict[str, float] = {}
 CELLS = ".jp-NotebookPanel:visible .jp-Notebook .jp-Cell"
 
 
-def minute_job(name: str, seconds: int, pull: str = "") -> str:
-    """A job that prints a line a second for ``seconds`` s; with ``pull``, it sets that name."""
-    flags = f" --pull {pull}" if pull else ""
+def minute_job(name: str, seconds: int, pull: str = "", flags: str = "") -> str:
+    """A job that prints a line a second for ``seconds`` s; with ``pull``, it sets that name;
+    ``flags``: more of %%tony's flags."""
+    flags = (f" {flags}" if flags else "") + (f" --pull {pull}" if pull else "")
     body = f"{pull} = 42\n" if pull else ""
     return (
         f"%%tony --workers 1 --no-tensorboard --name {name}{flags}\n"
@@ -42,9 +47,10 @@ def minute_job(name: str, seconds: int, pull: str = "") -> str:
 
 
 class Lab:
-    """One JupyterLab server on a fixed port and root, which a test may stop and start."""
+    """One JupyterLab server on a fixed port and root, which a test may stop and start; with
+    ``cluster_env`` (a devcluster's env()), its kernels reach that cluster as a user's would."""
 
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path, cluster_env: dict[str, str] | None = None):
         self.tmp, self.root, self.home = tmp, tmp / "root", tmp / "tony-home"
         self.root.mkdir()
         self.port, self.token = free_port(), secrets.token_hex(16)
@@ -62,7 +68,9 @@ class Lab:
             JUPYTERLAB_SETTINGS_DIR=str(tmp / "lab-settings"),
             JUPYTERLAB_WORKSPACES_DIR=str(tmp / "lab-workspaces"),
         )
-        self.env.pop("HADOOP_CONF_DIR", None)
+        for k in ("HADOOP_CONF_DIR", "TONY_YARN_RM_URL", "TONY_WEBHDFS_URL", "HADOOP_USER_NAME"):
+            self.env.pop(k, None)
+        self.env.update(cluster_env or {})
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -108,29 +116,45 @@ class Lab:
         return self.root / name
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
-    lab = Lab(tmp_path_factory.mktemp("reconnect"))
+def serve(lab: Lab, stem: str):
+    """Generator for a fixture: ``lab`` started; afterwards its jobs killed, the server stopped,
+    its log and the delays noted written as ARTIFACTS/{stem}-lab.log and {stem}.json."""
     lab.start()
     yield lab
     from tony_jupyter.launcher.client import JobRecord
     from tony_jupyter.launcher.clients import open_client
 
-    for rec in (lab.home / "jobs").glob("tony_*"):  # nothing may outlive the tests
+    for rec in (lab.home / "jobs").glob("*"):  # nothing may outlive the tests (local and YARN)
         client = open_client(JobRecord(rec.name, rec))
         client.kill("test teardown")
         client.release()
     lab.stop()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    (ARTIFACTS / "reconnect-lab.log").write_bytes((lab.tmp / "lab.log").read_bytes())
-    (ARTIFACTS / "reconnect.json").write_text(json.dumps(DELAYS, indent=1))
+    (ARTIFACTS / f"{stem}-lab.log").write_bytes((lab.tmp / "lab.log").read_bytes())
+    (ARTIFACTS / f"{stem}.json").write_text(json.dumps(DELAYS, indent=1))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    yield from serve(Lab(tmp_path_factory.mktemp("reconnect")), "reconnect")
 
 
 @pytest.fixture
-def browser(lab):
+def yarn_lab(tmp_path, yarn_cluster):
+    """A JupyterLab whose kernels send their jobs to the devcluster; afterwards, no application,
+    container or staging directory of the test may be left there."""
+    cluster = Cluster(yarn_cluster, getpass.getuser())
+    before = {a["id"] for a in cluster.apps()}
+    yield from serve(Lab(tmp_path, yarn_cluster.env()), "reconnect-yarn")
+    cluster.wait_nothing_left({a["id"] for a in cluster.apps()} - before)
+
+
+@pytest.fixture
+def browser():
     from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
@@ -168,7 +192,7 @@ def run_first_two(page) -> None:
 
 
 def job_of(lab, name: str) -> str:
-    for rec in sorted((lab.home / "jobs").glob("tony_*")):
+    for rec in sorted((lab.home / "jobs").glob("*")):
         spec = json.loads((rec / "spec.json").read_text())
         if spec.get("name") == name:
             return rec.name
@@ -188,6 +212,21 @@ def live_view(page, cell: int, since: float, what: str):
 
 def save_and_check(page, path: Path, job_id: str, state: str = "SUCCEEDED") -> None:
     """Save from the UI; the file, read without a kernel, holds the final state as HTML."""
+    page.wait_for_function(  # the view has written the final state into its output
+        """(mime) => {
+          const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+          for (let i = 0; i < cells.length; i++) {
+            const outs = cells.get(i).outputs;
+            for (let j = 0; outs && j < outs.length; j++) {
+              const data = outs.get(j).data;
+              if (data[mime] && data['text/html']) return true;
+            }
+          }
+          return false;
+        }""",
+        arg=JOB_MIME,
+        timeout=30_000,
+    )
     page.wait_for_function(
         "window.jupyterapp.shell.currentWidget.content.model.dirty === true", timeout=30_000
     )
@@ -293,3 +332,46 @@ def test_runs_are_never_lost(browser, lab):
     expect(server).to_have_attribute("data-tony-state", "SUCCEEDED", timeout=180_000)
     expect(server.locator(".tony-cell-logs")).to_contain_text("line 149")
     save_and_check(page, paths["server"], jobs["server"])
+
+
+@pytest.mark.yarn
+def test_a_yarn_run_is_never_lost(browser, yarn_lab):
+    """(1) with ``--backend yarn``: a 45 s job's page closed, unsaved, 15 s after the job is
+    RUNNING and opened again 15 s later shows the live view, with the lines the container
+    printed while no page was open; the job ends SUCCEEDED in that cell."""
+    from playwright.sync_api import expect
+
+    lab = yarn_lab
+    flags = f"--backend yarn --memory {TEST_MEMORY_MB}m"
+    path = lab.notebook(
+        "yarn.ipynb", ["%load_ext tony_jupyter", minute_job("yarn", 45, flags=flags)]
+    )
+    page = open_notebook(browser, lab, "yarn.ipynb", 2, workspace="yarn")
+    run_first_two(page)
+    output = page.locator(CELLS).nth(1).locator(".jp-OutputArea")
+    expect(output).to_contain_text("RUNNING", timeout=180_000)
+    started = time.monotonic()
+    job = job_of(lab, "yarn")
+
+    # closed 15 s after RUNNING, unsaved, once the container's lines reach the page
+    expect(output).to_contain_text("line 000", timeout=60_000)
+    time.sleep(max(0.0, 15 - (time.monotonic() - started)))
+    shown = max(int(n) for n in re.findall(r"line (\d{3})", output.inner_text()))
+    page.close()
+    closed = time.monotonic()
+    print(f"closed at {closed - started:.1f} s, line {shown:03d} shown")
+
+    # opened again 15 s later: the live view, with the lines printed while no page was open
+    time.sleep(15)
+    opened = time.monotonic()
+    page = open_notebook(browser, lab, "yarn.ipynb", 2, workspace="yarn")
+    view = live_view(page, 1, opened, "page open -> live view (reopened page, yarn)")
+    logs = view.locator(".tony-cell-logs")
+    for n in (shown + 1, shown + 10):  # printed between the close and the reopening
+        expect(logs).to_contain_text(f"line {n:03d}")
+    page.screenshot(path=str(ARTIFACTS / "reconnect-yarn-reopened.png"))
+    print(f"reopened at {opened - started:.1f} s, live {time.monotonic() - started:.1f} s")
+
+    expect(view).to_have_attribute("data-tony-state", "SUCCEEDED", timeout=120_000)
+    expect(logs).to_contain_text("line 044")
+    save_and_check(page, path, job)
