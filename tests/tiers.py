@@ -10,6 +10,16 @@ with that parametrization id).
 from __future__ import annotations
 
 FULL_ONLY: dict[str, str] = {
+    # --- moved to keep CI under 30 minutes as this wave's tests came in -------------------------
+    "tests/test_data.py::test_a_task_without_pandas_reads_a_dataset_of_numbers": "a fresh "
+    "interpreter importing TensorFlow with pandas hidden: the other tests/test_data.py readers "
+    "of the same numbers (with pandas present) run in CI",
+    "tests/frameworks/test_torch_data.py::test_a_ddp_job_trains_on_its_shards": "a DDP job on "
+    "Parquet shards: the shard dataset's unit tests in that file and tests/frameworks/"
+    "test_pytorch.py's DDP job over gloo run in CI",
+    "tests/devcluster/test_devcluster_tls.py::test_a_certificate_made_for_other_names_is_made_"
+    "again": "a second certificate set: the other tests of that file, and tests/ha's [tls] "
+    "cluster making its own, run in CI",
     # --- the one-host devcluster (tests marked yarn) -------------------------------------------
     "tests/tls": "HTTPS only: tests/ha/test_ha_jobs.py's [tls] jobs run on `up --ha --tls` in CI",
     "tests/devcluster/test_devcluster_secure.py": "a second Kerberized cluster: tests/secure's "
