@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from helpers.browser import ARTIFACTS, BASE_URL, command, run_first_cells, shot
+from helpers.browser import BASE_URL, command, run_first_cells, shot, shot_on_failure
 from helpers.cells import MWMS_MODEL
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -60,13 +60,8 @@ def notebook_cells(tmp_path) -> list[str]:
 
 
 def test_training_cell_widget_tensorboard_and_jobs_panel(page, lab):
-    ok = False
-    try:
+    with shot_on_failure(page, "failure"):
         _run(page, lab)
-        ok = True
-    finally:
-        if not ok:
-            page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)
 
 
 def _run(page, lab):

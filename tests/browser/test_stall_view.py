@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from helpers.browser import ARTIFACTS, run_first_cells, shot
+from helpers.browser import run_first_cells, shot, shot_on_failure
 from helpers.jobs import FAST
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # full tier: tests/tiers.py
@@ -51,13 +51,8 @@ def notebook_cells() -> list[str]:
 
 def test_a_stall_and_its_stacks_in_the_widget_the_panel_and_the_job_page(page, lab):
     pytest.importorskip("torch")
-    ok = False
-    try:
+    with shot_on_failure(page, "stall-failure"):
         _run(page, lab)
-        ok = True
-    finally:
-        if not ok:
-            page.screenshot(path=str(ARTIFACTS / "stall-failure.png"), full_page=True)
 
 
 def _run(page, lab):

@@ -2,6 +2,7 @@
 Chromium and the screenshots are, the base_url JupyterLab runs under, a screenshot, a command,
 a notebook opened and its first cells run."""
 
+import contextlib
 import os
 import socket
 from pathlib import Path
@@ -59,3 +60,13 @@ def run_first_cells(page, lab, notebook: str, count: int):
     command(page, "notebook:run-cell-and-select-next")
     command(page, "notebook:run-cell-and-select-next")
     return cells
+
+
+@contextlib.contextmanager
+def shot_on_failure(page, name: str):
+    """A full-page screenshot ``name``.png in ARTIFACTS when the block raises."""
+    try:
+        yield
+    except BaseException:
+        page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+        raise
