@@ -78,10 +78,10 @@ def torchrun(conf: dict) -> dict:
 
 
 def tony(conf: dict) -> dict:
-    from tony_jupyter.bundle import make_bundle
+    from tony_jupyter.core.bundle import make_bundle
+    from tony_jupyter.core.protocol import JobState
     from tony_jupyter.job import TonyJob, submit
     from tony_jupyter.options import parse_job_args
-    from tony_jupyter.protocol import JobState
 
     conf = _new_out(conf)
     line = f"--framework pytorch --workers {RANKS} --backend local --memory 1g --no-tensorboard"

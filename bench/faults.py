@@ -31,10 +31,10 @@ import psutil
 import requests
 
 from bench.lib.common import Context, column, log, median, use_devcluster_env
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core.bundle import make_bundle
+from tony_jupyter.core.protocol import JobSnapshot, JobState, TaskView
 from tony_jupyter.job import TonyJob, submit
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import JobSnapshot, JobState, TaskView
 
 NAME = "faults"
 ABOUT = "per fault (kill -9, SIGSTOP; on YARN more): detection, time to resume, work lost"

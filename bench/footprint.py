@@ -9,7 +9,7 @@ import time
 from bench import startup
 from bench.lib import runners
 from bench.lib.common import Context, am_rss, log, ratio
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.options import parse_job_args
 

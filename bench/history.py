@@ -4,7 +4,7 @@ how long the job list takes to load with 1,000 jobs in the history: ``%tony list
 ``all_jobs`` and the server extension's ``GET /tony/api/jobs`` (``ServerJobs.summaries``, what
 the side panel loads), medians of several loads. The 1,000 entries are copies of the real one
 under new ids. Local only (the HDFS side lists one LISTSTATUS and caches each entry's summary
-after its first read, launcher/yarn/history.py).
+after its first read, launcher/yarn/hdfsjobs.py).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from bench.lib.common import Context, log, median
-from tony_jupyter.am import history as am_history
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.am import historyrecord as am_history
+from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.job import submit as submit_job
 from tony_jupyter.options import parse_job_args
@@ -77,7 +77,7 @@ def _time(fn, runs: int) -> tuple[float, list[float]]:
 
 
 def run(ctx: Context) -> dict:
-    from tony_jupyter.launcher.history import all_jobs
+    from tony_jupyter.launcher.joblist import all_jobs
     from tony_jupyter.server_ext.jobs import ServerJobs
 
     steps, pause = (30, 0.05) if ctx.quick else (300, 0.02)

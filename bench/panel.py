@@ -22,7 +22,7 @@ from pathlib import Path
 import requests
 
 from bench.lib.common import Context, free_port, log, median, ratio
-from tony_jupyter.am import history as am_history
+from tony_jupyter.am import historyrecord as am_history
 
 NAME = "panel"
 ABOUT = "panel list and job-page detail requests, 10 vs 1,000 jobs in the history (real server)"

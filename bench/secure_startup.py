@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from bench.lib.common import Context, interleave, log, ratio
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher.yarn import backend as yarn_backend
 from tony_jupyter.options import parse_job_args

@@ -28,7 +28,7 @@ import requests
 
 import tony_jupyter
 from bench.lib.common import Context, log, median, ratio
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher.yarn import backend as yarn_backend
 from tony_jupyter.launcher.yarn import interpreter, packenv

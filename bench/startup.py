@@ -1,6 +1,6 @@
 """Time from running a cell to every task running user code: tony-jupyter's local backend, a
 kernel's first job (no spare processes: ``TONY_JUPYTER_WARM=0``) and a later one (the kernel's
-spare AM and its spare executors, tony_jupyter/warm.py, settled), vs the same processes started
+spare AM and its spare executors, core/warmproc.py, settled), vs the same processes started
 by hand with TF_CONFIG (A B A B ..., medians); with ``--before REV`` also tony-jupyter as it was
 at that git revision (bench/lib/before.py), in the same rounds. Also where the time goes, phase
 by phase (bench/lib/startup_trace.py), and the resident memory of the AM, of an idle executor
@@ -26,7 +26,7 @@ import psutil
 
 from bench.lib import before as before_lib
 from bench.lib.common import Context
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.options import parse_job_args
@@ -57,7 +57,7 @@ def wait_for(out: Path, n: int, timeout: float = 60) -> float:
 
 def run_first_job(workers: int) -> float:
     """As a kernel's first job: no spare AM to hand it to (and none started after it)."""
-    from tony_jupyter.launcher import spare as spare_am  # not in a --before tree's package
+    from tony_jupyter.launcher import localwarm as spare_am  # not in a --before tree's package
 
     spare_am.discard()
     os.environ["TONY_JUPYTER_WARM"] = "0"
@@ -129,7 +129,7 @@ def footprint() -> dict:
     }
     job.kill()
     from bench.lib.startup_trace import settle_spare
-    from tony_jupyter.launcher import spare as spare_am
+    from tony_jupyter.launcher import localwarm as spare_am
 
     spare = spare_am.current()
     if spare is not None:  # what keeping the next job warm costs while nothing runs

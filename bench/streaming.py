@@ -11,7 +11,7 @@ import time
 from bench.lib import before as before_lib
 from bench.lib import runners
 from bench.lib.common import Context, column, interleave, log, median, pct, ratio
-from tony_jupyter.protocol import JobSnapshot
+from tony_jupyter.core.protocol import JobSnapshot
 from tony_jupyter.widgets.follow import follow
 from tony_jupyter.widgets.view import JobView
 

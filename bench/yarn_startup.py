@@ -19,7 +19,7 @@ import requests
 
 from bench.lib.common import Context, am_rss
 from tony_jupyter.am import timeline
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.yarn import appmaster

@@ -142,8 +142,8 @@ AREAS = (
             "tony_jupyter/launcher/yarn/*",
             "tony_jupyter/am/yarn/*",
             "devcluster/tony_jupyter_devcluster/*",
-            "tony_jupyter/hadoopconf.py",
-            "tony_jupyter/tokens.py",
+            "tony_jupyter/core/hadoopconf.py",
+            "tony_jupyter/core/tokens.py",
             "tests/yarn/*",
             "tests/devcluster/*",
             "tests/helpers/yarn.py",
@@ -154,8 +154,8 @@ AREAS = (
     Area(
         "secure",
         (
-            "tony_jupyter/kerberos.py",
-            "tony_jupyter/tokens.py",
+            "tony_jupyter/core/kerberos.py",
+            "tony_jupyter/core/tokens.py",
             "tony_jupyter/launcher/yarn/secure.py",
             "tony_jupyter/am/yarn/credentials.py",
             "devcluster/tony_jupyter_devcluster/security.py",
@@ -179,7 +179,7 @@ AREAS = (
     Area(
         "ha",
         (
-            "tony_jupyter/hadoopconf.py",
+            "tony_jupyter/core/hadoopconf.py",
             "devcluster/tony_jupyter_devcluster/ha.py",
             "devcluster/tony_jupyter_devcluster/failover.py",
             "tests/ha/*",
@@ -221,8 +221,8 @@ AREAS = (
     Area(
         "frameworks",
         (
-            "tony_jupyter/frameworks.py",
-            "tony_jupyter/executor/frameworks.py",
+            "tony_jupyter/core/frameworks.py",
+            "tony_jupyter/executor/frameworkenv.py",
             "tony_jupyter/executor/localranks.py",
             "tests/frameworks/*",
         ),
@@ -232,9 +232,9 @@ AREAS = (
     Area(
         "examples",
         (
-            "tony_jupyter/tonyconf.py",
-            "tony_jupyter/settings.py",
-            "tony_jupyter/spec.py",
+            "tony_jupyter/core/tonyconf.py",
+            "tony_jupyter/core/settings.py",
+            "tony_jupyter/core/spec.py",
             "tests/examples/*",
             "tests/*examples*",
         ),

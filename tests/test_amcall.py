@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
-from tony_jupyter import amcall
+from tony_jupyter.core import amcall
 from tony_jupyter.executor.link import AMLink, LinkError, Stale
 
 

@@ -3,8 +3,8 @@ import threading
 import cloudpickle
 import pytest
 
-from tony_jupyter.bundle import free_names, make_bundle, split_last_expression
-from tony_jupyter.errors import BundleError
+from tony_jupyter.core.bundle import free_names, make_bundle, split_last_expression
+from tony_jupyter.core.errors import BundleError
 
 
 def test_free_names_are_reads_not_bound_in_the_cell():

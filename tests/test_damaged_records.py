@@ -24,13 +24,13 @@ from tony_jupyter import commands
 from tony_jupyter.am.coordinator import Coordinator
 from tony_jupyter.am.provider import Placement, Provider
 from tony_jupyter.am.yarn import eventlog
-from tony_jupyter.errors import TonyError
+from tony_jupyter.core.errors import TonyError
+from tony_jupyter.core.protocol import TERMINAL_JOB_STATES, JobSnapshot
+from tony_jupyter.core.spec import JobSpec
 from tony_jupyter.job import TonyJob
-from tony_jupyter.launcher.history import all_jobs, open_job
-from tony_jupyter.protocol import TERMINAL_JOB_STATES, JobSnapshot
+from tony_jupyter.launcher.joblist import all_jobs, open_job
 from tony_jupyter.server_ext.detail import job_detail
 from tony_jupyter.server_ext.jobs import ServerJobs
-from tony_jupyter.spec import JobSpec
 from tony_jupyter.widgets import JobView, follow
 
 SEED = 30

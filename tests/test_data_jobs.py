@@ -13,9 +13,9 @@ from helpers.data import REPORT, assert_partition, reports
 from helpers.jobs import FAST, processes_under, wait_no_processes
 from IPython.core.error import UsageError
 
-from tony_jupyter.errors import JobFailedError
+from tony_jupyter.core.errors import JobFailedError
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 
 
 def test_shards_are_disjoint_complete_and_typed_on_four_workers(shell, tony_home, out):

@@ -237,7 +237,7 @@ def test_the_modules_a_page_names_exist(page: Path):
 def test_the_readmes_flag_table_is_the_settings_marked_for_it():
     """README's "The flags used most" lists exactly the flags settings.py marks ``readme``,
     each a flag of the parser; a flag added to or dropped from one is caught here."""
-    from tony_jupyter.settings import FLAGS
+    from tony_jupyter.core.settings import FLAGS
 
     text = (ROOT / "README.md").read_text()
     section = text.split("## The flags used most", 1)[1].split("\n## ", 1)[0]

@@ -14,14 +14,14 @@ import pytest
 from helpers.docs import DOCS, ROOT, reference
 
 from tony_jupyter import cli, magics
-from tony_jupyter.errors import SpecError
+from tony_jupyter.core.errors import SpecError
+from tony_jupyter.core.protocol import ExecutorEnv
+from tony_jupyter.core.settings import JOB_KEYS, PER_TYPE
+from tony_jupyter.core.spec import KNOWN_TYPES, SpecBuilder
+from tony_jupyter.core.tonyconf import NOT_APPLICABLE
 from tony_jupyter.launcher.doctor import doctor_parser
 from tony_jupyter.options import job_parser
-from tony_jupyter.protocol import ExecutorEnv
 from tony_jupyter.server_ext.config import TonyJupyter
-from tony_jupyter.settings import JOB_KEYS, PER_TYPE
-from tony_jupyter.spec import KNOWN_TYPES, SpecBuilder
-from tony_jupyter.tonyconf import NOT_APPLICABLE
 from tony_jupyter_devcluster.cli import _parser as devcluster_parser
 
 ref = reference()
@@ -42,7 +42,7 @@ def test_every_job_flag_is_in_the_magic_reference_with_its_help():
         for flag in action.option_strings:
             assert f"`{flag}" in text, flag
         assert ref._cell(action.help) in text, action.option_strings
-    from tony_jupyter.settings import FLAGS
+    from tony_jupyter.core.settings import FLAGS
 
     for s in FLAGS:  # where each applies, from settings.py's table
         cls = "TaskSpec" if s.scope == "task" else "JobSpec"
@@ -115,7 +115,7 @@ def test_every_executor_variable_and_server_setting_is_in_the_reference():
 def test_every_am_route_is_in_the_http_reference():
     from tony_jupyter.am.api import ROUTES
     from tony_jupyter.am.session_api import ROUTES as SESSION
-    from tony_jupyter.am.yarn.spare_routes import ROUTES as SPARE
+    from tony_jupyter.am.yarn.warmroutes import ROUTES as SPARE
 
     text = ref.http_api()
     n = 0
@@ -181,8 +181,8 @@ def test_the_screenshots_the_docs_show_are_the_browser_tests():
 def test_each_key_sets_a_field_of_the_spec_and_its_bounds_are_the_parsers():
     """The configuration reference's columns come from settings.py's table: each row names a
     field that exists, and the bounds it shows are the ones SpecBuilder enforces."""
-    from tony_jupyter.numbers import JAVA_INT_MAX
-    from tony_jupyter.spec import JobSpec, TaskSpec
+    from tony_jupyter.core.numbers import JAVA_INT_MAX
+    from tony_jupyter.core.spec import JobSpec, TaskSpec
 
     fields = {f"JobSpec.{f.name}" for f in dataclasses.fields(JobSpec)}
     fields |= {f"TaskSpec.{f.name}" for f in dataclasses.fields(TaskSpec)}

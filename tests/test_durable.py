@@ -10,8 +10,8 @@ import sys
 import pytest
 from helpers.jobs import FAST
 
+from tony_jupyter.core.protocol import JobSnapshot, JobState
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.protocol import JobSnapshot, JobState
 
 CELL = """
 print("kept before reported", flush=True)

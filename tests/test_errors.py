@@ -3,7 +3,7 @@ traceback, as ipyparallel's remote errors do."""
 
 import traceback
 
-from tony_jupyter.errors import JobFailedError
+from tony_jupyter.core.errors import JobFailedError
 
 
 def remote_traceback(exc: BaseException) -> str:
@@ -69,8 +69,8 @@ def test_every_failed_task_is_carried_and_shown():
 
 
 def test_a_failed_snapshot_gives_the_blamed_task_first_and_every_other_failure():
+    from tony_jupyter.core.protocol import JobSnapshot, JobState, TaskState, TaskView
     from tony_jupyter.job import failure
-    from tony_jupyter.protocol import JobSnapshot, JobState, TaskState, TaskView
 
     def task(i: int, state: TaskState, **kw) -> TaskView:
         return TaskView(id=f"worker:{i}", type="worker", index=i, tracked=True, state=state, **kw)

@@ -13,7 +13,7 @@ from helpers.examples import fixed_output_dir, mnist_idx, place, pymp_dirs
 from helpers.jobs import wait_no_processes
 
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 
 pytestmark = pytest.mark.slow
 

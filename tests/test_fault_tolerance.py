@@ -13,7 +13,7 @@ from sklearn.datasets import load_digits
 from tony_jupyter.am.coordinator import Coordinator
 from tony_jupyter.am.provider import Provider
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter.options import parse_job_args
 
 

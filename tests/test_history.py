@@ -9,7 +9,7 @@ from helpers.jobs import FAST
 
 from tony_jupyter import commands
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 
 CELL = """
 import time, tony_jupyter

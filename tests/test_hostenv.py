@@ -6,7 +6,7 @@ import json
 
 from helpers.jobs import wait_no_processes
 
-from tony_jupyter.hostenv import without_jupyter
+from tony_jupyter.core.hostenv import without_jupyter
 
 SERVER_TOKEN = "f00dfeed" * 6
 

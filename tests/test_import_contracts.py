@@ -59,6 +59,6 @@ def test_the_package_and_the_devcluster_are_kept_apart():
     # the devcluster may import these public modules of the package, and nothing else of it
     allowed = forbidden[("tony_jupyter_devcluster",), ("tony_jupyter",)]
     assert allowed == [
-        "tony_jupyter_devcluster.** -> tony_jupyter.supervise",
-        "tony_jupyter_devcluster.** -> tony_jupyter.jpms",
+        "tony_jupyter_devcluster.** -> tony_jupyter.core.supervise",
+        "tony_jupyter_devcluster.** -> tony_jupyter.core.jpms",
     ]

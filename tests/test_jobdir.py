@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tony_jupyter import jobdir
-from tony_jupyter.aminfo import AmInfo, AmInfoError
-from tony_jupyter.jobdir import JobDir
+from tony_jupyter.core import jobdir
+from tony_jupyter.core.aminfo import AmInfo, AmInfoError
+from tony_jupyter.core.jobdir import JobDir
 
 # property -> the name on disk, as every version so far has written it
 ON_DISK = {
@@ -173,7 +173,7 @@ def test_local_client_notes_a_damaged_am_info(tony_home):
 
 
 def test_bundle_info_round_trip(tmp_path):
-    from tony_jupyter.bundle import BundleInfo
+    from tony_jupyter.core.bundle import BundleInfo
 
     path = JobDir(tmp_path).bundle
     full = BundleInfo(
@@ -203,7 +203,7 @@ def test_bundle_info_round_trip(tmp_path):
     ],
 )
 def test_bundle_info_malformed_is_a_clear_error(tmp_path, text, why):
-    from tony_jupyter.bundle import BundleInfo
+    from tony_jupyter.core.bundle import BundleInfo
 
     path = JobDir(tmp_path).bundle
     path.write_text(text)

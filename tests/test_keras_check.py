@@ -4,7 +4,7 @@ dying with "Keras cannot be imported" once the job is running."""
 
 import pytest
 
-from tony_jupyter.errors import SpecError
+from tony_jupyter.core.errors import SpecError
 from tony_jupyter.options import parse_job_args
 
 

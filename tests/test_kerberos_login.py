@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from tony_jupyter.errors import BackendError
-from tony_jupyter.kerberos import ENV_KEYTAB, ENV_PRINCIPAL, Login
+from tony_jupyter.core.errors import BackendError
+from tony_jupyter.core.kerberos import ENV_KEYTAB, ENV_PRINCIPAL, Login
 
 
 def test_a_keytab_needs_its_principal(tmp_path):

@@ -18,9 +18,9 @@ from helpers.jobs import (
 )
 from IPython.core.error import UsageError
 
-from tony_jupyter.errors import JobFailedError
+from tony_jupyter.core.errors import JobFailedError
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 
 
 @pytest.mark.usefixtures("backend")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tony_jupyter.errors import JobFailedError
+from tony_jupyter.core.errors import JobFailedError
 from tony_jupyter.executor.mlflow_run import spec_params
 from tony_jupyter.options import parse_job_args
 

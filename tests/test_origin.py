@@ -10,9 +10,9 @@ import textwrap
 import pytest
 from IPython.core.error import UsageError
 
-from tony_jupyter import origin
+from tony_jupyter.core import origin
+from tony_jupyter.core.origin import JobOrigin
 from tony_jupyter.launcher.client import JobRecord
-from tony_jupyter.origin import JobOrigin
 
 
 class _Kernel:

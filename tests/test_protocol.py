@@ -8,8 +8,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tony_jupyter import protocol
-from tony_jupyter.protocol import (
+from tony_jupyter.core import protocol
+from tony_jupyter.core.protocol import (
     ExecutorEnv,
     FailedAttempt,
     JobSnapshot,
@@ -18,7 +18,7 @@ from tony_jupyter.protocol import (
     TaskState,
     TaskView,
 )
-from tony_jupyter.stackgroups import grouped
+from tony_jupyter.core.stackgroups import grouped
 
 SCHEMA = json.loads(
     (Path(__file__).parents[1] / "labextension/schema/protocol.schema.json").read_text()
@@ -188,8 +188,8 @@ def test_a_cell_outcome_sends_only_what_it_has():
 
 
 def test_a_task_id_is_made_and_read_in_one_place():
-    from tony_jupyter.protocol import parse_task_id, task_id
-    from tony_jupyter.spec import JobSpec, TaskSpec
+    from tony_jupyter.core.protocol import parse_task_id, task_id
+    from tony_jupyter.core.spec import JobSpec, TaskSpec
 
     assert task_id("worker", 1) == "worker:1" and parse_task_id("worker:1") == ("worker", 1)
     assert parse_task_id(task_id("ps", "0")) == ("ps", 0) and parse_task_id("chief") == ("chief", 0)

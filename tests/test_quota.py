@@ -3,7 +3,7 @@ real cluster is in tests/yarn/test_yarn_quota.py."""
 
 import errno
 
-from tony_jupyter import quota
+from tony_jupyter.core import quota
 
 
 def test_a_full_disk_names_the_path_and_the_fix():

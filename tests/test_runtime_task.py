@@ -1,8 +1,8 @@
 """tony_jupyter.task(): this process's task as its executor's variables name it, read through
-the one task id parser (protocol/taskid.py)."""
+the one task id parser (core/protocol/taskid.py)."""
 
 from tony_jupyter import runtime
-from tony_jupyter.protocol import ExecutorEnv
+from tony_jupyter.core.protocol import ExecutorEnv
 
 V = ExecutorEnv.var
 

@@ -1,5 +1,5 @@
-"""Files named by someone else (tony_jupyter/safefiles.py) and the places that write them: the
-warm YARN AM's hand-over (SparePool.adopt) and the spare executor that unpacks the shipped
+"""Files named by someone else (tony_jupyter/core/safefiles.py) and the places that write them: the
+warm YARN AM's hand-over (WarmPool.adopt) and the spare executor that unpacks the shipped
 directory. Nothing lands outside its directory; archives hold directories and regular files."""
 
 import base64
@@ -11,11 +11,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from tony_jupyter import safefiles, srcdir
-from tony_jupyter.am.yarn.sparepool import SparePool
-from tony_jupyter.errors import UnsafeFileError
-from tony_jupyter.executor.spare import write_job_files
-from tony_jupyter.spec import JobSpec, TaskSpec
+from tony_jupyter.am.yarn.warmpool import WarmPool
+from tony_jupyter.core import safefiles, srcdir
+from tony_jupyter.core.errors import UnsafeFileError
+from tony_jupyter.core.spec import JobSpec, TaskSpec
+from tony_jupyter.executor.warmtask import write_job_files
 
 
 def tar_of(*members: tuple[tarfile.TarInfo, bytes | None]) -> bytes:
@@ -173,9 +173,9 @@ def test_a_link_in_the_last_place_is_replaced_not_written_through(dirs):
     assert nothing_outside(outside)
 
 
-def pool(tmp_path) -> SparePool:
+def pool(tmp_path) -> WarmPool:
     provider = SimpleNamespace(keep_staging=False, shards=None)
-    return SparePool(provider, verifier="0" * 64)  # type: ignore[arg-type]
+    return WarmPool(provider, verifier="0" * 64)  # type: ignore[arg-type]
 
 
 def b64(data: bytes) -> str:

@@ -14,9 +14,9 @@ from IPython.core.error import UsageError
 from sklearn.datasets import load_digits
 
 from tony_jupyter import session as sessions
-from tony_jupyter.errors import JobFailedError
+from tony_jupyter.core.errors import JobFailedError
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 
 
 @pytest.fixture

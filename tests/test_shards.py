@@ -8,8 +8,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from tony_jupyter import shards, tables
-from tony_jupyter.errors import BundleError, SpecError
+from tony_jupyter.core import shards, tables
+from tony_jupyter.core.errors import BundleError, SpecError
 from tony_jupyter.options import parse_job_args
 
 

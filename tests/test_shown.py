@@ -15,10 +15,11 @@ import pytest
 from helpers.jobs import wait_no_processes
 
 from tests.am.test_coordinator import make, register_all
-from tony_jupyter import commands, hostenv
+from tony_jupyter import commands
+from tony_jupyter.core import hostenv
+from tony_jupyter.core.shown import redacted, terminal_safe
 from tony_jupyter.executor import mlflow_run
 from tony_jupyter.launcher.doctor import doctor
-from tony_jupyter.shown import redacted, terminal_safe
 
 SECRET = "S3CRET-pw"
 URI = f"http://alice:{SECRET}@127.0.0.1:{{port}}/"

@@ -2,10 +2,10 @@ import json
 
 import pytest
 
-from tony_jupyter.errors import SpecError
-from tony_jupyter.numbers import parse_memory
+from tony_jupyter.core.errors import SpecError
+from tony_jupyter.core.numbers import parse_memory
+from tony_jupyter.core.spec import JobSpec, SpecBuilder
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.spec import JobSpec, SpecBuilder
 
 
 @pytest.mark.parametrize(
@@ -140,8 +140,8 @@ def test_every_row_of_the_settings_table_reads_into_its_fields_type():
     value lands there in the field's own type, and a value of another type is refused."""
     import dataclasses
 
-    from tony_jupyter.settings import HOWS, KINDS, SCOPES, SETTINGS
-    from tony_jupyter.spec import FIELD_TYPES, JobSpec, TaskSpec
+    from tony_jupyter.core.settings import HOWS, KINDS, SCOPES, SETTINGS
+    from tony_jupyter.core.spec import FIELD_TYPES, JobSpec, TaskSpec
 
     task_fields = {f.name for f in dataclasses.fields(TaskSpec)}
     for s in SETTINGS:
@@ -169,9 +169,9 @@ def test_every_row_of_the_settings_table_reads_into_its_fields_type():
 
 
 def test_the_heartbeat_defaults_are_written_once():
-    from tony_jupyter.protocol import ExecutorEnv
-    from tony_jupyter.settings import HEARTBEAT_INTERVAL_MS, MAX_MISSED_HEARTBEATS
-    from tony_jupyter.spec import JobSpec
+    from tony_jupyter.core.protocol import ExecutorEnv
+    from tony_jupyter.core.settings import HEARTBEAT_INTERVAL_MS, MAX_MISSED_HEARTBEATS
+    from tony_jupyter.core.spec import JobSpec
 
     assert ExecutorEnv(am_url="x").heartbeat_ms == JobSpec.heartbeat_interval_ms
     assert ExecutorEnv(am_url="x").max_missed == JobSpec.max_missed_heartbeats

@@ -5,7 +5,7 @@ import re
 from dataclasses import fields
 from pathlib import Path
 
-from tony_jupyter.protocol import ExecutorEnv
+from tony_jupyter.core.protocol import ExecutorEnv
 
 PACKAGE = Path(__file__).parents[1] / "tony_jupyter"
 # The names no other word of the package shares ("token", "logs" and "tensorboard" are also

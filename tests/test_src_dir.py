@@ -1,4 +1,4 @@
-"""The directory shipped with a job (tony_jupyter/srcdir.py): `%tony run` ships the script's
+"""The directory shipped with a job (tony_jupyter/core/srcdir.py): `%tony run` ships the script's
 directory and `%%tony` cells the notebook's, content-addressed, laid out as under the notebook's
 working directory; junk is skipped and a huge directory is refused before anything starts."""
 
@@ -9,9 +9,9 @@ import pytest
 from helpers.jobs import wait_no_processes
 from IPython.core.error import UsageError
 
-from tony_jupyter import srcdir
-from tony_jupyter.errors import SpecError
-from tony_jupyter.executor.frameworks import tony_env
+from tony_jupyter.core import srcdir
+from tony_jupyter.core.errors import SpecError
+from tony_jupyter.executor.frameworkenv import tony_env
 
 RUN = "--workers 1 --no-tensorboard"
 SEEN = "import os, sys\nseen = (os.getcwd(), sys.path[0], open('data/rows.txt').read())\n"

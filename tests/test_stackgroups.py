@@ -2,8 +2,8 @@
 thread ids, their order or the container's paths; the odd task out marked; the executor's own
 threads and frames left out of what is shown."""
 
-from tony_jupyter.protocol import StacksAnswer, TaskStacks
-from tony_jupyter.stackgroups import group, parse, render
+from tony_jupyter.core.protocol import StacksAnswer, TaskStacks
+from tony_jupyter.core.stackgroups import group, parse, render
 
 OURS = """Thread 0x00007f0000000001 (most recent call first):
   File "/venv/lib/python3.11/threading.py", line 331 in wait

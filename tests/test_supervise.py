@@ -11,8 +11,8 @@ from pathlib import Path
 
 import psutil
 
-from tony_jupyter import supervise
-from tony_jupyter.supervise import ProcRecord
+from tony_jupyter.core import supervise
+from tony_jupyter.core.supervise import ProcRecord
 
 PY = sys.executable
 

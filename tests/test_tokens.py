@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from tony_jupyter import tokens
-from tony_jupyter.kerberos import service_principal, short_name
+from tony_jupyter.core import tokens
+from tony_jupyter.core.kerberos import service_principal, short_name
+from tony_jupyter.core.tokens import HDFS_KIND, WEBHDFS_KIND, Token
 from tony_jupyter.launcher.yarn.secure import JobTokens, _webhdfs_url, credentials_json
-from tony_jupyter.tokens import HDFS_KIND, WEBHDFS_KIND, Token
 
 # What a devcluster NameNode handed out for alice (renewer yarn), and the RM for alice.
 WEBHDFS_TOKEN = (
@@ -113,7 +113,7 @@ def test_a_session_made_elsewhere_verifies_against_our_bundle_on_each_call(monke
     """requests' REQUESTS_CA_BUNDLE beats a session's own verify unless each call passes it."""
     import requests
 
-    from tony_jupyter import tokens
+    from tony_jupyter.core import tokens
 
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/the/shell/bundle.pem")
     seen = []

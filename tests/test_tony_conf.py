@@ -4,7 +4,7 @@ honoured or accepted (said once, with why), and a key TonY does not have is stil
 import pytest
 
 from tony_jupyter import options
-from tony_jupyter.errors import SpecError
+from tony_jupyter.core.errors import SpecError
 from tony_jupyter.options import parse_job_args
 
 # The keys of TonY's tony-default.xml (tony-core/src/main/resources) with their default values;

@@ -6,7 +6,7 @@ from helpers.jobs import wait_no_processes
 from sklearn.datasets import load_digits
 
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter.runtime import FitHistory
 
 pytestmark = pytest.mark.slow

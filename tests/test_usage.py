@@ -4,8 +4,8 @@ stays high), and the widget's bounded series taken from snapshots (usage.py)."""
 import re
 import tracemalloc
 
-from tony_jupyter.protocol import GpuUse, JobSnapshot, JobState, TaskState, TaskView
-from tony_jupyter.usage import (
+from tony_jupyter.core.protocol import GpuUse, JobSnapshot, JobState, TaskState, TaskView
+from tony_jupyter.core.usage import (
     IDLE_MIN_SPAN_S,
     IDLE_WINDOW_S,
     UsageHistory,

@@ -37,7 +37,7 @@ def metadata(wheel: zipfile.ZipFile) -> list[tuple[str, str]]:
 def test_the_wheel_holds_no_devcluster(tmp_path, monkeypatch):
     wheel = build_wheel(ROOT, tmp_path / "wheel", monkeypatch)
     names = wheel.namelist()
-    assert "tony_jupyter/cli.py" in names and "tony_jupyter/jpms.py" in names
+    assert "tony_jupyter/cli.py" in names and "tony_jupyter/core/jpms.py" in names
     assert [n for n in names if "devcluster" in n.lower()] == []
     assert {n.split("/")[0] for n in names if n.endswith(".py")} == {"tony_jupyter"}
     requires = [Requirement(v) for k, v in metadata(wheel) if k == "Requires-Dist"]

@@ -9,8 +9,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from . import commands
-from .bundle import Bundle
-from .errors import TonyError
+from .core.bundle import Bundle
+from .core.errors import TonyError
 
 # The subcommands: (name, arguments, what it does). The usage text and the docs' CLI reference
 # are made from this table; main() dispatches each name.
@@ -67,11 +67,11 @@ def run_plugin(name: str, argv: list[str]) -> int:
 
 
 def submit(words: list[str]) -> int:
-    from .bundle import check_syntax
+    from .core.bundle import check_syntax
+    from .core.protocol import JobState
     from .job import TonyJob
     from .job import submit as submit_job
     from .options import parse_job_args, src_dir
-    from .protocol import JobState
     from .widgets import JobView, follow
 
     if not words:

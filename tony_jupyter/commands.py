@@ -6,12 +6,12 @@ from __future__ import annotations
 import sys
 import time
 
-from .errors import SpecError
-from .launcher.clients import open_client
-from .launcher.history import all_jobs, open_job
-from .protocol import JobSnapshot
-from .shown import terminal_safe
-from .waits import snapshot_wait
+from .core.errors import SpecError
+from .core.protocol import JobSnapshot
+from .core.shown import terminal_safe
+from .core.waits import snapshot_wait
+from .launcher.joblist import all_jobs, open_job
+from .launcher.pickclient import open_client
 
 
 def _elapsed(snap: JobSnapshot) -> str:
@@ -101,7 +101,7 @@ def stacks_text(job_id: str, task: str | None = None) -> str:
 
 def client_stacks_text(client, task: str | None = None) -> str:
     """:func:`stacks_text` of a job whose client is open (the widget's Stacks button)."""
-    from .stackgroups import render
+    from .core.stackgroups import render
 
     job_id = client.job_id
     snap = client.snapshot()

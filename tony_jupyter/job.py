@@ -6,12 +6,12 @@ from __future__ import annotations
 import threading
 import time
 
-from .bundle import Bundle
-from .errors import BackendError, JobFailedError
+from .core.bundle import Bundle
+from .core.errors import BackendError, JobFailedError
+from .core.protocol import JobSnapshot, JobState, TaskState, TaskView
+from .core.spec import JobSpec
 from .launcher.client import JobRecord
-from .launcher.clients import open_client
-from .protocol import JobSnapshot, JobState, TaskState, TaskView
-from .spec import JobSpec
+from .launcher.pickclient import open_client
 
 
 def submit(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRecord:

@@ -14,16 +14,17 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.utils.text import DollarFormatter
 
-from . import commands, origin, shards
-from .bundle import Bundle, make_bundle
-from .errors import BundleError, JobNotFoundError, SpecError
+from . import commands
+from .core import origin, shards
+from .core.bundle import Bundle, make_bundle
+from .core.errors import BundleError, JobNotFoundError, SpecError
+from .core.settings import SESSION_FLAGS as _SESSION_SETTINGS
+from .core.spec import JobSpec
 from .job import TonyJob, submit
-from .launcher import spare as spare_am
-from .launcher.clients import open_client
-from .launcher.history import open_job
+from .launcher import localwarm as spare_am
+from .launcher.joblist import open_job
+from .launcher.pickclient import open_client
 from .options import default_backend, job_parser, parse_job_args, session_flags, src_dir
-from .settings import SESSION_FLAGS as _SESSION_SETTINGS
-from .spec import JobSpec
 
 # %tony's subcommands: (name, arguments, what it does). HELP and the docs are made from this
 # table; TonyMagics.tony dispatches each name.
@@ -111,7 +112,7 @@ def _wait_processing_ui(thread: threading.Thread) -> None:
 
 def start_spares() -> None:
     """As the extension loads: the first local job's spare AM, started in the background
-    (launcher/spare.py; ``TONY_JUPYTER_WARM_ON_LOAD=0`` turns it off)."""
+    (launcher/localwarm.py; ``TONY_JUPYTER_WARM_ON_LOAD=0`` turns it off)."""
     if default_backend() == "local":
         spare_am.on_load()
 

@@ -10,14 +10,20 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import numbers
-from .errors import SpecError
-from .frameworks import MAX_PROCS_PER_TASK, NAMES, PROCS_ABOVE, missing_modules, parse_framework
-from .numbers import parse_memory
-from .settings import FLAGS, SESSION_FLAGS, Setting
-from .spec import JobSpec, SpecBuilder
-from .srcdir import SrcDir, collect
-from .venvdir import venv_root
+from .core import numbers
+from .core.errors import SpecError
+from .core.frameworks import (
+    MAX_PROCS_PER_TASK,
+    NAMES,
+    PROCS_ABOVE,
+    missing_modules,
+    parse_framework,
+)
+from .core.numbers import parse_memory
+from .core.settings import FLAGS, SESSION_FLAGS, Setting
+from .core.spec import JobSpec, SpecBuilder
+from .core.srcdir import SrcDir, collect
+from .core.venvdir import venv_root
 
 
 class _Parser(argparse.ArgumentParser):

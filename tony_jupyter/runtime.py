@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import jobdir
-from .protocol import ExecutorEnv, clean_progress, parse_task_id
+from .core import jobdir
+from .core.protocol import ExecutorEnv, clean_progress, parse_task_id
 
 V = ExecutorEnv.var
 

@@ -8,13 +8,13 @@ import dataclasses
 import threading
 import time
 
-from .bundle import bound_names, make_bundle
-from .errors import BackendError, JobFailedError, SpecError, TonyError
+from .core.bundle import bound_names, make_bundle
+from .core.errors import BackendError, JobFailedError, SpecError, TonyError
+from .core.protocol import CellOutcome, CellState, CellView, JobSnapshot, JobState
+from .core.spec import JobSpec
+from .core.srcdir import SrcDir
 from .job import TonyJob, failure, submit
 from .launcher.client import decode_result
-from .protocol import CellOutcome, CellState, CellView, JobSnapshot, JobState
-from .spec import JobSpec
-from .srcdir import SrcDir
 
 INTERRUPT_GRACE_S = 10.0
 # cell state -> the job state the widget shows; the others have the same name

@@ -15,10 +15,10 @@ from pathlib import Path
 from bench.lib.common import REPO
 from bench.lib.fake_provider import FakeProvider
 from tony_jupyter.am.main import AM
-from tony_jupyter.aminfo import AmInfo
-from tony_jupyter.jobdir import JobDir
-from tony_jupyter.protocol import token_verifier
-from tony_jupyter.spec import JobSpec
+from tony_jupyter.core.aminfo import AmInfo
+from tony_jupyter.core.jobdir import JobDir
+from tony_jupyter.core.protocol import token_verifier
+from tony_jupyter.core.spec import JobSpec
 
 
 def launch(

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 from tony_jupyter.am.provider import Placement, Provider
-from tony_jupyter.protocol import ExecutorEnv
-from tony_jupyter.spec import TaskSpec
+from tony_jupyter.core.protocol import ExecutorEnv
+from tony_jupyter.core.spec import TaskSpec
 
 LAUNCHES = "launches.jsonl"
 

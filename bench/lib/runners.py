@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 from bench.lib.common import free_port
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core.bundle import make_bundle
+from tony_jupyter.core.protocol import JobState
 from tony_jupyter.job import TonyJob
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import JobState
 
 WORKLOAD = Path(__file__).with_name("workload.py")
 TIMEOUT_S = 300.0
@@ -261,7 +261,7 @@ def tony_peer(cluster, workers: int, conf: dict) -> dict:
 
 def tony_warm(cluster, workers: int, conf: dict) -> dict:
     """tony-jupyter on YARN, a kernel's later job: handed to the warm AM its previous job left
-    (launcher/yarn/warm.py). Untimed before t0: the warm AM is started as after a job of this
+    (launcher/yarn/warmkeeper.py). Untimed before t0: the warm AM is started as after a job of this
     shape and waited for until it holds its containers (the user's think time between cells);
     untimed after: it is let go, so that no side after this one finds the cluster held."""
     from tony_jupyter import warm as switch

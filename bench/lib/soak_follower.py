@@ -11,7 +11,7 @@ from pathlib import Path
 import requests
 
 from tony_jupyter.launcher.client import JobRecord
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter.widgets import JobView, follow
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher import spare as spare_am

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import requests
 
-from tony_jupyter.jpms import JPMS_FLAGS
+from tony_jupyter.core.jpms import JPMS_FLAGS
 
 from . import (
     daemons,

@@ -43,7 +43,7 @@ CLIENT_VERSION_ENV = "TONY_JUPYTER_DEVCLUSTER_CLIENT_VERSION"
 
 # The oldest release line that runs on Java 11+ at all: 3.0-3.2 (and 2.x) need Java 8, which
 # this project's machines do not have; 3.3 and 3.4 run on Java 17 with the JPMS flags of
-# tony_jupyter/jpms.py (3.5 is the first release built for it).
+# tony_jupyter/core/jpms.py (3.5 is the first release built for it).
 OLDEST_SUPPORTED = (3, 3)
 TESTED_VERSIONS = ("3.3.6", "3.4.3", HADOOP_VERSION)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 
-from tony_jupyter import supervise
+from tony_jupyter.core import supervise
 
 
 def read_pid(pid_file: Path) -> tuple[int, float] | None:

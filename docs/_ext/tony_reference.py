@@ -112,7 +112,7 @@ def _applies(s) -> str:
 
 def magic_flags() -> str:
     from tony_jupyter.options import job_parser
-    from tony_jupyter.settings import FLAGS
+    from tony_jupyter.core.settings import FLAGS
 
     parser = job_parser()
     rows = _flag_rows(parser, "%%tony")
@@ -122,7 +122,7 @@ def magic_flags() -> str:
         f"{parser.description}\n\n"
         "`%%tony [flags]` in a cell; the same flags after `%tony run SCRIPT`, "
         "`%tony session start` and `tony-jupyter submit SCRIPT`. Each is a row of `SETTINGS` "
-        "in `tony_jupyter/settings.py`, which says where it applies: the job (a field of "
+        "in `tony_jupyter/core/settings.py`, which says where it applies: the job (a field of "
         "`JobSpec`), every task (a field of `TaskSpec`), or how the job is run.\n\n"
         + _table(("flag", "what it does", "applies to"), applies)
     )
@@ -221,7 +221,7 @@ def cli_commands() -> dict[str, list[str]]:
 
 
 def _spec_default(field: str, where: str = "JobSpec") -> object:
-    from tony_jupyter.spec import JobSpec, TaskSpec
+    from tony_jupyter.core.spec import JobSpec, TaskSpec
 
     for cls in {"JobSpec": (JobSpec,), "TaskSpec": (TaskSpec,)}[where]:
         for f in dataclasses.fields(cls):
@@ -236,14 +236,14 @@ LIMITS = ("limit",)
 
 def conf_keys() -> list[str]:
     """Every key the configuration table honours (per-type keys for the known task types)."""
-    from tony_jupyter.settings import JOB_KEYS, PER_TYPE
-    from tony_jupyter.spec import KNOWN_TYPES
+    from tony_jupyter.core.settings import JOB_KEYS, PER_TYPE
+    from tony_jupyter.core.spec import KNOWN_TYPES
 
     return [*JOB_KEYS, *(f"tony.{t}.{k}" for t in KNOWN_TYPES for k in PER_TYPE)]
 
 
 def _reads(k) -> str:
-    from tony_jupyter.numbers import JAVA_INT_MAX
+    from tony_jupyter.core.numbers import JAVA_INT_MAX
 
     if k.kind != "whole":
         return {"memory": "size (2g, 512m; MB bare)", "pairs": "A=1,B=2", "names": "a,b"}.get(
@@ -278,9 +278,9 @@ def _conf_rows(keys, prefix: str = "") -> list[tuple[str, ...]]:
 
 
 def configuration() -> str:
-    from tony_jupyter.settings import JOB_KEYS, PER_TYPE
-    from tony_jupyter.spec import KNOWN_TYPES
-    from tony_jupyter.tonyconf import HARMLESS, NOT_APPLICABLE
+    from tony_jupyter.core.settings import JOB_KEYS, PER_TYPE
+    from tony_jupyter.core.spec import KNOWN_TYPES
+    from tony_jupyter.core.tonyconf import HARMLESS, NOT_APPLICABLE
 
     header = ("key", "value", "sets (its default)", "what it does")
     ignored = [
@@ -288,14 +288,14 @@ def configuration() -> str:
         for key, why in NOT_APPLICABLE.items()
     ]
     return (
-        "Honoured (the rows of `SETTINGS` in `tony_jupyter/settings.py`, with the field of "
+        "Honoured (the rows of `SETTINGS` in `tony_jupyter/core/settings.py`, with the field of "
         "`JobSpec` each sets and that field's default, in the field's own unit):\n\n"
         + _table(header, _conf_rows(JOB_KEYS))
         + f"\nPer task type, for `<type>` one of {', '.join(map(_code, KNOWN_TYPES))} (or a "
         "custom type of lowercase letters, digits and `_`; a parameter server or evaluator "
         "gets no GPU unless asked):\n\n"
         + _table(header, _conf_rows(PER_TYPE, "tony.<type>."))
-        + "\nAccepted and ignored, each said once with why (`tony_jupyter/tonyconf.py`); the "
+        + "\nAccepted and ignored, each said once with why (`tony_jupyter/core/tonyconf.py`); the "
         "values in the last column ask for nothing different and are not even said:\n\n"
         + _table(("key", "why it does not apply", "values taken silently"), ignored)
     )
@@ -319,8 +319,8 @@ def _type_name(hint: object) -> str:
 
 
 def environment() -> str:
-    from tony_jupyter.protocol.env import _VARS, ExecutorEnv
-    from tony_jupyter.spec import FORWARDED_ENV
+    from tony_jupyter.core.protocol.env import _VARS, ExecutorEnv
+    from tony_jupyter.core.spec import FORWARDED_ENV
 
     hints = typing.get_type_hints(ExecutorEnv)
     notes = _field_comments(ExecutorEnv)
@@ -333,12 +333,12 @@ def environment() -> str:
     guard = [(_code(var), _code(f"GuardConfig.{name}")) for name, var in _VARS.items()]
     return (
         "Every executor is started with these (`ExecutorEnv` in "
-        "`tony_jupyter/protocol/env.py`; a `None` default is not set at all; booleans are "
+        "`tony_jupyter/core/protocol/env.py`; a `None` default is not set at all; booleans are "
         "`1`/`0`):\n\n"
         + _table(("variable", "type", "default", "what it is"), rows)
         + "\nFrom the notebook's environment, when set there, every task gets "
         + ", ".join(map(_code, FORWARDED_ENV))
-        + " (`FORWARDED_ENV` in `tony_jupyter/spec.py`); the job's own variables come from "
+        + " (`FORWARDED_ENV` in `tony_jupyter/core/spec.py`); the job's own variables come from "
         "`tony.containers.envs` (`NAME=VALUE,...`), which may not name a `TONY_*` variable.\n\n"
         "The chief's TensorBoard process is started with its guard's secrets "
         "(`GuardConfig`), which it removes from its environment as it reads them:\n\n"
@@ -395,7 +395,7 @@ def api_routes() -> list[tuple[str, str, type, type, type]]:
     from tony_jupyter.am.api import ROUTES
     from tony_jupyter.am.http import API
     from tony_jupyter.am.session_api import ROUTES as SESSION_ROUTES
-    from tony_jupyter.am.yarn.spare_routes import ROUTES as SPARE_ROUTES
+    from tony_jupyter.am.yarn.warmroutes import ROUTES as SPARE_ROUTES
 
     out = []
     for table in (ROUTES, SESSION_ROUTES, SPARE_ROUTES):
@@ -407,7 +407,7 @@ def api_routes() -> list[tuple[str, str, type, type, type]]:
 
 def http_api() -> str:
     from tony_jupyter.am.session_api import ROUTES as SESSION_ROUTES
-    from tony_jupyter.am.yarn.spare_routes import ROUTES as SPARE_ROUTES
+    from tony_jupyter.am.yarn.warmroutes import ROUTES as SPARE_ROUTES
 
     session = {h for _, h in SESSION_ROUTES}
     spare = {h for _, h in SPARE_ROUTES}
@@ -425,7 +425,7 @@ def http_api() -> str:
         + _table(header, groups["job"])
         + "\nA session's AM also serves (`tony_jupyter/am/session_api.py`):\n\n"
         + _table(header, groups["session"])
-        + "\nA warm YARN AM, until it is handed its job (`tony_jupyter/am/yarn/spare_routes.py`):"
+        + "\nA warm YARN AM, until it is handed its job (`tony_jupyter/am/yarn/warmroutes.py`):"
         "\n\n" + _table(header, groups["spare"])
     )
 

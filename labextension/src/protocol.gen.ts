@@ -2,16 +2,16 @@
    (npm run build:types): do not edit; change the schema and regenerate. */
 
 /**
- * A response of the server extension's REST API (/tony/api/jobs...) that the JupyterLab side panel reads. Field names are exactly those of the Python side: protocol/views.py (JobSnapshot, TaskView: am/coordinator.py's Coordinator.snapshot), launcher/client.py and launcher/yarn/client.py (snapshots of a lost job), server_ext/jobs.py (summary) and server_ext/api.py (the handlers). labextension/src/protocol.gen.ts is generated from this file (npm run build:types).
+ * A response of the server extension's REST API (/tony/api/jobs...) that the JupyterLab side panel reads. Field names are exactly those of the Python side: core/protocol/views.py (JobSnapshot, TaskView: am/coordinator.py's Coordinator.snapshot), launcher/client.py and launcher/yarn/jobclient.py (snapshots of a lost job), server_ext/jobs.py (summary) and server_ext/api.py (the handlers). labextension/src/protocol.gen.ts is generated from this file (npm run build:types).
  */
 export type TonyProtocol = JobList | JobSnapshot | JobDetail | LogChunk | KillResult | StackGroups;
 /**
- * A job's state. NEW, STARTING, RUNNING, SUCCEEDED, FAILED, KILLED: the AM's Coordinator. LOST: the AM is gone and left no final status (launcher/client.py, launcher/yarn/client.py). UNKNOWN: the server could not read the job (server_ext/jobs.py).
+ * A job's state. NEW, STARTING, RUNNING, SUCCEEDED, FAILED, KILLED: the AM's Coordinator. LOST: the AM is gone and left no final status (launcher/client.py, launcher/yarn/jobclient.py). UNKNOWN: the server could not read the job (server_ext/jobs.py).
  */
 export type JobState =
   'NEW' | 'STARTING' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'KILLED' | 'LOST' | 'UNKNOWN';
 /**
- * A task's state in the current attempt (protocol/states.py TaskState; KILLED is one of its DONE_TASK_STATES).
+ * A task's state in the current attempt (core/protocol/states.py TaskState; KILLED is one of its DONE_TASK_STATES).
  */
 export type TaskState =
   | 'NEW'
@@ -75,7 +75,7 @@ export interface Progress {
   [k: string]: number | string | null;
 }
 /**
- * GET /tony/api/jobs/<job id>: Coordinator.snapshot() from the AM, or the job's saved status.json, or (AM gone, no status) the LOST snapshot of launcher/client.py or launcher/yarn/client.py, which has no failed_task and no chief.
+ * GET /tony/api/jobs/<job id>: Coordinator.snapshot() from the AM, or the job's saved status.json, or (AM gone, no status) the LOST snapshot of launcher/client.py or launcher/yarn/jobclient.py, which has no failed_task and no chief.
  */
 export interface JobSnapshot {
   job_id: string;
@@ -100,7 +100,7 @@ export interface JobSnapshot {
   chief?: string | null;
   tasks: TaskView[];
   /**
-   * the protocol's schema version (tony_jupyter.protocol.SCHEMA_VERSION)
+   * the protocol's schema version (tony_jupyter.core.protocol.SCHEMA_VERSION)
    */
   schema_version?: number;
   /**
@@ -138,7 +138,7 @@ export interface Endpoints {
   [k: string]: string;
 }
 /**
- * One task in JobSnapshot.tasks: the TaskView record of protocol/views.py, in its JSON form.
+ * One task in JobSnapshot.tasks: the TaskView record of core/protocol/views.py, in its JSON form.
  */
 export interface TaskView {
   /**
@@ -191,7 +191,7 @@ export interface GpuUse {
   memory_total_mb: number | null;
 }
 /**
- * JobSnapshot.stall: since when no task reported a new step, the threshold, the tasks furthest behind, each live task's last step and their stacks (protocol/views.py Stall).
+ * JobSnapshot.stall: since when no task reported a new step, the threshold, the tasks furthest behind, each live task's last step and their stacks (core/protocol/views.py Stall).
  */
 export interface Stall {
   /**
@@ -220,7 +220,7 @@ export interface Stall {
   stacks?: TaskStacks[];
 }
 /**
- * One task's stacks as its sidecar dumped them: every thread's Python stack in faulthandler's text, or why there are none (protocol/views.py TaskStacks).
+ * One task's stacks as its sidecar dumped them: every thread's Python stack in faulthandler's text, or why there are none (core/protocol/views.py TaskStacks).
  */
 export interface TaskStacks {
   task: string;
@@ -233,7 +233,7 @@ export interface TaskStacks {
   host?: string | null;
 }
 /**
- * JobSnapshot.waiting: why a YARN job, or some of its containers, waits, in the ResourceManager's figures for its queue (protocol/views.py QueueWait).
+ * JobSnapshot.waiting: why a YARN job, or some of its containers, waits, in the ResourceManager's figures for its queue (core/protocol/views.py QueueWait).
  */
 export interface QueueWait {
   queue: string;
@@ -329,7 +329,7 @@ export interface Amount4 {
   gpus: number;
 }
 /**
- * An amount of YARN resources (protocol/views.py Amount).
+ * An amount of YARN resources (core/protocol/views.py Amount).
  */
 export interface Amount5 {
   memory_mb: number;
@@ -340,7 +340,7 @@ export interface Amount5 {
   gpus: number;
 }
 /**
- * An amount of YARN resources (protocol/views.py Amount).
+ * An amount of YARN resources (core/protocol/views.py Amount).
  */
 export interface Amount6 {
   memory_mb: number;
@@ -351,7 +351,7 @@ export interface Amount6 {
   gpus: number;
 }
 /**
- * An amount of YARN resources (protocol/views.py Amount).
+ * An amount of YARN resources (core/protocol/views.py Amount).
  */
 export interface Amount7 {
   memory_mb: number;
@@ -449,7 +449,7 @@ export interface StackGroups {
   missing: string[];
 }
 /**
- * Tasks whose stacks are the same (stackgroups.py): their threads (the executor's own counted in own_threads, not shown); odd: fewer tasks share these than the commonest stacks; behind: a stalled job's task furthest behind is among them (protocol/stacks.py).
+ * Tasks whose stacks are the same (stackgroups.py): their threads (the executor's own counted in own_threads, not shown); odd: fewer tasks share these than the commonest stacks; behind: a stalled job's task furthest behind is among them (core/protocol/stacks.py).
  */
 export interface StackGroup {
   tasks: string[];
@@ -463,7 +463,7 @@ export interface StackGroup {
   error: string | null;
 }
 /**
- * One thread of a StackGroup: its name (Python 3.13+) and its frames, most recent first, down to the task's code (protocol/stacks.py).
+ * One thread of a StackGroup: its name (Python 3.13+) and its frames, most recent first, down to the task's code (core/protocol/stacks.py).
  */
 export interface StackThread {
   name: string;

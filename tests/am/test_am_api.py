@@ -7,9 +7,9 @@ import requests
 from helpers.jobs import wait_no_processes
 from helpers.tokens import PRINT_OWN_TOKEN, own_token
 
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.launcher import local as backend_local
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter.options import parse_job_args
 
 

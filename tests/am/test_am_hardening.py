@@ -12,10 +12,10 @@ import requests
 from helpers.jobs import running
 from helpers.tokens import PRINT_OWN_TOKEN, own_token
 
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core.bundle import make_bundle
+from tony_jupyter.core.protocol import EndpointAnswer, EventKind
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import EndpointAnswer, EventKind
 
 CELL = PRINT_OWN_TOKEN + (
     "import os, time\nprint('env', os.environ.get('TONY_TOKEN'), flush=True)\ntime.sleep(600)"

@@ -4,8 +4,8 @@ newest first, an older cell's view saying its value was dropped and why."""
 
 from test_coordinator import make, register_all
 
-from tony_jupyter.am import cells as cells_mod
-from tony_jupyter.am.cells import CellQueue
+from tony_jupyter.am import sessioncells as cells_mod
+from tony_jupyter.am.sessioncells import CellQueue
 
 
 def test_names_go_once_every_task_has_the_cell_and_old_values_past_the_bound(tmp_path, monkeypatch):

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import threading
 
-from tony_jupyter import jobdir
 from tony_jupyter.am.yarn.provider import YarnProvider
-from tony_jupyter.protocol import CHECKPOINT_FENCE
+from tony_jupyter.core import jobdir
+from tony_jupyter.core.protocol import CHECKPOINT_FENCE
 
 STAGING = "hdfs://nn:8020/user/u/.tony-jupyter/application_1_0001"
 

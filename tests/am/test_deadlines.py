@@ -6,7 +6,7 @@ import random
 
 from tests.am.test_coordinator import make, register_all
 from tony_jupyter.am import rules
-from tony_jupyter.protocol import TaskState
+from tony_jupyter.core.protocol import TaskState
 
 TICK_S = 0.2  # the AM's (main.py TICK_MS)
 CONF = "--conf tony.task.heartbeat-interval-ms=1000 --conf tony.task.max-missed-heartbeats=3"

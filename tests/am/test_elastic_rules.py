@@ -3,7 +3,7 @@ when the rendezvous endpoint goes out, which lost worker is replaced, when the j
 
 from test_coordinator import make
 
-from tony_jupyter.frameworks import ELASTIC_MAX_RESTARTS
+from tony_jupyter.core.frameworks import ELASTIC_MAX_RESTARTS
 
 ELASTIC = "--backend local --framework pytorch --workers 2:3"
 

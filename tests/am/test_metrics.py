@@ -3,7 +3,7 @@ downsampled as it ages: a stretched clock stands for a day-long job."""
 
 from tony_jupyter.am.events import EventLog
 from tony_jupyter.am.metrics import MAX_SAMPLES, RECENT_MAX, RECENT_S, MetricLog
-from tony_jupyter.protocol import Event, EventKind, Resources
+from tony_jupyter.core.protocol import Event, EventKind, Resources
 
 DAY_S = 24 * 3600
 

@@ -4,7 +4,7 @@ AM wrote (no reason, no task) too, and a damaged one skipped."""
 from __future__ import annotations
 
 from tony_jupyter.am.recovery import replay
-from tony_jupyter.protocol import FailedAttempt
+from tony_jupyter.core.protocol import FailedAttempt
 
 
 def attempt_event(seq: int, **data) -> dict:

@@ -14,7 +14,7 @@ from tornado.netutil import bind_sockets
 from tests.am.test_coordinator import make, register_all
 from tony_jupyter.am.api import make_app
 from tony_jupyter.am.http import WAKE_BATCH, AMState, Waiters
-from tony_jupyter.protocol import JobSnapshot, Resources, TaskView, token_verifier
+from tony_jupyter.core.protocol import JobSnapshot, Resources, TaskView, token_verifier
 
 TOKEN = "t" * 32
 _OWN: dict[str, str] = {}  # registration secret -> the task's own token

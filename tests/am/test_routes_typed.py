@@ -2,7 +2,7 @@
 (am/http.py ``BaseHandler.records``), and a real local AM (a session's: it serves every route)
 answers each with its record: the routes are read from the application itself, so a route added
 without records, or without a call here, fails. A malformed body is a 400 naming its field. The
-warm YARN AM's spare routes declare theirs too (tests/am/test_spare_routes.py calls them)."""
+warm YARN AM's spare routes declare theirs too (tests/am/test_warmroutes.py calls them)."""
 
 from __future__ import annotations
 
@@ -27,18 +27,18 @@ from tests.am.test_coordinator import make
 from tony_jupyter.am.api import make_app
 from tony_jupyter.am.http import AMState
 from tony_jupyter.am.provider import Placement
-from tony_jupyter.am.yarn.spare_routes import router
-from tony_jupyter.bundle import make_bundle
-from tony_jupyter.launcher import local as backend_local
-from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import (
+from tony_jupyter.am.yarn.warmroutes import router
+from tony_jupyter.core.bundle import make_bundle
+from tony_jupyter.core.protocol import (
     CellView,
     ErrorAnswer,
     HeartbeatAnswer,
     RegisterAnswer,
     token_verifier,
 )
-from tony_jupyter.records import Record
+from tony_jupyter.core.records import Record
+from tony_jupyter.launcher import local as backend_local
+from tony_jupyter.options import parse_job_args
 from tony_jupyter.session import session_spec
 
 METHODS = ("get", "post", "put", "delete", "patch")
@@ -79,7 +79,10 @@ def test_every_route_declares_protocol_records_for_its_body_and_answer():
         for method, (body, answer) in handler.records.items():
             for record in (body, answer):
                 assert issubclass(record, Record), (pattern, method, record)
-                assert record.__module__.startswith("tony_jupyter.protocol."), (pattern, record)
+                assert record.__module__.startswith("tony_jupyter.core.protocol."), (
+                    pattern,
+                    record,
+                )
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The warm YARN AM's spare routes (am/yarn/spare_routes.py), in process on 127.0.0.1 (issue 28,
+"""The warm YARN AM's spare routes (am/yarn/warmroutes.py), in process on 127.0.0.1 (issue 28,
 findings 1, 2 and 4): every route checks its secret before it reads a body (a 40 MB body with a
 wrong token is refused unread), bounds the body, answers 400 to one that is not JSON; a spare
 container's launch secret is good once; a task goes to its own container only, once; the
@@ -17,10 +17,10 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 from tornado.httpserver import HTTPServer
 from tornado.netutil import bind_sockets
 
-from tony_jupyter.am.yarn.spare_routes import router
-from tony_jupyter.am.yarn.sparepool import SparePool
-from tony_jupyter.protocol import Ok, SpareSecret, SpareStatus, SpareTask, token_verifier
-from tony_jupyter.warm import SPARE_TOKEN
+from tony_jupyter.am.yarn.warmpool import WarmPool
+from tony_jupyter.am.yarn.warmroutes import router
+from tony_jupyter.core.protocol import Ok, WarmSecret, WarmStatus, WarmTask, token_verifier
+from tony_jupyter.core.warmproc import SPARE_TOKEN
 
 TOKEN = "k" * 43
 
@@ -44,7 +44,7 @@ async def fetch(port, path, token=None, body=None, method=None):
 def scenario(test):
     async def run():
         provider = SimpleNamespace(lock=threading.Lock(), job_dir=Path(tempfile.mkdtemp()))
-        pool = SparePool(provider, token_verifier(TOKEN))
+        pool = WarmPool(provider, token_verifier(TOKEN))
         pool.job = asyncio.get_running_loop().create_future()
         sockets = bind_sockets(0, "127.0.0.1")
         server = HTTPServer(router(pool, web.Application([])), max_body_size=200 << 20)
@@ -69,7 +69,7 @@ def test_the_hand_over_checks_the_token_before_the_body_and_refuses_non_json():
         code, body = await fetch(port, "spare/job", TOKEN, b'{"files": [1]}')
         assert code == 400 and b"files" in body
         code, body = await fetch(port, "spare/status", TOKEN)
-        assert code == 200 and SpareStatus.checked(json.loads(body)) == SpareStatus(0, False)
+        assert code == 200 and WarmStatus.checked(json.loads(body)) == WarmStatus(0, False)
         files = {"cell.py": base64.b64encode(b"1").decode()}
         code, body = await fetch(port, "spare/job", TOKEN, json.dumps({"files": files}).encode())
         assert code == 200 and pool.job.result() == files and Ok.checked(json.loads(body)).ok
@@ -89,7 +89,7 @@ def test_a_launch_secret_is_good_once_and_a_task_goes_to_its_container_only():
         assert code == 403  # b's secret is not a's
         code, body = await fetch(port, "spare/hello?container=container_a", a, b"{}")
         assert code == 200
-        session_a = SpareSecret.checked(json.loads(body)).secret
+        session_a = WarmSecret.checked(json.loads(body)).secret
         assert session_a != a
         code, body = await fetch(port, "spare/hello?container=container_b", b, b"{}")
         session_b = json.loads(body)["secret"]
@@ -100,11 +100,11 @@ def test_a_launch_secret_is_good_once_and_a_task_goes_to_its_container_only():
         code, _ = await fetch(port, "spare/task?container=container_a", session_a)
         assert code == 403  # its polling secret is gone with it
         # b's task: to b only, once.
-        pool.assigned["container_b"] = SpareTask({"TONY_TOKEN": "secret"}, {})
+        pool.assigned["container_b"] = WarmTask({"TONY_TOKEN": "secret"}, {})
         code, _ = await fetch(port, "spare/task?container=container_b", session_a)
         assert code == 403
         code, body = await fetch(port, "spare/task?container=container_b", session_b)
-        assert code == 200 and SpareTask.checked(json.loads(body)).env["TONY_TOKEN"] == "secret"
+        assert code == 200 and WarmTask.checked(json.loads(body)).env["TONY_TOKEN"] == "secret"
         assert "container_b" not in pool.assigned
         pool.task_closed = True
         code, _ = await fetch(port, "spare/task?container=container_b", session_b)

@@ -2,7 +2,7 @@
 the request they answer, an open request shared by a second asker."""
 
 from tony_jupyter.am.stacks import REUSE_S, StackRequests
-from tony_jupyter.protocol import StacksReport
+from tony_jupyter.core.protocol import StacksReport
 
 
 def report(task: str, request: int, text: str = "x") -> StacksReport:

@@ -6,9 +6,9 @@ import pytest
 from tests.am.test_coordinator import make, register_all
 from tony_jupyter.am.coordinator import STALL_STACKS_WAIT_S
 from tony_jupyter.am.stalls import StallWatch, position, threshold, words
-from tony_jupyter.errors import SpecError
+from tony_jupyter.core.errors import SpecError
+from tony_jupyter.core.protocol import JobSnapshot, StacksReport
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import JobSnapshot, StacksReport
 
 STALL = "--conf tony.stall.factor=5 --conf tony.stall.floor-sec=10 --conf tony.stall.ceiling-sec=60"
 

@@ -9,13 +9,13 @@ import requests
 from helpers.jobs import running
 from helpers.tokens import PRINT_OWN_TOKEN, own_token
 
-from tony_jupyter import warm
 from tony_jupyter.am.task_credentials import SecretReused, TaskCredentials
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core import warmproc as warm
+from tony_jupyter.core.bundle import make_bundle
+from tony_jupyter.core.protocol import Beat, HeartbeatAnswer, token_verifier
 from tony_jupyter.executor.link import AMLink, BeatStream
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import Beat, HeartbeatAnswer, token_verifier
 
 CELL = PRINT_OWN_TOKEN + (
     "import os, pathlib, time\n"

@@ -19,10 +19,10 @@ from tornado.netutil import bind_sockets
 from tests.am.test_coordinator import make, register_all
 from tony_jupyter.am.api import make_app
 from tony_jupyter.am.beats import serve_beats
-from tony_jupyter.am.cells import CellQueue
 from tony_jupyter.am.http import AMState
 from tony_jupyter.am.provider import Placement
-from tony_jupyter.protocol import (
+from tony_jupyter.am.sessioncells import CellQueue
+from tony_jupyter.core.protocol import (
     Beat,
     CellResultRequest,
     EndpointRequest,
@@ -37,7 +37,7 @@ from tony_jupyter.protocol import (
     clean_progress,
     token_verifier,
 )
-from tony_jupyter.records import Record
+from tony_jupyter.core.records import Record
 from tony_jupyter.widgets import render
 
 TOKEN = "t" * 32

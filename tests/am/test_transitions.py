@@ -10,7 +10,7 @@ from test_coordinator import make
 
 from tony_jupyter.am.recovery import replay
 from tony_jupyter.am.transitions import JOB_MOVES, TASK_MOVES
-from tony_jupyter.protocol import EventKind, JobState, TaskState
+from tony_jupyter.core.protocol import EventKind, JobState, TaskState
 
 ELASTIC = "--backend local --framework pytorch --workers 2:3"
 LEGAL_TASK = [(a, b) for a in TaskState for b in sorted(TASK_MOVES[a])]

@@ -78,7 +78,7 @@ def lab(tmp_path, tony_home, notebook_cells, notebook_name):
     release.touch()
     for rec in (tony_home / "jobs").glob("*"):  # nothing may outlive the test
         from tony_jupyter.launcher.client import JobRecord
-        from tony_jupyter.launcher.clients import open_client
+        from tony_jupyter.launcher.pickclient import open_client
 
         client = open_client(JobRecord(rec.name, rec))
         client.kill("test teardown")

@@ -122,7 +122,7 @@ def serve(lab: Lab, stem: str):
     lab.start()
     yield lab
     from tony_jupyter.launcher.client import JobRecord
-    from tony_jupyter.launcher.clients import open_client
+    from tony_jupyter.launcher.pickclient import open_client
 
     for rec in (lab.home / "jobs").glob("*"):  # nothing may outlive the tests (local and YARN)
         client = open_client(JobRecord(rec.name, rec))

@@ -8,7 +8,7 @@ import getpass
 
 import pytest
 
-from tony_jupyter.hadoopconf import HadoopConf, read_site
+from tony_jupyter.core.hadoopconf import HadoopConf, read_site
 from tony_jupyter_devcluster import DevCluster, DevClusterError, failover, kerberos, process
 from tony_jupyter_devcluster.cli import main
 from tony_jupyter_devcluster.config import Layout, write_config

@@ -8,11 +8,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.executor import cell
 from tony_jupyter.launcher import local as backend_local
 from tony_jupyter.launcher.client import JobClient
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter.options import parse_job_args
 
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tony_jupyter.executor.frameworks import jax_env, pytorch_env, task_env
+from tony_jupyter.executor.frameworkenv import jax_env, pytorch_env, task_env
 
 SPEC = {"chief": ["h0:1000"], "worker": ["h1:1001", "h2:1002"]}
 
@@ -72,7 +72,7 @@ def test_jax_detects_the_task_once_the_cell_imports_it():
     pytest.importorskip("jax", reason="jax is not installed: pip install -e '.[test]'")
     code = """
 import sys
-from tony_jupyter.executor.frameworks import install_jax_cluster
+from tony_jupyter.executor.frameworkenv import install_jax_cluster
 install_jax_cluster()
 assert "jax" not in sys.modules
 import jax

@@ -17,11 +17,11 @@ import cloudpickle
 import pytest
 from helpers.fakehttp import serving
 
-from tony_jupyter.bundle import BundleInfo
+from tony_jupyter.core.bundle import BundleInfo
+from tony_jupyter.core.jobdir import JobDir
+from tony_jupyter.core.protocol import CellOutcome, ExecutorEnv
 from tony_jupyter.executor import main as steps
 from tony_jupyter.executor.link import AMLink
-from tony_jupyter.jobdir import JobDir
-from tony_jupyter.protocol import CellOutcome, ExecutorEnv
 
 SPEC = {"chief": ["h0:1000"], "worker": ["h1:1001", "h2:1002"]}
 

@@ -7,8 +7,8 @@ import socket
 import subprocess
 import sys
 
+from tony_jupyter.core.protocol import ExecutorEnv
 from tony_jupyter.executor.main import UNREACHABLE
-from tony_jupyter.protocol import ExecutorEnv
 
 
 def test_an_unreachable_am_is_named_with_the_host_and_port(tmp_path):

@@ -13,9 +13,9 @@ from helpers.jobs import assert_refused_before_submission, wait_no_processes
 from IPython.core.error import UsageError
 from sklearn.datasets import load_digits
 
-from tony_jupyter.errors import JobFailedError
+from tony_jupyter.core.errors import JobFailedError
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 
 pytest.importorskip("torch", reason="torch is not installed: pip install -e '.[test]'")
 

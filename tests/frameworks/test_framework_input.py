@@ -8,7 +8,7 @@ import pytest
 from helpers.jobs import assert_refused_before_submission, processes_under
 from IPython.core.error import UsageError
 
-from tony_jupyter.errors import SpecError
+from tony_jupyter.core.errors import SpecError
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.options import parse_job_args
 

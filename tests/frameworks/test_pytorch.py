@@ -6,9 +6,9 @@ from helpers.cells import DDP, HANG_WORKER_1
 from helpers.jobs import wait_no_processes
 from sklearn.datasets import load_digits
 
-from tony_jupyter.errors import JobFailedError
+from tony_jupyter.core.errors import JobFailedError
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 
 torch = pytest.importorskip("torch", reason="torch is not installed: pip install -e '.[test]'")
 

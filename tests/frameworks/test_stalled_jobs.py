@@ -10,7 +10,7 @@ import pytest
 from helpers.jobs import FAST, running, submit, wait_for
 from IPython.core.error import UsageError
 
-from tony_jupyter.stackgroups import group
+from tony_jupyter.core.stackgroups import group
 
 pytestmark = pytest.mark.slow
 

@@ -19,10 +19,10 @@ import pytest
 from helpers.cells import CHECKPOINTED
 from sklearn.datasets import load_digits
 
-from tony_jupyter.errors import BackendError
-from tony_jupyter.hadoopconf import HadoopConf
+from tony_jupyter.core.errors import BackendError
+from tony_jupyter.core.hadoopconf import HadoopConf
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter.launcher.yarn import rm as rm_client
 from tony_jupyter.launcher.yarn.rm import RMClient
 from tony_jupyter.launcher.yarn.staging import Staging

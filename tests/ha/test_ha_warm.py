@@ -24,9 +24,9 @@ from helpers.jobs import fetch_json
 from tony_jupyter import commands
 from tony_jupyter import session as sessions
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
-from tony_jupyter.launcher.history import all_jobs
-from tony_jupyter.launcher.yarn import warm
+from tony_jupyter.launcher.joblist import all_jobs
+from tony_jupyter.launcher.pickclient import open_client
+from tony_jupyter.launcher.yarn import warmkeeper as warm
 from tony_jupyter_devcluster import failover
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]

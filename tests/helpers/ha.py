@@ -64,7 +64,7 @@ def jobs_to_ha(monkeypatch, ha_cluster: DevCluster):
     for name in ("TONY_YARN_RM_URL", "TONY_WEBHDFS_URL", "HADOOP_USER_NAME"):
         monkeypatch.delenv(name, raising=False)
     from tony_jupyter import options
-    from tony_jupyter.spec import SpecBuilder
+    from tony_jupyter.core.spec import SpecBuilder
 
     monkeypatch.setattr(
         options, "SpecBuilder", functools.partial(SpecBuilder, default_memory=TEST_MEMORY_MB)

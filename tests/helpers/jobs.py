@@ -16,9 +16,9 @@ import psutil
 
 from helpers.leftovers import processes_under, wait_nothing_left
 from tony_jupyter import job
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.launcher.client import JobClient, list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter.options import parse_job_args
 
 # Heartbeats every 0.2 s (a job's state and final progress reach the test sooner), and 10 s of a

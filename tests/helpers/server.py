@@ -11,9 +11,9 @@ import tornado.websocket
 from tornado import httpserver, netutil
 
 from helpers.jobs import wait_no_processes
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.job import submit
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter.options import parse_job_args
 
 HITS: list[tuple[str, str]] = []

@@ -92,7 +92,7 @@ def jobs_to_yarn(monkeypatch, yarn_cluster):
     monkeypatch.delenv("TONY_WEBHDFS_URL", raising=False)
     monkeypatch.delenv("HADOOP_USER_NAME", raising=False)
     from tony_jupyter import options
-    from tony_jupyter.spec import SpecBuilder
+    from tony_jupyter.core.spec import SpecBuilder
 
     monkeypatch.setattr(
         options, "SpecBuilder", functools.partial(SpecBuilder, default_memory=TEST_MEMORY_MB)

@@ -30,10 +30,10 @@ from urllib.parse import urlparse
 
 import edge_kernel  # beside this script
 
-from tony_jupyter import jobdir, tokens
+from tony_jupyter.core import jobdir, tokens
+from tony_jupyter.core.protocol import CHECKPOINT_FENCE
 from tony_jupyter.launcher.client import find_job, jobs_dir
-from tony_jupyter.launcher.clients import open_client
-from tony_jupyter.protocol import CHECKPOINT_FENCE
+from tony_jupyter.launcher.pickclient import open_client
 
 INTERVAL_S, MAX_MISSED, EPOCHS = 1.0, 8, 60
 FLAGS = (

@@ -33,9 +33,9 @@ import requests
 from tony_jupyter import commands
 from tony_jupyter.data import filesystem
 from tony_jupyter.launcher.client import find_job
-from tony_jupyter.launcher.clients import open_client
-from tony_jupyter.launcher.history import all_jobs
-from tony_jupyter.launcher.yarn import warm
+from tony_jupyter.launcher.joblist import all_jobs
+from tony_jupyter.launcher.pickclient import open_client
+from tony_jupyter.launcher.yarn import warmkeeper as warm
 
 RM = os.environ["TONY_DEVCLUSTER_RM_URL"]
 USER = {"user.name": "root"}

@@ -19,9 +19,9 @@ from pathlib import Path
 import edge_kernel  # beside this script
 from IPython.utils.capture import capture_output
 
-from tony_jupyter.hadoopconf import HadoopConf
+from tony_jupyter.core.hadoopconf import HadoopConf
 from tony_jupyter.launcher.client import find_job, jobs_dir
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter.launcher.yarn.rm import RMClient
 from tony_jupyter.launcher.yarn.staging import Staging
 from tony_jupyter_devcluster import DevCluster, failover

@@ -26,7 +26,7 @@ import requests
 from requests_gssapi import OPTIONAL, HTTPSPNEGOAuth
 
 from tony_jupyter.launcher.client import find_job, jobs_dir
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 
 RM = os.environ["TONY_DEVCLUSTER_RM_URL"]
 WEBHDFS = os.environ["TONY_DEVCLUSTER_WEBHDFS_URL"]
@@ -39,8 +39,8 @@ import os, socket
 import tensorflow as tf
 import tony_jupyter
 from tony_jupyter import tokens
-from tony_jupyter.protocol.env import ExecutorEnv
-from tony_jupyter.tokens import Token
+from tony_jupyter.core.protocol.env import ExecutorEnv
+from tony_jupyter.core.tokens import Token
 print("HOST", socket.gethostname(), flush=True)
 """
     + edge_kernel.MWMS

@@ -21,7 +21,7 @@ import requests
 
 from tony_jupyter.data import filesystem
 from tony_jupyter.launcher.client import find_job
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 
 RM = os.environ["TONY_DEVCLUSTER_RM_URL"]
 CA = os.environ["TONY_CA_BUNDLE"]

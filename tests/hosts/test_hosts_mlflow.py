@@ -16,7 +16,7 @@ import psutil
 import pytest
 from conftest import exec_argv, on, on_edge  # tests/hosts/conftest.py
 
-from tony_jupyter import supervise
+from tony_jupyter.core import supervise
 from tony_jupyter_devcluster.hosts import EDGE, host_address
 
 pytestmark = [pytest.mark.hosts, pytest.mark.slow]

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tony_jupyter.errors import BackendError
+from tony_jupyter.core.errors import BackendError
 from tony_jupyter.launcher.yarn import appmaster
 
 CID = "container_1_0001_01_000001"

@@ -12,7 +12,7 @@ import time
 import pytest
 import requests
 
-from tony_jupyter.errors import BackendError
+from tony_jupyter.core.errors import BackendError
 from tony_jupyter.launcher.yarn import appmaster
 
 

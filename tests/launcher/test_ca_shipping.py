@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tony_jupyter import jobdir, tokens
-from tony_jupyter.errors import BackendError
+from tony_jupyter.core import jobdir, tokens
+from tony_jupyter.core.errors import BackendError
 from tony_jupyter.launcher.yarn import transport
 from tony_jupyter.launcher.yarn.appmaster import executor_file
 

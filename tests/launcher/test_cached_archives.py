@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tony_jupyter.hadoopconf import Address
+from tony_jupyter.core.hadoopconf import Address
 from tony_jupyter.launcher.yarn import staging as staging_mod
 from tony_jupyter.launcher.yarn import uploads
 from tony_jupyter.launcher.yarn.staging import Staging

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 from helpers.fakehttp import reply, serving
 
-from tony_jupyter.errors import BackendError
+from tony_jupyter.core.errors import BackendError
 from tony_jupyter.launcher.client import JobClient, JobRecord
 
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from tony_jupyter import cli
-from tony_jupyter.errors import SpecError
+from tony_jupyter.core.errors import SpecError
 from tony_jupyter.launcher import doctor
 from tony_jupyter.launcher.yarn import probe
 
@@ -324,7 +324,7 @@ class Conf:
 
 
 def test_a_packed_venvs_probe_localizes_what_a_job_does_and_remembers_the_base(tony_home):
-    from tony_jupyter import nodepython
+    from tony_jupyter.core import nodepython
     from tony_jupyter.launcher.yarn import shipchoice
 
     entry = {"resource": "hdfs://nn:8020/e.tar.gz", "type": "ARCHIVE", "size": 1, "timestamp": 1}

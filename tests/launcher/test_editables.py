@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tony_jupyter.errors import SpecError
+from tony_jupyter.core.errors import SpecError
 from tony_jupyter.launcher.yarn import editables, packenv
 
 FINDER = """\

@@ -19,14 +19,14 @@ from pathlib import Path
 import pytest
 import trustme
 
-from tony_jupyter.errors import BackendError
-from tony_jupyter.hadoopconf import Address, HadoopConf, hdfs_token_service
+from tony_jupyter.core.errors import BackendError
+from tony_jupyter.core.hadoopconf import Address, HadoopConf, hdfs_token_service
+from tony_jupyter.core.spec import JobSpec
+from tony_jupyter.core.tokens import HDFS_KIND, RM_KIND, WEBHDFS_KIND, Token
 from tony_jupyter.launcher.yarn import rm as rm_mod
 from tony_jupyter.launcher.yarn.rm import RMClient
 from tony_jupyter.launcher.yarn.secure import Cluster, job_tokens
 from tony_jupyter.launcher.yarn.staging import Staging
-from tony_jupyter.spec import JobSpec
-from tony_jupyter.tokens import HDFS_KIND, RM_KIND, WEBHDFS_KIND, Token
 
 # --- configuration ---------------------------------------------------------------------------
 
@@ -444,7 +444,7 @@ def test_a_tasks_clients_with_a_delegation_token_move_past_a_standby_namenode(ma
     StandbyException: the task's HdfsCLI client (checkpoint mirror) and tony_jupyter.data's
     filesystem go on to the active one all the same."""
     pytest.importorskip("fsspec")
-    from tony_jupyter import tokens
+    from tony_jupyter.core import tokens
     from tony_jupyter.data import sources, webhdfs
 
     a, b = Master("nn"), Master("nn")
@@ -495,9 +495,9 @@ def test_a_jobs_client_keeps_to_its_am_while_the_rms_fail_over(
     """A fresh client of a running job (each of the panel's requests makes one) finds its AM at
     the address the job's start found while the RM gives none: the job is not shown STARTING,
     nor its AM unreachable, for the moments of an RM failover."""
-    from tony_jupyter import jobdir
+    from tony_jupyter.core import jobdir
     from tony_jupyter.launcher.client import JobRecord
-    from tony_jupyter.launcher.yarn import client as yarn_client
+    from tony_jupyter.launcher.yarn import jobclient as yarn_client
 
     d = tmp_path / "application_1_0001"
     d.mkdir()

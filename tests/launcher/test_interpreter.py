@@ -10,7 +10,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from tony_jupyter import nodepython
+from tony_jupyter.core import nodepython
 from tony_jupyter.launcher.yarn import interpreter, packenv
 
 BASE = Path(os.path.realpath(sys.base_prefix))

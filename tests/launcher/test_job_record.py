@@ -8,13 +8,13 @@ import stat
 
 import pytest
 
-from tony_jupyter import jobdir
-from tony_jupyter.hadoopconf import Address, HadoopConf
+from tony_jupyter.core import jobdir
+from tony_jupyter.core.hadoopconf import Address, HadoopConf
+from tony_jupyter.core.protocol import new_token, token_verifier
+from tony_jupyter.core.spec import JobSpec, TaskSpec
+from tony_jupyter.core.yarninfo import YarnInfo
 from tony_jupyter.launcher.client import JobRecord, jobs_dir, token_store
 from tony_jupyter.launcher.yarn.secure import Cluster
-from tony_jupyter.protocol import new_token, token_verifier
-from tony_jupyter.spec import JobSpec, TaskSpec
-from tony_jupyter.yarninfo import YarnInfo
 
 
 def _mode(path) -> int:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tony_jupyter import supervise
-from tony_jupyter.errors import BackendError
-from tony_jupyter.jobdir import JobDir
+from tony_jupyter.core import supervise
+from tony_jupyter.core.errors import BackendError
+from tony_jupyter.core.jobdir import JobDir
 from tony_jupyter.launcher import local, outcome
 
 
@@ -130,7 +130,7 @@ def test_one_function_words_every_launch_failure():
 
 
 def test_the_warm_ams_start_is_worded_by_the_same_function(monkeypatch):
-    from tony_jupyter.launcher.yarn import warm
+    from tony_jupyter.launcher.yarn import warmkeeper as warm
 
     class RM:
         def __init__(self, report):

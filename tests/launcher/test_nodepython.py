@@ -1,4 +1,4 @@
-"""A container's command checks the job's Python before running it (tony_jupyter/nodepython.py):
+"""A container's command checks the job's Python before running it (core/nodepython.py):
 each case runs the real command line in bash, as a YARN container does, with the interpreters a
 node may have: none at the path, a venv link to a base interpreter the node lacks, another minor
 version, one that does not start, and the right one."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tony_jupyter import nodepython, venvdir
+from tony_jupyter.core import nodepython, venvdir
 
 # The check names the host as `hostname -f` does (the node's name in YARN's node list).
 HOST = subprocess.run(

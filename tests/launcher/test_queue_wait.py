@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tony_jupyter.hadoopconf import Address
+from tony_jupyter.core.hadoopconf import Address
+from tony_jupyter.core.protocol import Amount, JobSnapshot, JobState
+from tony_jupyter.core.spec import JobSpec, TaskSpec
+from tony_jupyter.core.waits import wait_text
 from tony_jupyter.launcher.yarn import waiting
 from tony_jupyter.launcher.yarn.rm import RMClient
-from tony_jupyter.protocol import Amount, JobSnapshot, JobState
-from tony_jupyter.spec import JobSpec, TaskSpec
-from tony_jupyter.waits import wait_text
 from tony_jupyter.widgets import render
 
 

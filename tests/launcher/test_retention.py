@@ -5,9 +5,9 @@ import json
 import time
 from unittest import mock
 
-from tony_jupyter import retention
+from tony_jupyter.core import retention
 from tony_jupyter.launcher.client import JobRecord, jobs_dir, list_jobs
-from tony_jupyter.launcher.history import all_jobs, prune_local
+from tony_jupyter.launcher.joblist import all_jobs, prune_local
 
 DAY = 86400
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from tony_jupyter.errors import SpecError
-from tony_jupyter.hadoopconf import Address
+from tony_jupyter.core.errors import SpecError
+from tony_jupyter.core.hadoopconf import Address
+from tony_jupyter.core.spec import JobSpec, TaskSpec
 from tony_jupyter.launcher.yarn.rm import GPU, RMClient
-from tony_jupyter.spec import JobSpec, TaskSpec
 
 
 def resource(mb: int, vcores: int, gpus: int | None = None) -> dict:

@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 from helpers.fakehttp import reply, serving
 
-from tony_jupyter.errors import BackendError
-from tony_jupyter.hadoopconf import Address
+from tony_jupyter.core.errors import BackendError
+from tony_jupyter.core.hadoopconf import Address
 from tony_jupyter.launcher.yarn.rm import RMClient
 
 

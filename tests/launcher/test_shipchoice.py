@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tony_jupyter.errors import SpecError
+from tony_jupyter.core.errors import SpecError
 from tony_jupyter.launcher.yarn import interpreter, shipchoice
 from tony_jupyter.options import parse_job_args
 

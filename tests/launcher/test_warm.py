@@ -1,4 +1,4 @@
-"""The warm path of the local backend (tony_jupyter/warm.py): a job handed to the kernel's spare
+"""The warm path of the local backend (core/warmproc.py): a job handed to the kernel's spare
 AM and its spare executors behaves as one in fresh processes (environment as the notebook has it
 now, cwd, argv, logs, TF_CONFIG), a job whose interpreter-start environment differs starts fresh,
 a spare dies with its parent, and a job from spares still stops whole (killed, or Ctrl-C in the
@@ -16,9 +16,9 @@ import pytest
 from helpers.jobs import FAST, Interrupter, submit, tasks_of_the_only_job, wait_no_processes
 
 from tony_jupyter.launcher import local
-from tony_jupyter.launcher import spare as spare_am
+from tony_jupyter.launcher import localwarm as spare_am
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 
 CELL = """
 import json, os, sys

@@ -1,5 +1,5 @@
 """Spare executors that imported the kernel's last job's framework before the job came
-(warm.preload; am/spare.py's plan): a like job trains in them and finds its framework imported
+(warm.preload; am/warmstart.py's plan): a like job trains in them and finds its framework imported
 already (MultiWorkerMirroredStrategy, PyTorch DDP, JAX); a job whose environment differs in any
 one variable a framework reads as it loads, or whose cell sets one itself, starts in a fresh
 interpreter; a GPU task never takes a spare that imported under other CUDA_VISIBLE_DEVICES.
@@ -16,13 +16,14 @@ from helpers.cells import DDP, JAX, MWMS
 from helpers.jobs import FAST, submit, wait_no_processes
 from sklearn.datasets import load_digits
 
-from tony_jupyter import loadenv, warm
-from tony_jupyter.am import spare as spare_plan
+from tony_jupyter.am import warmstart as spare_plan
 from tony_jupyter.am.local import LocalProvider
-from tony_jupyter.launcher import spare as spare_am
+from tony_jupyter.core import loadenv
+from tony_jupyter.core import warmproc as warm
+from tony_jupyter.core.protocol import ExecutorEnv
+from tony_jupyter.launcher import localwarm as spare_am
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.options import parse_job_args
-from tony_jupyter.protocol import ExecutorEnv
 
 pytestmark = pytest.mark.slow
 
@@ -223,7 +224,7 @@ def fake_spares():
     made = []
     for devices in ("1", None, "0"):
         env = dict(base) if devices is None else dict(base, CUDA_VISIBLE_DEVICES=devices)
-        made.append(warm.Spare.start(["sleep", "60"], env, framework="tensorflow"))
+        made.append(warm.WarmProcess.start(["sleep", "60"], env, framework="tensorflow"))
     yield made
     for s in made:
         s.proc.kill()
@@ -275,7 +276,7 @@ def test_a_cell_setting_a_load_variable_is_told_from_its_text(cell, alike):
 
 
 def test_a_spare_that_imported_nothing_still_fits_a_changed_load_environment():
-    spare = warm.Spare(subprocess.Popen(["sleep", "30"]), {"XLA_FLAGS": "a"})
+    spare = warm.WarmProcess(subprocess.Popen(["sleep", "30"]), {"XLA_FLAGS": "a"})
     try:
         assert spare.fits({"XLA_FLAGS": "b", "CUDA_VISIBLE_DEVICES": "0"})
         spare.framework = "jax"

@@ -1,4 +1,4 @@
-"""Spares started as the extension loads (launcher/spare.py ``on_load``): a kernel's first local
+"""Spares started as the extension loads (launcher/localwarm.py ``on_load``): a kernel's first local
 job runs in them; ``TONY_JUPYTER_WARM_ON_LOAD=0``, ``TONY_JUPYTER_WARM=0`` or a YARN default
 backend start none. Real processes, no timings."""
 
@@ -9,7 +9,7 @@ import pytest
 from helpers.jobs import FAST, wait_no_processes
 
 import tony_jupyter
-from tony_jupyter.launcher import spare as spare_am
+from tony_jupyter.launcher import localwarm as spare_am
 from tony_jupyter.launcher.client import list_jobs
 
 FIRST = "import os\npid = os.getpid()\n"

@@ -1,12 +1,12 @@
-"""Which jobs the kernel's warm YARN AM may take (launcher/yarn/warm.py): only one whose every
+"""Which jobs the kernel's warm YARN AM may take (launcher/yarn/warmkeeper.py): only one whose every
 difference from a fresh submission is none. Unit tests on the rules, with a stand-in cluster."""
 
 from types import SimpleNamespace
 
 import pytest
 
-from tony_jupyter.bundle import Bundle
-from tony_jupyter.launcher.yarn import warm
+from tony_jupyter.core.bundle import Bundle
+from tony_jupyter.launcher.yarn import warmkeeper as warm
 from tony_jupyter.options import parse_job_args
 
 

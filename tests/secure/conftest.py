@@ -46,7 +46,7 @@ def tony_home(tony_home, monkeypatch, secure_cluster, secure):
     afterwards no application or staging directory of the test may be left."""
     as_user(monkeypatch, secure_cluster, "alice")
     from tony_jupyter import options
-    from tony_jupyter.spec import SpecBuilder
+    from tony_jupyter.core.spec import SpecBuilder
 
     monkeypatch.setattr(
         options, "SpecBuilder", functools.partial(SpecBuilder, default_memory=TEST_MEMORY_MB)

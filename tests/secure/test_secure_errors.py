@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tony_jupyter.errors import BackendError
+from tony_jupyter.core.errors import BackendError
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter_devcluster import kerberos
 from tony_jupyter_devcluster.security import principal

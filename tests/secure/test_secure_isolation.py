@@ -13,9 +13,9 @@ import requests
 from helpers.secure import as_user
 
 from tony_jupyter.commands import stacks_text
-from tony_jupyter.errors import BackendError, JobNotFoundError
-from tony_jupyter.hadoopconf import HadoopConf
-from tony_jupyter.kerberos import Login
+from tony_jupyter.core.errors import BackendError, JobNotFoundError
+from tony_jupyter.core.hadoopconf import HadoopConf
+from tony_jupyter.core.kerberos import Login
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.yarn.rm import RMClient
 from tony_jupyter.server_ext.jobs import ServerJobs, kerberos_user

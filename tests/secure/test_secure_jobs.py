@@ -17,7 +17,7 @@ from helpers.jobs import strike_when
 from sklearn.datasets import load_digits
 
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter.launcher.yarn.secure import TokenKeeper
 
 pytestmark = [pytest.mark.yarn, pytest.mark.secure, pytest.mark.slow]

@@ -7,7 +7,7 @@ import pytest
 from helpers.jobs import fetch_json
 from helpers.server import finished_job, status
 
-from tony_jupyter.origin import JobOrigin
+from tony_jupyter.core.origin import JobOrigin
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 

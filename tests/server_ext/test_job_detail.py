@@ -13,8 +13,8 @@ from helpers.jobs import fetch_json
 from helpers.server import finished_job
 
 from tony_jupyter.am.metrics import MetricLog
-from tony_jupyter.protocol import Event, EventKind, GpuUse, Stall, TaskStacks
-from tony_jupyter.protocol.executor import Resources
+from tony_jupyter.core.protocol import Event, EventKind, GpuUse, Stall, TaskStacks
+from tony_jupyter.core.protocol.executor import Resources
 from tony_jupyter.server_ext.detail import AttemptSpan, JobDetail
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]

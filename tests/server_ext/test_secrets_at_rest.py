@@ -9,10 +9,10 @@ import stat
 import pytest
 from helpers.jobs import FAST, fetch_json
 
-from tony_jupyter.jobdir import JobDir
+from tony_jupyter.core.jobdir import JobDir
+from tony_jupyter.core.spec import JobSpec, SpecError
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
-from tony_jupyter.spec import JobSpec, SpecError
+from tony_jupyter.launcher.pickclient import open_client
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -76,7 +76,7 @@ async def test_a_local_jobs_variables_reach_its_tasks_and_no_record_or_api(
 
 def test_a_running_jobs_values_are_the_users_only(shell, tony_home):
     """While the job runs, the values' file is its user's alone (mode 600)."""
-    from tony_jupyter.bundle import make_bundle
+    from tony_jupyter.core.bundle import make_bundle
     from tony_jupyter.launcher import local as backend_local
     from tony_jupyter.options import parse_job_args
 

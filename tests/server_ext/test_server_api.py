@@ -228,7 +228,7 @@ def test_extension_is_enabled_on_install():
 
 
 def test_kernel_side_proxy_url(monkeypatch):
-    from tony_jupyter.proxyurls import proxy_url
+    from tony_jupyter.core.proxyurls import proxy_url
 
     monkeypatch.delenv("JUPYTERHUB_SERVICE_PREFIX", raising=False)
     monkeypatch.setenv("TONY_JUPYTER_BASE_URL", "/user/tester/")

@@ -7,7 +7,7 @@ import time
 import pytest
 from helpers.server import finished_job, status
 
-from tony_jupyter import retention
+from tony_jupyter.core import retention
 from tony_jupyter.server_ext.config import TonyJupyter
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]

@@ -13,9 +13,9 @@ from helpers.cells import MWMS
 from helpers.jobs import wait_for
 from sklearn.datasets import load_digits
 
-from tony_jupyter.errors import BackendError
+from tony_jupyter.core.errors import BackendError
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter_devcluster import preflight
 
 pytestmark = [pytest.mark.yarn, pytest.mark.tls, pytest.mark.slow]

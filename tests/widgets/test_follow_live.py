@@ -4,9 +4,9 @@ and in order, through the AM's feed (the widget itself shows a bounded tail)."""
 import pytest
 from helpers.jobs import wait_no_processes
 
-from tony_jupyter.bundle import make_bundle
+from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.launcher import local as backend_local
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter.options import parse_job_args
 from tony_jupyter.widgets.follow import follow
 from tony_jupyter.widgets.view import JobView

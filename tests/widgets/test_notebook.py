@@ -10,7 +10,7 @@ from nbclient import NotebookClient
 from nbconvert import HTMLExporter
 
 CELL = """
-from tony_jupyter.protocol import JobSnapshot
+from tony_jupyter.core.protocol import JobSnapshot
 from tony_jupyter.widgets import JobView
 
 def snap(state, **kw):

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tony_jupyter.protocol import JobSnapshot, JobState
+from tony_jupyter.core.protocol import JobSnapshot, JobState
 from tony_jupyter.widgets import JobView, follow
 from tony_jupyter.widgets.view import BAR_MAX
 

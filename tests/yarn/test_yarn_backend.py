@@ -9,9 +9,9 @@ import pytest
 from helpers.leftovers import live_apps, staged, wait_nothing_left
 from IPython.core.error import UsageError
 
-from tony_jupyter.errors import BackendError
+from tony_jupyter.core.errors import BackendError
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter.launcher.yarn import backend
 from tony_jupyter_devcluster.config import NM2_GPUS, NM_VCORES
 
@@ -116,7 +116,7 @@ def test_unreachable_resourcemanager_names_the_address_and_its_source(
 def test_hdfs_permission_denied_leaves_nothing(shell, tony_home, cluster, monkeypatch):
     import os
 
-    from tony_jupyter.hadoopconf import read_site
+    from tony_jupyter.core.hadoopconf import read_site
 
     hdfs = read_site(__import__("pathlib").Path(os.environ["HADOOP_CONF_DIR"]) / "hdfs-site.xml")
     if hdfs.get("dfs.permissions.enabled", "true") == "false":

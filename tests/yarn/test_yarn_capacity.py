@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from tony_jupyter.errors import JobFailedError
-from tony_jupyter.jobdir import SPEC
+from tony_jupyter.core.errors import JobFailedError
+from tony_jupyter.core.jobdir import SPEC
 from tony_jupyter.launcher.yarn.rm import as_list
 from tony_jupyter.launcher.yarn.waiting import amount_of
 from tony_jupyter.server_ext.jobs import summary

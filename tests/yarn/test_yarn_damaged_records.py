@@ -16,7 +16,7 @@ from test_damaged_records import FAILED_CELL, OK_CELL, SEED, check_case, damage,
 
 from tony_jupyter import commands
 from tony_jupyter.launcher.yarn import secure
-from tony_jupyter.launcher.yarn.history import history_root
+from tony_jupyter.launcher.yarn.hdfsjobs import history_root
 
 pytestmark = pytest.mark.yarn
 BUDGET_S = 300

@@ -10,7 +10,7 @@ import pytest
 from test_durable import test_an_ended_job_is_listed_and_its_logs_read_from_another_process_at_once
 
 from tony_jupyter.launcher.yarn import secure
-from tony_jupyter.launcher.yarn.history import history_root
+from tony_jupyter.launcher.yarn.hdfsjobs import history_root
 
 pytestmark = pytest.mark.yarn
 

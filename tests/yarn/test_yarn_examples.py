@@ -11,7 +11,7 @@ import pytest
 from helpers.examples import fixed_output_dir, place, pymp_dirs
 
 from tony_jupyter.launcher.client import jobs_dir, list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 

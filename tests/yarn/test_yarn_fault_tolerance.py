@@ -20,7 +20,7 @@ from helpers.jobs import strike_when
 from sklearn.datasets import load_digits
 
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter_devcluster import process as daemons
 from tony_jupyter_devcluster.config import NODEMANAGERS
 from tony_jupyter_devcluster.testing import started_by_fixture

@@ -12,9 +12,9 @@ from helpers.jobs import FAST, fetch_json, submit
 
 from tony_jupyter import commands
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.history import all_jobs, open_job
+from tony_jupyter.launcher.joblist import all_jobs, open_job
 from tony_jupyter.launcher.yarn import secure
-from tony_jupyter.launcher.yarn.history import history_root
+from tony_jupyter.launcher.yarn.hdfsjobs import history_root
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 pytestmark = pytest.mark.yarn

@@ -8,7 +8,7 @@ import secrets
 import pytest
 import requests
 
-from tony_jupyter import quota
+from tony_jupyter.core import quota
 from tony_jupyter.executor.checkpoints import CheckpointMirror
 
 pytestmark = pytest.mark.yarn

@@ -8,7 +8,7 @@ from helpers.cells import MWMS_MODEL
 from sklearn.datasets import load_digits
 
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter_devcluster.config import NM2_GPUS
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]

@@ -1,4 +1,4 @@
-"""The shipped directory in a job handed to the warm YARN AM (launcher/yarn/warm.py): it travels
+"""The shipped directory in a job handed to the warm YARN AM (warmkeeper.py): it travels
 in the hand-over as our own archive (srcdir.archive: regular files only) and each spare
 executor unpacks it with safefiles.extract_tar, on the devcluster, where a fresh container would
 have NodeManager localize it."""
@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.yarn import warm
+from tony_jupyter.launcher.yarn import warmkeeper as warm
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 

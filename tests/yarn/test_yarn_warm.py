@@ -1,5 +1,5 @@
-"""The kernel's warm AM on YARN (``TONY_JUPYTER_WARM_YARN``, launcher/yarn/warm.py and
-am/yarn/spares.py), on the devcluster: after a job, a warm AM holds one started container per
+"""The kernel's warm AM on YARN (``TONY_JUPYTER_WARM_YARN``, launcher/yarn/warmkeeper.py and
+am/yarn/warmapp.py), on the devcluster: after a job, a warm AM holds one started container per
 task; the next job of that shape is handed to it and really trains in those containers; a job
 of another shape lets it go and runs the usual way; unused, it ends by itself; nothing of it is
 left behind."""
@@ -12,8 +12,8 @@ from helpers.cells import MWMS
 from sklearn.datasets import load_digits
 
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
-from tony_jupyter.launcher.yarn import warm
+from tony_jupyter.launcher.pickclient import open_client
+from tony_jupyter.launcher.yarn import warmkeeper as warm
 
 pytestmark = [pytest.mark.yarn, pytest.mark.slow]
 

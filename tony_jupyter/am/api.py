@@ -10,7 +10,7 @@ from urllib.parse import urlparse
 
 from tornado import web
 
-from ..protocol import (
+from ..core.protocol import (
     TERMINAL_JOB_STATES,
     ClusterSpecAnswer,
     CredentialsAnswer,
@@ -347,7 +347,7 @@ class ExecutorResultHandler(ExecutorHandler):
 
 
 class ExecutorStacksHandler(ExecutorHandler):
-    """A task's stacks, dumped by its sidecar for the AM's request (protocol/stacks.py)."""
+    """A task's stacks, dumped by its sidecar for the AM's request (core/protocol/stacks.py)."""
 
     max_body = 8 << 20  # MAX_STACKS_TEXT characters, JSON-escaped
     records = {"POST": (StacksReport, Ok)}

@@ -26,7 +26,7 @@ import hmac
 import json
 from dataclasses import replace
 
-from ..protocol import Beat, Credentials, ErrorAnswer, HeartbeatAnswer
+from ..core.protocol import Beat, Credentials, ErrorAnswer, HeartbeatAnswer
 from .coordinator import StaleAttempt
 from .http import AMState, read_record, stale_answer
 

@@ -1,5 +1,5 @@
 """The AM's command line, ``python -m tony_jupyter.am JOB_DIR [--provider local|yarn]``
-(``__main__.py``; a spare AM's once it has its job, spare.py): the Provider it asks for, then
+(``__main__.py``; a spare AM's once it has its job, warmstart.py): the Provider it asks for, then
 the AM (main.py) launched and run."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import argparse
 import threading
 from pathlib import Path
 
-from .. import warm
+from ..core import warmproc as warm
 from . import timeline
 from .local import LocalProvider
 from .main import AM
@@ -25,7 +25,7 @@ def _import_serving() -> None:
     from . import api, beats  # noqa: F401
 
 
-def main(argv: list[str] | None = None, spares: list[warm.Spare] | None = None) -> int:
+def main(argv: list[str] | None = None, spares: list[warm.WarmProcess] | None = None) -> int:
     p = argparse.ArgumentParser(prog="tony_jupyter.am")
     p.add_argument("job_dir", type=Path)
     p.add_argument("--host", default="127.0.0.1")

@@ -9,8 +9,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from ..jobdir import JobDir
-from ..protocol import (
+from ..core.jobdir import JobDir
+from ..core.protocol import (
     DONE_TASK_STATES,
     TERMINAL_JOB_STATES,
     CellOutcome,
@@ -25,8 +25,8 @@ from ..protocol import (
     TaskState,
     task_id,
 )
-from ..shown import redacted
-from ..spec import JobSpec
+from ..core.shown import redacted
+from ..core.spec import JobSpec
 from . import elastic, recovery, rules, views
 from .deadlines import Deadlines
 from .events import EventLog

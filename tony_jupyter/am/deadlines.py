@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Mapping
 
-from ..protocol import TaskState
+from ..core.protocol import TaskState
 from .tasks import Task
 
 

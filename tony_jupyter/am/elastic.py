@@ -13,8 +13,8 @@ not a lost worker), and any lost worker once ``ELASTIC_MAX_RESTARTS`` have been 
 
 from __future__ import annotations
 
-from ..frameworks import ELASTIC_MAX_RESTARTS, RENDEZVOUS_TASK
-from ..protocol import DONE_TASK_STATES, TERMINAL_JOB_STATES, TaskState
+from ..core.frameworks import ELASTIC_MAX_RESTARTS, RENDEZVOUS_TASK
+from ..core.protocol import DONE_TASK_STATES, TERMINAL_JOB_STATES, TaskState
 from .jobview import JobView
 from .tasks import Task
 

@@ -1,8 +1,8 @@
 """The job's event log as the AM holds it: every event appended to ``events.jsonl`` (what the
 history keeps, and what readers read once the AM is gone), and only the last ``TAIL`` in
 memory. An older range (a client re-attaching from the start of a day-long session) is read
-back from the file. Read like a list of :class:`~tony_jupyter.protocol.Event`: ``len``, ``[i]``,
-``[since:]``."""
+back from the file. Read like a list of :class:`~tony_jupyter.core.protocol.Event`: ``len``,
+``[i]``, ``[since:]``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import overload
 
-from ..protocol import Event
+from ..core.protocol import Event
 
 TAIL = 2048
 

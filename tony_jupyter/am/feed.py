@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from ..protocol import TERMINAL_JOB_STATES, FeedAnswer, FeedLog, NoBody
+from ..core.protocol import TERMINAL_JOB_STATES, FeedAnswer, FeedLog, NoBody
 from .http import BaseHandler, whole_arg
 
 # Per task and answer: a task that wrote more is read again at once (follow.py's chunks).

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from tornado import web
 
-from .. import amcall
-from ..protocol import ErrorAnswer
-from ..records import Record
+from ..core import amcall
+from ..core.protocol import ErrorAnswer
+from ..core.records import Record
 from .coordinator import Coordinator, StaleAttempt
 from .task_credentials import Registration, SecretReused, matches
 
@@ -32,7 +32,7 @@ T = TypeVar("T")
 R = TypeVar("R", bound=Record)
 
 if TYPE_CHECKING:
-    from .cells import CellQueue
+    from .sessioncells import CellQueue
 
 API = "/api/v1"
 MAX_LONG_POLL_S = 30.0

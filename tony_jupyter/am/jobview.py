@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from ..protocol import FailedAttempt, Stall
-from ..spec import JobSpec
+from ..core.protocol import FailedAttempt, Stall
+from ..core.spec import JobSpec
 from .deadlines import Deadlines
 from .provider import Provider
 from .tasks import Task

@@ -1,6 +1,6 @@
 """LocalProvider: one executor process per task on this machine.
 
-Each executor is a ``supervise.Process`` in its own group (a fresh one, or a spare's: warm.py);
+Each executor is a ``supervise.Process`` in its own group (a fresh one, or a spare's: warmproc.py);
 a task is stopped by TERM to its group, then KILL after ``STOP_GRACE_S`` from ``poll``, so
 that the AM's loop never blocks on one task (``supervise.Process.stop`` would wait).
 """
@@ -14,10 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-from .. import hostenv, supervise, warm
-from ..jobdir import JobDir
-from ..protocol import ExecutorEnv
-from ..spec import JobSpec, TaskSpec
+from ..core import hostenv, supervise
+from ..core import warmproc as warm
+from ..core.jobdir import JobDir
+from ..core.protocol import ExecutorEnv
+from ..core.spec import JobSpec, TaskSpec
 from .provider import Placement, Provider
 
 STOP_GRACE_S = 3.0
@@ -63,10 +64,13 @@ def _kill_strays(markers: list[dict[str, str]]) -> None:
 
 class LocalProvider(Provider):
     def __init__(
-        self, job_dir: Path, python: str = sys.executable, spares: list[warm.Spare] | None = None
+        self,
+        job_dir: Path,
+        python: str = sys.executable,
+        spares: list[warm.WarmProcess] | None = None,
     ):
         self.job_dir, self.python = job_dir, python
-        self.spares = list(spares or [])  # spare executors (warm.py): tasks start in these first
+        self.spares = list(spares or [])  # warmproc.py: tasks start in these first
         self.procs: dict[tuple[str, int], supervise.Process] = {}
         self._gpu_next = 0
         self._kill_at: dict[tuple[str, int], float] = {}
@@ -105,7 +109,7 @@ class LocalProvider(Provider):
     def placement(self, task_id: str, attempt: int) -> Placement | None:
         return Placement(HOST) if (task_id, attempt) in self.procs else None
 
-    def _spare_for(self, env: dict[str, str]) -> warm.Spare | None:
+    def _spare_for(self, env: dict[str, str]) -> warm.WarmProcess | None:
         if self.python != sys.executable:
             return None
         for spare in self.spares:

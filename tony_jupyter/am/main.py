@@ -16,12 +16,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import quota
-from ..aminfo import AmInfo
-from ..jobdir import TENSORBOARD, JobDir
-from ..protocol import TERMINAL_JOB_STATES, ExecutorEnv, JobState
-from ..spec import JobSpec
-from . import history, timeline
+from ..core import quota
+from ..core.aminfo import AmInfo
+from ..core.jobdir import TENSORBOARD, JobDir
+from ..core.protocol import TERMINAL_JOB_STATES, ExecutorEnv, JobState
+from ..core.spec import JobSpec
+from . import historyrecord as history
+from . import timeline
 from .coordinator import Coordinator
 from .provider import Provider
 
@@ -87,7 +88,7 @@ class AM:
         self.verifier = job_token_verifier(job_dir)
         self.job_id = os.environ.get(ExecutorEnv.var("job_id")) or job_dir.name
         self.provider, self.host = provider, host
-        # A warm YARN AM (yarn/spares.py) serves already: its socket, URL, server and router.
+        # A warm YARN AM (yarn/warmapp.py) serves already: its socket, URL, server and router.
         self.warm_server = listening[2:] if listening else None
         if listening:
             self.socket, self.url = listening[0], listening[1]
@@ -137,7 +138,7 @@ class AM:
 
         self.state = AMState(self.coordinator, self.verifier)
         if self.spec.session:
-            from .cells import CellQueue
+            from .sessioncells import CellQueue
 
             self.state.cells = CellQueue(self.coordinator)
         if self.warm_server:

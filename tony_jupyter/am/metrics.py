@@ -15,7 +15,7 @@ import math
 from collections import deque
 from typing import Any
 
-from ..protocol import Resources
+from ..core.protocol import Resources
 
 RECENT_S = 300.0  # every sample this recent is kept...
 RECENT_MAX = 384  # ...up to this many (a fast heartbeat keeps the last minute or so)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..spec import TaskSpec
+from ..core.spec import TaskSpec
 
 # on_exit(task_id, attempt, exit_code, diagnostics); may be called from any thread.
 ExitCallback = Callable[[str, int, int, str], None]
@@ -97,7 +97,7 @@ class Provider(abc.ABC):
         written; :meth:`shutdown` does it anyway."""
 
     def keep_history(self, job_dir: Path) -> None:  # noqa: B027 - optional hook
-        """The job's history files are in ``job_dir`` (``am/history.py``): keep them where
+        """The job's history files are in ``job_dir`` (``am/historyrecord.py``): keep them where
         they outlive the AM (YARN: HDFS). Locally the job's directory is the history."""
 
     @abc.abstractmethod

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..protocol import Event, EventKind, FailedAttempt, JobState
+from ..core.protocol import Event, EventKind, FailedAttempt, JobState
 
 ENDPOINT_SECRETS = ("key", "path_key")  # an endpoint's credentials (TensorBoard's guard)
 

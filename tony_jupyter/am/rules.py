@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..protocol import DONE_TASK_STATES
-from ..spec import JobSpec
+from ..core.protocol import DONE_TASK_STATES
+from ..core.spec import JobSpec
 from . import elastic
 from .jobview import JobView
 from .tasks import Task

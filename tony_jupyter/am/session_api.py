@@ -6,7 +6,7 @@ import json
 
 from tornado import web
 
-from ..protocol import (
+from ..core.protocol import (
     CellList,
     CellLog,
     CellResultRequest,
@@ -20,8 +20,8 @@ from ..protocol import (
     ReasonBody,
     StateAnswer,
 )
-from .cells import CellQueue
 from .http import MAX_OFFSET, MAX_RESULT_BODY, BaseHandler
+from .sessioncells import CellQueue
 
 MAX_CELL_LOG_READ = 8 << 20  # as GET logs: a bigger log comes in the next polls
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from ..protocol import StacksAnswer, StacksReport, TaskStacks
+from ..core.protocol import StacksAnswer, StacksReport, TaskStacks
 
 REUSE_S = 2.0  # an open request younger than this serves a new asker too
 

@@ -14,7 +14,7 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
-from ..protocol import token_verifier
+from ..core.protocol import token_verifier
 
 
 def matches(given: bytes, verifier_hex: str) -> bool:

@@ -1,4 +1,4 @@
-"""A task's record in the AM's task table: a :class:`~tony_jupyter.protocol.TaskView`, the one
+"""A task's record in the AM's task table: a :class:`~tony_jupyter.core.protocol.TaskView`, the one
 statement of what a task is, which the Coordinator alone changes, through the methods below
 (``moved`` only from ``Coordinator.move_task``). To everyone else (the rules, the views) it is
 the frozen record it derives from: its fields are read-only to them (mypy says so)."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol import Resources, TaskState, TaskView, progress_time
-from ..shown import redacted
+from ..core.protocol import Resources, TaskState, TaskView, progress_time
+from ..core.shown import redacted
 
 # A progress report stamped further ahead of the AM's clock than this does not hold off later
 # ones (the newest report wins, by its stamp): hosts' clocks differ by less.

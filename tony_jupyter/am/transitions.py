@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from ..protocol import JobState, TaskState
+from ..core.protocol import JobState, TaskState
 
 _T = TaskState
 _ENDS = frozenset({_T.SUCCEEDED, _T.FAILED, _T.STOPPED, _T.STOPPING})

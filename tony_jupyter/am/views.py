@@ -12,13 +12,7 @@ from collections.abc import Iterable
 from dataclasses import fields
 from pathlib import Path
 
-from ..protocol import (
-    SCHEMA_VERSION,
-    TERMINAL_JOB_STATES,
-    JobSnapshot,
-    JobState,
-    TaskView,
-)
+from ..core.protocol import SCHEMA_VERSION, TERMINAL_JOB_STATES, JobSnapshot, JobState, TaskView
 from .jobview import JobView
 from .tasks import Task
 

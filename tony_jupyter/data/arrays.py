@@ -159,7 +159,7 @@ def torch_rows(value, label: str | None = None, columns: list[str] | None = None
     import torch
     from torch.utils.data import TensorDataset
 
-    from .. import tables
+    from ..core import tables
 
     if tables.kind(value) == "numpy":
         if label is not None or columns is not None:

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol.taskid import task_id
+from ..core.protocol.taskid import task_id
 from .sources import DataError, open_parquet, resolve
 
 INDEX_PREFIX = "__index_level_"  # pandas' index column: not a feature unless asked for

@@ -11,10 +11,10 @@ import os
 import xml.etree.ElementTree as ET
 from urllib.parse import urlparse
 
-from .. import hadoopconf, tokens
-from ..errors import TonyError
-from ..kerberos import Login
-from ..protocol import ExecutorEnv
+from ..core import hadoopconf, tokens
+from ..core.errors import TonyError
+from ..core.kerberos import Login
+from ..core.protocol import ExecutorEnv
 
 
 class DataError(TonyError, ValueError):

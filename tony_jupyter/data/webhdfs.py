@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 import requests
 from fsspec.implementations.webhdfs import WebHDFS
 
-from ..tokens import TOKEN_AT_STANDBY
+from ..core.tokens import TOKEN_AT_STANDBY
 
 # As the launcher's RM client (launcher/yarn/rm.py): how long a call looks for the active
 # NameNode while a failover is under way (the old one down, the new one not yet active).

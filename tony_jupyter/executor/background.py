@@ -7,7 +7,7 @@ import os
 import threading
 
 from .. import runtime
-from ..protocol import CellOutcome, CellResultRequest, LogBatch, Ok
+from ..core.protocol import CellOutcome, CellResultRequest, LogBatch, Ok
 from .capture import LogCapture
 from .heartbeat import Heartbeater
 from .link import AMLink, Stale

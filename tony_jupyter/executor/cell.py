@@ -1,5 +1,5 @@
 """Running the user's code in a task: the cell or script from the bundle, its pushed names and
-shards bound (each framework's environment is frameworks.py's)."""
+shards bound (each framework's environment is frameworkenv.py's)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import sys
 import types
 from pathlib import Path
 
-from .. import runtime, shards, tables
-from ..bundle import BundleInfo, split_last_expression
-from ..jobdir import JobDir
-from ..protocol import CellOutcome
+from .. import runtime
+from ..core import shards, tables
+from ..core.bundle import BundleInfo, split_last_expression
+from ..core.jobdir import JobDir
+from ..core.protocol import CellOutcome
 
 # What the chief's value and pulled names may weigh: base64 in JSON, they must stay under the
 # AM's request limit (am/http.py MAX_RESULT_BODY, 100 MB).
@@ -26,7 +27,7 @@ class ResultTooLarge(Exception):
 
 
 def enter_src(bundle_dir: Path) -> str | None:
-    """Step into the directory shipped with the job (tony_jupyter/srcdir.py), laid out as under
+    """Step into the directory shipped with the job (tony_jupyter/core/srcdir.py), laid out as under
     the notebook's working directory: it becomes this task's working directory, and the
     shipped script's (or the notebook's) directory goes first on ``sys.path``. Returns that
     directory; None when nothing was shipped (--no-src-dir)."""

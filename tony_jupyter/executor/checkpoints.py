@@ -17,8 +17,8 @@ import re
 import threading
 from pathlib import Path
 
-from .. import jobdir, quota, tokens
-from ..protocol import CHECKPOINT_FENCE, ExecutorEnv
+from ..core import jobdir, quota, tokens
+from ..core.protocol import CHECKPOINT_FENCE, ExecutorEnv
 
 V = ExecutorEnv.var
 
@@ -305,7 +305,7 @@ def for_round(rank0: bool) -> CheckpointMirror | None:
 def keep_tensorboard() -> None:
     """YARN, the chief: its TensorBoard log dir (report()'s and Keras's event files) uploaded
     once, at the end, to ``<staging>/tensorboard``, which the AM moves into the job's history
-    entry (am/yarn/history.py): a finished job's TensorBoard reads it there. Never fails the
+    entry (am/yarn/historyhdfs.py): a finished job's TensorBoard reads it there. Never fails the
     task: a problem is one log line."""
     remote = os.environ.get(V("checkpoint_remote"))
     logdir = os.environ.get(V("tensorboard_dir"))

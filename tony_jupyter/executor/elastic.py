@@ -21,8 +21,8 @@ from pathlib import Path
 
 from torch.distributed.elastic.multiprocessing.errors import record
 
-from ..frameworks import ELASTIC_MAX_RESTARTS, RENDEZVOUS_TASK
-from ..protocol import CellOutcome, ExecutorEnv
+from ..core.frameworks import ELASTIC_MAX_RESTARTS, RENDEZVOUS_TASK
+from ..core.protocol import CellOutcome, ExecutorEnv
 
 # Where local rank 0 leaves its report()s for the executor, whose heartbeats carry them.
 PROGRESS_VAR = "TONY_RANK_PROGRESS"

@@ -17,8 +17,8 @@ import sys
 import time
 from typing import Any
 
-from .. import tokens
-from ..protocol import Beat, HeartbeatAnswer, HeartbeatRequest, Ok, Resources, StacksReport
+from ..core import tokens
+from ..core.protocol import Beat, HeartbeatAnswer, HeartbeatRequest, Ok, Resources, StacksReport
 from .link import AMLink, BeatStream, Stale
 
 # How long a task the AM refused (410) has after its SIGTERM before it is killed.

@@ -15,9 +15,9 @@ import threading
 from typing import Any, TypeVar
 from urllib.parse import urlencode, urlsplit
 
-from .. import amcall
-from ..protocol import Beat, HeartbeatAnswer
-from ..records import Record
+from ..core import amcall
+from ..core.protocol import Beat, HeartbeatAnswer
+from ..core.records import Record
 
 R = TypeVar("R", bound=Record)
 

@@ -1,6 +1,6 @@
 """Several processes per task (``--procs-per-task N``, torchrun's ``--nproc-per-node``): the
 executor is local rank 0 and starts ranks 1..N-1 as processes of this module, each with its own
-``LOCAL_RANK``/``RANK`` (frameworks.pytorch_env). They run the same cell; their output goes to
+``LOCAL_RANK``/``RANK`` (frameworkenv.pytorch_env). They run the same cell; their output goes to
 the executor's captured stdout (the fds are inherited); the chief's value comes from local
 rank 0. The task fails if any local rank fails; what outlives the executor is reaped (reaper).
 
@@ -16,8 +16,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from .. import supervise
-from ..protocol import ExecutorEnv
+from ..core import supervise
+from ..core.protocol import ExecutorEnv
 
 
 def start(procs: int, env_for) -> list[supervise.Process]:

@@ -3,7 +3,7 @@
 :func:`register` with the AM; :func:`start_background` (heartbeats with progress, its
 stdout/stderr shipped in batches, still written to its own stdout, the container log);
 :func:`await_cluster_spec`; :func:`prepare` (its framework's environment, ``TF_CONFIG``,
-torchrun's, JAX's: frameworks.py, and TonY's env contract); :func:`run_cell`, a typed
+torchrun's, JAX's: frameworkenv.py, and TonY's env contract); :func:`run_cell`, a typed
 :class:`CellOutcome`; :func:`report` it (its wire form made there only); exit.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import runtime
-from ..protocol import (
+from ..core.protocol import (
     CellOutcome,
     ClusterSpecAnswer,
     ExecutorEnv,
@@ -34,7 +34,7 @@ from . import checkpoints, localranks, mlflow_run, reaper, stacks
 from .background import Background
 from .capture import LogCapture
 from .cell import enter_src, exit_code, run_user_code
-from .frameworks import install_jax_cluster, task_env, tony_env
+from .frameworkenv import install_jax_cluster, task_env, tony_env
 from .heartbeat import Heartbeater
 from .link import AMLink, LinkError, Stale
 

@@ -17,8 +17,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..jobdir import JobDir
-from ..shown import redacted
+from ..core.jobdir import JobDir
+from ..core.shown import redacted
 
 # What may be long in a spec: MLflow keeps parameter values up to 6,000 characters.
 MAX_PARAM = 6000

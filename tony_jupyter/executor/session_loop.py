@@ -10,7 +10,7 @@ import traceback
 
 import cloudpickle
 
-from ..protocol import CellOutcome, CellToRun, NextCellAnswer
+from ..core.protocol import CellOutcome, CellToRun, NextCellAnswer
 from .background import Background
 from .cell import execute
 from .link import AMLink, Stale

@@ -28,8 +28,8 @@ import threading
 import time
 from pathlib import Path
 
-from .. import jobdir, supervise
-from ..protocol import EndpointRequest, ExecutorEnv, Ok
+from ..core import jobdir, supervise
+from ..core.protocol import EndpointRequest, ExecutorEnv, Ok
 from .tensorboard_guard import Guard, GuardConfig
 
 READY_TIMEOUT_S = 90.0

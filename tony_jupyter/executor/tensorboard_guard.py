@@ -26,7 +26,7 @@ import hmac
 from collections.abc import Callable, Iterable
 from urllib.parse import parse_qsl, quote, unquote_plus, urlencode
 
-from ..protocol import GuardConfig
+from ..core.protocol import GuardConfig
 
 __all__ = ["Guard", "GuardConfig"]
 

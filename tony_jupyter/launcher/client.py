@@ -26,11 +26,11 @@ import cloudpickle
 import psutil
 import requests
 
-from .. import amcall, jobdir
-from ..errors import BackendError, JobNotFoundError
-from ..jobdir import JobDir
-from ..origin import JobOrigin
-from ..protocol import (
+from ..core import amcall, jobdir
+from ..core.errors import BackendError, JobNotFoundError
+from ..core.jobdir import JobDir
+from ..core.origin import JobOrigin
+from ..core.protocol import (
     CellList,
     CellSubmit,
     CellView,
@@ -44,8 +44,8 @@ from ..protocol import (
     StacksAnswer,
     token_verifier,
 )
-from ..spec import JobSpec
-from ..yarninfo import YarnInfo
+from ..core.spec import JobSpec
+from ..core.yarninfo import YarnInfo
 from . import damage
 from .damage import DamagedRecordError
 
@@ -229,7 +229,7 @@ def decode_result(payload: dict | None) -> dict | None:
         return None
     got = cloudpickle.loads(base64.b64decode(payload["value"]))
     if payload.get("arrow"):
-        from ..tables import from_ipc
+        from ..core.tables import from_ipc
 
         got["pulled"].update(
             {n: from_ipc(base64.b64decode(b)) for n, b in payload["arrow"].items()}

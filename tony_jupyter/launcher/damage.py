@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import TonyError
+from ..core.errors import TonyError
 
 
 class DamagedRecordError(TonyError, ValueError):

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-from ..errors import TonyError
-from ..shown import redacted
+from ..core.errors import TonyError
+from ..core.shown import redacted
 from .client import home as tony_home
 from .yarn import probe
 
@@ -134,7 +134,7 @@ class Doctor:
     # --- a YARN cluster --------------------------------------------------------------------
 
     def yarn(self) -> None:
-        from ..hadoopconf import HadoopConf
+        from ..core.hadoopconf import HadoopConf
         from .yarn import secure
 
         holder: dict = {}
@@ -173,9 +173,9 @@ class Doctor:
     def shipment(self, cluster) -> Shipment:
         """What a job would run on the nodes: its Python, and the archives it localizes
         (packed and uploaded through the job's own staging and caches)."""
-        from .. import venvdir
-        from ..nodepython import SHIPPED, SHIPPED_PYTHON, this_version
-        from ..spec import JobSpec
+        from ..core import venvdir
+        from ..core.nodepython import SHIPPED, SHIPPED_PYTHON, this_version
+        from ..core.spec import JobSpec
         from .yarn import interpreter, packenv, shipchoice
 
         pack_env = "" if self.pack_env is None else str(venvdir.venv_root(self.pack_env or None))
@@ -243,7 +243,7 @@ class Doctor:
             app_id = rm.new_application()
             tokens = None
             if conf.secure and ship.resources:  # the NodeManager localizes them as the user
-                from ..spec import JobSpec
+                from ..core.spec import JobSpec
                 from .yarn import secure
 
                 tokens = secure.job_tokens(cluster, JobSpec("doctor", ())).tokens
@@ -343,7 +343,7 @@ class Doctor:
         self.checks.append(Check("venv's python on the nodes", True, detail))
 
     def run(self) -> list[Check]:
-        from ..hadoopconf import RM_URL_ENV
+        from ..core.hadoopconf import RM_URL_ENV
 
         if os.environ.get("HADOOP_CONF_DIR") or os.environ.get(RM_URL_ENV):
             self.yarn()
@@ -387,7 +387,7 @@ def _hdfs_write(staging) -> str:
 
 
 def _queue(rm, name: str) -> str:
-    from ..errors import BackendError
+    from ..core.errors import BackendError
 
     queues = rm.leaf_queues()
     q = queues.get(name)
@@ -403,7 +403,7 @@ def _queue(rm, name: str) -> str:
 
 
 def _nodes(rm) -> str:
-    from ..errors import BackendError
+    from ..core.errors import BackendError
 
     nodes = rm.nodes()
     if not nodes:
@@ -553,7 +553,7 @@ def _probe_context(app_id, queue, ship: Shipment, port, targets, conf, tokens=No
     """The probe's submission: with a packed venv, its archives localized as a job's are, and
     its command preceded by what a job's is (nodepython.launch: the check of the job's Python,
     the venv assembled over a shipped interpreter)."""
-    from .. import nodepython
+    from ..core import nodepython
     from .yarn import secure
     from .yarn.staging import local_resource_json
 
@@ -743,7 +743,7 @@ def doctor(words: list[str]) -> tuple[str, bool]:
     [VENV]] [--ship-python WHEN] [--no-probe]``; the report and whether all passed."""
     import argparse
 
-    from ..errors import SpecError
+    from ..core.errors import SpecError
 
     p = doctor_parser()
     usage = " ".join(p.format_usage().removeprefix("usage: tony-jupyter ").split())

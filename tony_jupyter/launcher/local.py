@@ -10,14 +10,14 @@ import time
 
 import psutil
 
-from .. import hostenv, jobdir, shards, srcdir, supervise
-from ..aminfo import AmInfo, AmInfoError
-from ..bundle import Bundle, BundleInfo
-from ..errors import SpecError
-from ..protocol import JobSnapshot, new_token
-from ..spec import JobSpec
+from ..core import hostenv, jobdir, shards, srcdir, supervise
+from ..core.aminfo import AmInfo, AmInfoError
+from ..core.bundle import Bundle, BundleInfo
+from ..core.errors import SpecError
+from ..core.protocol import JobSnapshot, new_token
+from ..core.spec import JobSpec
+from . import localwarm as spare_am
 from . import outcome
-from . import spare as spare_am
 from .client import JobClient, JobRecord, new_job_id, pid_alive
 
 AM_START_TIMEOUT_S = 30.0
@@ -48,7 +48,7 @@ def stage(spec: JobSpec, bundle: Bundle, argv: list[str] | None = None) -> JobRe
 
 
 def start_am(record: JobRecord, spares_like: JobSpec | None = None) -> None:
-    """Start the AM (in the kernel's spare AM where there is one that fits: launcher/spare.py)
+    """Start the AM (in the kernel's spare AM where there is one that fits: launcher/localwarm.py)
     and wait until it serves, then (given ``spares_like``) have the next spare made ready for a
     job like it; on any failure, a Ctrl-C among them, leave nothing behind."""
     d, files = record.dir, record.layout

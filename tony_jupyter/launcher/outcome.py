@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ..errors import BackendError
+from ..core.errors import BackendError
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class AmExited:
     app_id: str = ""
     state: str = ""
     diagnostics: str = ""
-    am: str = "the job's AM"  # or "the warm AM" (launcher/yarn/warm.py)
+    am: str = "the job's AM"  # or "the warm AM" (launcher/yarn/warmkeeper.py)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 
 Kernels learn where the proxy is from the server itself: at load time the extension puts the
 server's ``base_url`` into ``TONY_JUPYTER_BASE_URL`` in the server's environment, which every
-kernel this server starts inherits (see :mod:`tony_jupyter.proxyurls`).
+kernel this server starts inherits (see :mod:`tony_jupyter.core.proxyurls`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import atexit
 import os
 
-from ..proxyurls import BASE_URL_ENV
+from ..core.proxyurls import BASE_URL_ENV
 
 
 def _load_jupyter_server_extension(serverapp) -> None:
@@ -20,8 +20,8 @@ def _load_jupyter_server_extension(serverapp) -> None:
     from jupyter_server.utils import url_path_join
     from tornado.ioloop import PeriodicCallback
 
+    from ..core.retention import DAYS_ENV
     from ..launcher.client import HOME_ENV
-    from ..retention import DAYS_ENV
     from .api import SETTINGS_KEY, api_handlers
     from .boards import FinishedBoards
     from .config import TonyJupyter

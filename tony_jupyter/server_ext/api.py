@@ -8,8 +8,8 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
-from ..errors import TonyError
-from ..protocol import EventsAnswer
+from ..core.errors import TonyError
+from ..core.protocol import EventsAnswer
 from .cells import cell_jobs, parse_ids
 from .config import TonyJupyter
 from .detail import job_detail, job_stacks

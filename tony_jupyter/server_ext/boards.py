@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import supervise
+from ..core import supervise
+from ..core.protocol import GuardConfig
 from ..launcher.client import JobRecord
-from ..protocol import GuardConfig
 
 READY_TIMEOUT_S = 90.0
 

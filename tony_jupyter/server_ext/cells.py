@@ -10,11 +10,11 @@ from pathlib import Path
 
 from tornado import web
 
-from ..errors import TonyError
+from ..core.errors import TonyError
+from ..core.origin import MAX_ID
+from ..core.records import Record
 from ..launcher.client import JobRecord, list_jobs
-from ..launcher.clients import open_client
-from ..origin import MAX_ID
-from ..records import Record
+from ..launcher.pickclient import open_client
 
 MAX_CELLS = 2000  # one notebook's cells; a longer list is a mistake, refused
 _CELL_ID = re.compile(r"^[A-Za-z0-9_.:-]+$")

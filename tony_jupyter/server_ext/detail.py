@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import jobdir
-from ..errors import BackendError
+from ..core import jobdir
+from ..core.errors import BackendError
+from ..core.protocol import Event, EventKind, JobSnapshot, StackGroups, StacksAnswer
+from ..core.records import Record
+from ..core.stackgroups import grouped
+from ..core.usage import gpu_idle
 from ..launcher.client import JobClient
-from ..protocol import Event, EventKind, JobSnapshot, StackGroups, StacksAnswer
-from ..records import Record
-from ..stackgroups import grouped
-from ..usage import gpu_idle
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,13 @@ from pathlib import Path
 
 from tornado import web
 
-from ..errors import TonyError
-from ..jobdir import YARN_INFO
+from ..core.errors import TonyError
+from ..core.jobdir import YARN_INFO
+from ..core.protocol import JOB_ID, EndpointAnswer, JobSnapshot, JobSummary
+from ..core.waits import snapshot_wait
 from ..launcher.client import JobClient, JobRecord, is_job_dir, jobs_dir, list_jobs
-from ..launcher.clients import open_client
-from ..launcher.history import all_jobs, cluster_configured
-from ..protocol import JOB_ID, EndpointAnswer, JobSnapshot, JobSummary
-from ..waits import snapshot_wait
+from ..launcher.joblist import all_jobs, cluster_configured
+from ..launcher.pickclient import open_client
 from .boards import FinishedBoards, has_event_files
 
 _JOB_ID_RE = re.compile(f"^{JOB_ID}$")
@@ -52,8 +52,8 @@ def _owned(rec: JobRecord, user: str | None) -> bool:
 def kerberos_user() -> str | None:
     """The Hadoop user of this server's Kerberos credentials when HADOOP_CONF_DIR names a
     secure cluster; None on a plain one or with no cluster configured."""
-    from ..hadoopconf import HadoopConf
-    from ..kerberos import Login
+    from ..core.hadoopconf import HadoopConf
+    from ..core.kerberos import Login
 
     try:
         if not HadoopConf.load().secure:
@@ -69,7 +69,7 @@ def summary(snap: JobSnapshot) -> dict:
 
 
 def adopt(job_id: str, root: Path | None) -> None:
-    from ..launcher.yarn.history import adopt as adopt_yarn
+    from ..launcher.yarn.hdfsjobs import adopt as adopt_yarn
 
     adopt_yarn(job_id, root)
 
@@ -106,7 +106,7 @@ class ServerJobs:
         return open_client(record(job_id, self.root, self.user))
 
     async def summaries(self) -> list[dict]:
-        """This host's records, the HDFS history's and the RM's jobs (launcher/history.py);
+        """This host's records, the HDFS history's and the RM's jobs (launcher/joblist.py);
         on a secure cluster only the server's user's (the cluster lists only theirs)."""
         listing = await self.blocking(all_jobs, self.root)
         theirs = {
@@ -120,7 +120,7 @@ class ServerJobs:
             return None  # a running job's TensorBoard is its chief's, registered with its AM
         rec = client.record
         if rec.yarn() and not has_event_files(rec.layout.tensorboard):
-            from ..launcher.yarn.history import fetch_tensorboard
+            from ..launcher.yarn.hdfsjobs import fetch_tensorboard
 
             try:
                 fetch_tensorboard(rec)  # from the job's history entry on HDFS

@@ -21,7 +21,7 @@ import hashlib
 import hmac
 import secrets
 
-from ..proxyurls import POLICY
+from ..core.proxyurls import POLICY
 
 __all__ = ["CAPABILITY", "POLICY", "capability"]
 CAPABILITY = r"[A-Za-z0-9_-]{43}"

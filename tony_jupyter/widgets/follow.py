@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ..protocol import FeedAnswer, FeedLog, JobSnapshot
+from ..core.protocol import FeedAnswer, FeedLog, JobSnapshot
 from .view import JobView
 
 # The AM's feed answers on every heartbeat and log batch; this keeps a busy job from turning

@@ -8,9 +8,9 @@ import math
 import time
 from collections.abc import Mapping
 
-from .. import waits
-from ..protocol import JobSnapshot, JobState, TaskState, fmt_duration
-from ..protocol import task_id as make_task_id
+from ..core import waits
+from ..core.protocol import JobSnapshot, JobState, TaskState, fmt_duration
+from ..core.protocol import task_id as make_task_id
 
 LIVE_TASK_STATES = (TaskState.REGISTERED, TaskState.RUNNING)
 # The ends that are not the one hoped for: shown in red.
@@ -161,8 +161,8 @@ def stall_stacks_text(snap: JobSnapshot) -> str:
     """A stalled job's stacks, as they were gathered when it was marked ("" before)."""
     if snap.stall is None or not snap.stall.stacks:
         return ""
-    from ..protocol import StacksAnswer
-    from ..stackgroups import render
+    from ..core.protocol import StacksAnswer
+    from ..core.stackgroups import render
 
     answer = StacksAnswer(0, snap.stall.stacks)
     return "stacks when the job was marked stalled: " + render(answer, snap.stall.behind)
@@ -213,7 +213,7 @@ def header_html(snap: JobSnapshot, notice: str = "", gpu_idle: str = "") -> str:
 def endpoints_html(endpoints: dict, job_id: str = "") -> str:
     # Through the server extension's proxy, which resolves job -> endpoint: the browser may not
     # reach the task's host, and no host appears here.
-    from ..proxyurls import proxy_url
+    from ..core.proxyurls import proxy_url
 
     links = [
         f'<a href="{html.escape(proxy_url(job_id, name))}" target="_blank">{html.escape(name)}</a>'

@@ -3,16 +3,16 @@
 The browser often cannot reach the chief's host (a YARN node); the server extension's
 ``/tony/proxy/<job>/tensorboard/`` can, and it checks Jupyter's auth. The iframe's src is an
 absolute path on the page's own origin, under the server's base_url, which the kernel learns
-from the server (:mod:`tony_jupyter.proxyurls`). The iframe is sandboxed without
+from the server (:mod:`tony_jupyter.core.proxyurls`). The iframe is sandboxed without
 ``allow-same-origin``: what it shows is a job's, and runs in an origin of its own
-(:mod:`tony_jupyter.proxyurls`' policy, which the proxy's answers carry too).
+(:mod:`tony_jupyter.core.proxyurls`' policy, which the proxy's answers carry too).
 """
 
 from __future__ import annotations
 
 import html
 
-from ..proxyurls import IFRAME_SANDBOX, proxy_url
+from ..core.proxyurls import IFRAME_SANDBOX, proxy_url
 
 TAB_TITLE = "TensorBoard"
 HEIGHT_PX = 600

@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 import ipywidgets as w
 
-from ..protocol import JobSnapshot, JobState
-from ..shown import terminal_safe
-from ..usage import UsageHistory
+from ..core.protocol import JobSnapshot, JobState
+from ..core.shown import terminal_safe
+from ..core.usage import UsageHistory
 from . import render, tensorboard
 from .chart import MetricHistory, chart_html
 from .logbuffer import LogBuffer

@@ -56,7 +56,7 @@ def tony_home(request, tmp_path, monkeypatch, hasec_cluster, hasec):
     for home in private_home(tmp_path, monkeypatch):
         as_user(monkeypatch, hasec_cluster, "alice")
         from tony_jupyter import options
-        from tony_jupyter.spec import SpecBuilder
+        from tony_jupyter.core.spec import SpecBuilder
 
         monkeypatch.setattr(
             options, "SpecBuilder", functools.partial(SpecBuilder, default_memory=TEST_MEMORY_MB)

@@ -28,12 +28,12 @@ import requests
 from helpers.cells import CHECKPOINTED
 from sklearn.datasets import load_digits
 
-from tony_jupyter.errors import BackendError
-from tony_jupyter.hadoopconf import HadoopConf
+from tony_jupyter.core.errors import BackendError
+from tony_jupyter.core.hadoopconf import HadoopConf
+from tony_jupyter.core.tokens import Token
 from tony_jupyter.launcher.client import list_jobs
-from tony_jupyter.launcher.clients import open_client
+from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter.launcher.yarn.secure import TokenKeeper, connect
-from tony_jupyter.tokens import Token
 from tony_jupyter_devcluster import DevCluster, failover
 from tony_jupyter_devcluster.config import NODEMANAGERS
 from tony_jupyter_devcluster.ha import NAMESERVICE, RESOURCEMANAGERS
@@ -45,7 +45,7 @@ EPOCHS, STRIKE_AT_EPOCH = 8, 3
 # CHECKPOINTED (8 epochs, BackupAndRestore mirrored to HDFS) with room for the failover, and the
 # service of the HDFS token the task was given (what the AM passed on from the RM).
 CELL = (
-    "from tony_jupyter.tokens import Token, hdfs_token\n"
+    "from tony_jupyter.core.tokens import Token, hdfs_token\n"
     "token_service = Token.decode(hdfs_token()).service\n"
     + CHECKPOINTED.replace("time.sleep(0.5)", "time.sleep(1.5)")
 )
@@ -281,7 +281,7 @@ def _wait_epoch(client, epoch: int, timeout: float = 300.0) -> None:
 OUTLIVE_CELL = """
 import os, time
 from tony_jupyter import tokens
-from tony_jupyter.tokens import Token
+from tony_jupyter.core.tokens import Token
 hdfs = tokens.webhdfs_client(os.environ["TONY_WEBHDFS_URL"], None)
 first = tokens.hdfs_token()
 until = Token.decode(first).max_date_ms() / 1000 + 10

@@ -15,7 +15,7 @@ import logging
 import threading
 from typing import Any
 
-from ...tokens import HDFS_KIND, RM_KIND, Token, alias
+from ...core.tokens import HDFS_KIND, RM_KIND, Token, alias
 
 log = logging.getLogger("tony_jupyter.am.yarn")
 AMRM_KIND = "YARN_AM_RM_TOKEN"

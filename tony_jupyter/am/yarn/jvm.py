@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ...jpms import JPMS_FLAGS
+from ...core.jpms import JPMS_FLAGS
 from . import classarchive
 
 # The AM's JVM only runs two RPC clients; keep it small so the AM container stays small.

@@ -23,14 +23,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from ... import jobdir, nodepython, shards
-from ...bundle import BundleInfo
-from ...protocol import CHECKPOINT_FENCE, ExecutorEnv
-from ...spec import JobSpec, TaskSpec
-from ...tokens import tokens_env
+from ...core import jobdir, nodepython, shards
+from ...core.bundle import BundleInfo
+from ...core.protocol import CHECKPOINT_FENCE, ExecutorEnv
+from ...core.spec import JobSpec, TaskSpec
+from ...core.tokens import tokens_env
 from .. import timeline
 from ..provider import Placement, Provider
-from . import classarchive, eventlog, history, jvm
+from . import classarchive, eventlog, jvm
+from . import historyhdfs as history
 from .credentials import Credentials
 from .exits import EXIT_WORDS, FINAL
 from .localizing import LocalizationWatch
@@ -61,7 +62,7 @@ class Launch:
     cid: str = ""  # its id, as a string (no JVM call each time it is looked up)
     gpus: list[int] = field(default_factory=list)
     stopping: bool = False
-    spare: bool = False  # a warm pool's container, waiting for a task (spares.py)
+    spare: bool = False  # a warm pool's container, waiting for a task (warmapp.py)
 
 
 class YarnProvider(Provider):
@@ -126,14 +127,14 @@ class YarnProvider(Provider):
         self.loop = threading.Thread(target=self._run, name="amrm", daemon=True)
         self.allocated_at: dict[str, float] = {}
         self.tracking_url: str | None = None  # a new tracking URL for the next allocate
-        self.spares: Any = None  # a warm AM's spare containers (sparepool.SparePool)
+        self.spares: Any = None  # a warm AM's spare containers (sparepool.WarmPool)
         self.registered = False
 
     # --- lifecycle ------------------------------------------------------------------------
 
     def start(self, am_url: str) -> None:
         if self.registered:
-            return  # a warm AM registered before its job came (spares.py)
+            return  # a warm AM registered before its job came (warmapp.py)
         self.registered = True
         u = urlparse(am_url)
         # The HTTP port goes in as the "RPC port": the app report's amRPCAddress is then the

@@ -1,6 +1,6 @@
 """The AM's application on YARN, as the kernel makes it: the bundle's files, the AM container's
 launch context for the RM's REST API, the wait until the AM serves, and the cleanup of a
-submission that failed. Used by the usual submission (backend.py) and the warm AM (warm.py)."""
+submission that failed. Used by the usual submission (backend.py) and the warm AM (warmproc.py)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import requests
 
-from ... import jobdir, nodepython, retention, shards, venvdir
-from ...bundle import Bundle, BundleInfo
-from ...errors import BackendError
-from ...hadoopconf import HadoopConf
-from ...protocol import ExecutorEnv, token_verifier
-from ...spec import JobSpec
+from ...core import jobdir, nodepython, retention, shards, venvdir
+from ...core.bundle import Bundle, BundleInfo
+from ...core.errors import BackendError
+from ...core.hadoopconf import HadoopConf
+from ...core.protocol import ExecutorEnv, token_verifier
+from ...core.spec import JobSpec
 from .. import outcome
 from . import packenv, secure, transport
 from .rm import APP_TYPE, TERMINAL_APP_STATES, RMClient, am_placed

@@ -4,7 +4,7 @@ wait until the AM serves. HTTP only: the notebook host needs no JVM and no Hadoo
 Anything that goes wrong from the first write on (including Ctrl-C) kills the application and
 deletes the staging and record directories, so a failed submission leaves nothing behind.
 With ``TONY_JUPYTER_WARM_YARN`` set, a job of the last one's shape goes to the kernel's warm AM
-instead (warm.py).
+instead (warmproc.py).
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from __future__ import annotations
 import sys
 import time
 
-from ... import jobdir, shards, venvdir
-from ...bundle import Bundle
-from ...errors import SpecError
-from ...protocol import new_token
-from ...spec import JobSpec
+from ...core import jobdir, shards, venvdir
+from ...core.bundle import Bundle
+from ...core.errors import SpecError
+from ...core.protocol import new_token
+from ...core.spec import JobSpec
 from ..client import JobRecord
-from . import interpreter, packenv, secure, shipchoice, waiting, warm
+from . import interpreter, packenv, secure, shipchoice, waiting
+from . import warmkeeper as warm
 from .appmaster import (
     PRIVATE_FILES,
     am_context,

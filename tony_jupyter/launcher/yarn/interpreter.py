@@ -27,7 +27,7 @@ import re
 import tarfile
 from pathlib import Path
 
-from ... import nodepython
+from ...core import nodepython
 
 NAME = nodepython.SHIPPED  # the ARCHIVE's link name in the container
 PYTHON = nodepython.SHIPPED_PYTHON

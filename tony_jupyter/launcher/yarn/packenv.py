@@ -54,11 +54,11 @@ from pathlib import Path
 
 import psutil
 
-from ... import srcdir
-from ...errors import BackendError, SpecError
-from ...shipignore import SECRETS
-from ...spec import JobSpec
-from ...venvdir import venv_root
+from ...core import srcdir
+from ...core.errors import BackendError, SpecError
+from ...core.shipignore import SECRETS
+from ...core.spec import JobSpec
+from ...core.venvdir import venv_root
 from . import editables, venvfiles
 
 ENV_NAME = "env"  # the ARCHIVE's link name in the container

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import requests
 
-from ...errors import BackendError, SpecError
-from ...hadoopconf import Address
-from ...spec import JobSpec
+from ...core.errors import BackendError, SpecError
+from ...core.hadoopconf import Address
+from ...core.spec import JobSpec
 from .. import outcome
 from . import transport
 

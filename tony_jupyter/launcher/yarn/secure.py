@@ -25,14 +25,14 @@ from urllib.parse import urlparse
 
 import requests
 
-from ... import jobdir
-from ...errors import BackendError
-from ...hadoopconf import NN_HTTP_PORT, Address, HadoopConf
-from ...jobdir import JobDir
-from ...kerberos import Login
-from ...spec import JobSpec
-from ...tokens import Token, alias
-from ...yarninfo import YarnInfo
+from ...core import jobdir
+from ...core.errors import BackendError
+from ...core.hadoopconf import NN_HTTP_PORT, Address, HadoopConf
+from ...core.jobdir import JobDir
+from ...core.kerberos import Login
+from ...core.spec import JobSpec
+from ...core.tokens import Token, alias
+from ...core.yarninfo import YarnInfo
 from .rm import TERMINAL_APP_STATES, RMClient
 from .staging import Staging
 

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import SpecError
+from ...core.errors import SpecError
 from ..client import home
 from . import interpreter
 

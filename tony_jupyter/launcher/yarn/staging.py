@@ -24,11 +24,11 @@ import requests
 from hdfs import Client, HdfsError, InsecureClient
 from hdfs.client import _Request
 
-from ... import srcdir
-from ...errors import BackendError
-from ...hadoopconf import Address
-from ...srcdir import SrcDir
-from ...tokens import HDFS_KIND, Token
+from ...core import srcdir
+from ...core.errors import BackendError
+from ...core.hadoopconf import Address
+from ...core.srcdir import SrcDir
+from ...core.tokens import HDFS_KIND, Token
 from . import transport, uploads
 
 STAGING = ".tony-jupyter"

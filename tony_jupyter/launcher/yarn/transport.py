@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 import requests
 
-from ...errors import BackendError
+from ...core.errors import BackendError
 
 CA_ENV = "TONY_CA_BUNDLE"
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...shipignore import SECRETS
+from ...core.shipignore import SECRETS
 
 RULES_FILE = ".tonyignore"
 HIDDEN = (".*",)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import sys
 import time
 
-from ...errors import BackendError
-from ...protocol import Amount, QueueWait
-from ...spec import JobSpec
-from ...waits import amount, wait_text
+from ...core.errors import BackendError
+from ...core.protocol import Amount, QueueWait
+from ...core.spec import JobSpec
+from ...core.waits import amount, wait_text
 from .rm import GPU, RMClient, am_placed, as_list, resource_of
 
 

@@ -1,6 +1,6 @@
-"""The kernel's spare AM (tony_jupyter/warm.py): after a local job started, one AM process is
+"""The kernel's spare AM (core/warmproc.py): after a local job started, one AM process is
 started, imported and waiting, with spare executors for as many tasks as that job had, which
-import that job's framework (am/spare.py); the next job is handed to it instead of starting an
+import that job's framework (am/warmstart.py); the next job is handed to it instead of starting an
 interpreter; their import starts once that job has ended, so it takes no CPU from the job's
 tasks. The first one is started when the extension loads (``on_load``), with spare
 executors that import no framework yet. It dies with the kernel (its stdin is a pipe from
@@ -15,9 +15,10 @@ import threading
 import time
 from pathlib import Path
 
-from .. import hostenv, warm
-from ..jobdir import JobDir
-from ..spec import JobSpec
+from ..core import hostenv
+from ..core import warmproc as warm
+from ..core.jobdir import JobDir
+from ..core.spec import JobSpec
 
 # After a job started: its own tasks have the CPU first, then the spare starts.
 START_DELAY_S = 0.5
@@ -30,14 +31,14 @@ ON_LOAD_EXECUTORS = 2
 _lock = threading.Lock()
 _starting = threading.Lock()  # one start at a time (a timer's and a direct call's)
 _generation = 0  # a timer set before the last discard() starts nothing
-_spare: warm.Spare | None = None
+_spare: warm.WarmProcess | None = None
 _spare_like: tuple = ()  # what the waiting one was started for (``_like``)
 _timer: threading.Timer | None = None
 
 
 def _like(tasks: int, spec: JobSpec | None) -> tuple:
     """What decides a spare AM's spare executors: how many, and what they import under which
-    environment (am/spare.py's ``plan``)."""
+    environment (am/warmstart.py's ``plan``)."""
     if spec is None:
         return (tasks,)
     shape = tuple((t.type, t.instances, t.gpus) for t in spec.tasks)
@@ -46,7 +47,7 @@ def _like(tasks: int, spec: JobSpec | None) -> tuple:
     return (tasks, job, shape, env)
 
 
-def take(env: dict[str, str]) -> warm.Spare | None:
+def take(env: dict[str, str]) -> warm.WarmProcess | None:
     """The spare, if a fresh AM started now would be the same process; else None (and a spare
     that does not fit is let go)."""
     global _spare
@@ -111,7 +112,7 @@ def start(
         threading.Thread(target=_import_when_ended, args=(spare, after), daemon=True).start()
 
 
-def _import_when_ended(spare: warm.Spare, job_dir: Path) -> None:
+def _import_when_ended(spare: warm.WarmProcess, job_dir: Path) -> None:
     """Tell ``spare`` to import once the job in ``job_dir`` has ended (its AM wrote the job's
     history; or its directory is gone): the import's CPU is not taken from that job's tasks.
     Nothing if the spare was taken or let go meanwhile."""
@@ -124,7 +125,7 @@ def _import_when_ended(spare: warm.Spare, job_dir: Path) -> None:
         spare.import_now()
 
 
-def _start(tasks: int, spec: JobSpec | None, generation: int | None) -> warm.Spare | None:
+def _start(tasks: int, spec: JobSpec | None, generation: int | None) -> warm.WarmProcess | None:
     global _spare, _spare_like
     env = hostenv.without_jupyter(os.environ)  # as launcher/local.py starts an AM
     if not warm.enabled(env):
@@ -139,7 +140,7 @@ def _start(tasks: int, spec: JobSpec | None, generation: int | None) -> warm.Spa
     if old is not None:
         old.close()
     argv = [sys.executable, "-m", "tony_jupyter.am", "--spare", str(tasks)]
-    spare = warm.Spare.start(argv + [spec.to_json()] if spec is not None else argv, env)
+    spare = warm.WarmProcess.start(argv + [spec.to_json()] if spec is not None else argv, env)
     with _lock:
         old, _spare, _spare_like = _spare, spare, like
     if old is not None:
@@ -147,7 +148,7 @@ def _start(tasks: int, spec: JobSpec | None, generation: int | None) -> warm.Spa
     return spare
 
 
-def current() -> warm.Spare | None:
+def current() -> warm.WarmProcess | None:
     """The spare waiting now, if any."""
     with _lock:
         return _spare

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, replace
 
-from ..protocol import (
+from ..core.protocol import (
     DONE_CELL_STATES,
     TERMINAL_JOB_STATES,
     CellOutcome,

@@ -1,5 +1,5 @@
 """What a framework reads as it is imported: the variables (``at_import``) under which a spare
-executor imported its job's framework ahead of the job (warm.py), and the writes a cell makes to
+executor imported its job's framework ahead of the job (warmproc.py), and the writes a cell makes to
 them itself (``load_env_writes``), told from its text. A task is handed to such a spare only if
 a fresh interpreter would have imported the framework alike (``imports_as``, ``imports_alike``).
 

@@ -1,4 +1,4 @@
-"""The warm YARN AM's spare routes (am/yarn/spare_routes.py), before it has a job: the kernel
+"""The warm YARN AM's spare routes (am/yarn/warmroutes.py), before it has a job: the kernel
 hands it one (``POST spare/job``), a spare executor trades its launch secret for the one it
 polls with (``POST spare/hello``) and waits for its task (``GET spare/task``), and the kernel
 asks how many wait (``GET spare/status``)."""
@@ -11,21 +11,21 @@ from ..records import Record
 
 
 @dataclass(frozen=True)
-class SpareJob(Record):
+class WarmJob(Record):
     """The job's files (name: base64), the directory a launcher would have written."""
 
     files: dict[str, str]
 
 
 @dataclass(frozen=True)
-class SpareSecret(Record):
+class WarmSecret(Record):
     """What a spare executor polls ``spare/task`` with, from now on (its own)."""
 
     secret: str
 
 
 @dataclass(frozen=True)
-class SpareTask(Record):
+class WarmTask(Record):
     """A task for a spare executor: its environment (``{{PWD}}`` for the container's working
     directory) and the job's files (name: base64)."""
 
@@ -34,6 +34,6 @@ class SpareTask(Record):
 
 
 @dataclass(frozen=True)
-class SpareStatus(Record):
+class WarmStatus(Record):
     waiting: int  # spare executors ready to be handed a task now
     handed: bool  # the kernel has handed the job

@@ -1,7 +1,7 @@
 """The kernel's warm AM on YARN (opt-in: ``TONY_JUPYTER_WARM_YARN=<idle seconds>``).
 
 After a YARN job is submitted, the kernel starts one more application: a warm AM
-(am/yarn/spares.py) registered with the RM and holding one started container per task of that
+(am/yarn/warmapp.py) registered with the RM and holding one started container per task of that
 job, each with a spare executor imported and waiting. The kernel's next job of the same shape
 is handed to it (its files in one HTTP request) instead of being submitted: it skips the RM's
 accept, the AM container's allocation and localization, the JVM's and Python's start, and the
@@ -27,11 +27,12 @@ from dataclasses import dataclass
 
 import requests
 
-from ... import jobdir, srcdir, warm
-from ...bundle import Bundle, BundleInfo
-from ...errors import BackendError
-from ...protocol import SpareJob, SpareStatus, new_token, token_verifier
-from ...spec import JobSpec
+from ...core import jobdir, srcdir
+from ...core import warmproc as warm
+from ...core.bundle import Bundle, BundleInfo
+from ...core.errors import BackendError
+from ...core.protocol import WarmJob, WarmStatus, new_token, token_verifier
+from ...core.spec import JobSpec
 from .. import outcome
 from ..client import JobRecord
 from . import packenv, secure
@@ -118,11 +119,11 @@ def take(
         url = wait_for_url(rm, spare.app_id)
         files = bundle_files(spec, bundle, argv, spare.token)
         files.pop(jobdir.TOKEN)
-        if bundle.src is not None:  # the shipped directory in the hand-over (am/yarn/spares.py)
+        if bundle.src is not None:  # the shipped directory in the hand-over (am/yarn/warmapp.py)
             files[jobdir.SRC_ARCHIVE] = srcdir.archive(bundle.src)
             if len(files[jobdir.SRC_ARCHIVE]) > SRC_MAX_BYTES:
                 raise BackendError("the shipped directory is too large to hand over")
-        body = SpareJob({n: base64.b64encode(b).decode() for n, b in files.items()})
+        body = WarmJob({n: base64.b64encode(b).decode() for n, b in files.items()})
         r = requests.post(
             f"{url}/api/v1/spare/job",
             json=body.to_json(),
@@ -264,7 +265,7 @@ def ready(spare: WarmAM) -> int:
             headers={"Authorization": f"Bearer {spare.token}"},
             timeout=5,
         )
-        return SpareStatus.checked(r.json()).waiting if r.status_code == 200 else 0
+        return WarmStatus.checked(r.json()).waiting if r.status_code == 200 else 0
     except (requests.RequestException, BackendError, ValueError):
         return 0
 

@@ -1,4 +1,4 @@
-"""The warm YARN AM's spare containers (spares.py): asked of YARN for the template's tasks,
+"""The warm YARN AM's spare containers (warmapp.py): asked of YARN for the template's tasks,
 each with its own secrets, handed to the job's tasks whose shape and start environment they
 share, and the rest released."""
 
@@ -11,10 +11,11 @@ import logging
 import secrets
 from pathlib import Path
 
-from ... import jobdir, loadenv, safefiles, warm
-from ...jobdir import JobDir
-from ...protocol import SpareTask
-from ...spec import JobSpec, TaskSpec
+from ...core import jobdir, loadenv, safefiles
+from ...core import warmproc as warm
+from ...core.jobdir import JobDir
+from ...core.protocol import WarmTask
+from ...core.spec import JobSpec, TaskSpec
 from .provider import Launch, YarnProvider
 
 log = logging.getLogger("tony_jupyter.am.yarn")
@@ -28,7 +29,7 @@ def shape(task: TaskSpec) -> tuple:
     return (task.memory_mb, task.vcores, task.gpus, task.node_label)
 
 
-class SparePool:
+class WarmPool:
     """The warm AM's spare containers: asked for, handed to tasks, released."""
 
     def __init__(self, provider: YarnProvider, verifier: str):
@@ -40,7 +41,7 @@ class SparePool:
         self.taken_over: set[str] = set()  # a launch secret presented twice: no task for it
         self.closed = False  # job, hello, status: once the job was handed
         self.task_closed = False  # task: once every handed task was fetched
-        self.assigned: dict[str, SpareTask] = {}  # container id -> what its executor is handed
+        self.assigned: dict[str, WarmTask] = {}  # container id -> what its executor is handed
         self.fetched: set[str] = set()  # containers whose executor took what it was handed
         self.released: set[str] = set()
         self.waiting: set[str] = set()  # containers whose executor waits here now
@@ -49,7 +50,7 @@ class SparePool:
         self.job_dir: Path | None = None
         self.staged = False
         self.count = 0
-        # What the spare executors import while they wait ("": none; am/spare.py's plan), and
+        # What the spare executors import while they wait ("": none; am/warmstart.py's plan), and
         # the job's cell's writes to what that import reads (loadenv.load_env_writes).
         self.framework = ""
         self.writes: list | None = []
@@ -135,7 +136,7 @@ class SparePool:
             launch.gpus = spare.gpus
             p.running[cid] = launch
             p.by_task[(task_id, attempt)] = launch
-            self.assigned[cid] = SpareTask(p.task_env(launch, spare.container), self.files)
+            self.assigned[cid] = WarmTask(p.task_env(launch, spare.container), self.files)
         log.info("%s handed to spare container %s", task_id, cid)
         return True
 

@@ -2,28 +2,14 @@
 
 By responsibility: the states and the event log's entries (states.py), the job as the AM
 reports it (views.py), the executor's messages (executor.py), a session's cells (session.py),
-the job client's (client.py), the warm YARN AM's spare routes (spare.py), what every route
+the job client's (notebook.py), the warm YARN AM's spare routes (warmam.py), what every route
 shares (common.py), the executor's environment (env.py) and every task's stacks on demand
 (stacks.py). Each AM route declares the
 records of its body and its answer (am/http.py ``BaseHandler.records``;
 tests/am/test_routes_typed.py walks them). This module re-exports them all, so that
-``from tony_jupyter.protocol import X`` reads any of them.
+``from tony_jupyter.core.protocol import X`` reads any of them.
 """
 
-from .client import (
-    CredentialsAnswer,
-    CredentialsRequest,
-    EndpointAnswer,
-    EndpointRequest,
-    EventsAnswer,
-    FeedAnswer,
-    FeedLog,
-    LogsAnswer,
-    MetricsAnswer,
-    ReasonBody,
-    ResultAnswer,
-    StateAnswer,
-)
 from .common import ErrorAnswer, NoBody, Ok
 from .env import ExecutorEnv, GuardConfig, new_token, token_verifier
 from .executor import (
@@ -43,6 +29,20 @@ from .executor import (
     clean_progress,
     progress_bound,
 )
+from .notebook import (
+    CredentialsAnswer,
+    CredentialsRequest,
+    EndpointAnswer,
+    EndpointRequest,
+    EventsAnswer,
+    FeedAnswer,
+    FeedLog,
+    LogsAnswer,
+    MetricsAnswer,
+    ReasonBody,
+    ResultAnswer,
+    StateAnswer,
+)
 from .session import (
     CellList,
     CellLog,
@@ -52,7 +52,6 @@ from .session import (
     CellView,
     NextCellAnswer,
 )
-from .spare import SpareJob, SpareSecret, SpareStatus, SpareTask
 from .stacks import StackGroup, StackGroups, StacksAnswer, StacksReport, StackThread
 from .states import (
     DONE_CELL_STATES,
@@ -81,6 +80,7 @@ from .views import (
     fmt_duration,
     progress_time,
 )
+from .warmam import WarmJob, WarmSecret, WarmStatus, WarmTask
 
 __all__ = [
     "new_token",
@@ -96,8 +96,8 @@ __all__ = [
     "FeedAnswer", "FeedLog", "GpuUse", "GuardConfig", "HeartbeatAnswer", "HeartbeatRequest",
     "JobSnapshot", "JobState", "JobSummary", "LogBatch", "LogsAnswer", "MetricsAnswer",
     "NextCellAnswer", "NoBody", "Ok", "ReasonBody", "RegisterAnswer", "RegisterRequest",
-    "Resources", "ResultAnswer", "ResultRequest", "SpareJob", "SpareSecret", "SpareStatus",
-    "SpareTask", "Stall", "StackGroup", "StackGroups", "StackThread", "StacksAnswer",
+    "Resources", "ResultAnswer", "ResultRequest", "WarmJob", "WarmSecret", "WarmStatus",
+    "WarmTask", "Stall", "StackGroup", "StackGroups", "StackThread", "StacksAnswer",
     "StacksReport", "StateAnswer", "TaskCall", "TaskStacks", "TaskState", "TaskSummary",
     "TaskView", "clean_progress", "fmt_duration", "progress_bound", "progress_time",
     "token_verifier",

@@ -16,9 +16,9 @@ import shutil
 import time
 from pathlib import Path
 
-from ... import jobdir, retention
-from ...jobdir import JobDir
-from .. import history
+from ...core import jobdir, retention
+from ...core.jobdir import JobDir
+from .. import historyrecord as history
 
 log = logging.getLogger("tony_jupyter.am.yarn")
 

@@ -5,7 +5,7 @@ tasks, who ran it) and ``metrics.json`` (each task's progress and resource use o
 ``logs/`` in the job's directory.
 
 Locally the job's directory (``$TONY_JUPYTER_HOME/jobs/<id>/``) *is* its history entry; on
-YARN the AM copies these files to HDFS (``yarn/history.py``) before it deletes staging.
+YARN the AM copies these files to HDFS (``yarn/historyhdfs.py``) before it deletes staging.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import os
 import time
 from pathlib import Path
 
-from .. import jobdir
-from ..jobdir import JobDir
-from ..protocol import JobSummary
+from ..core import jobdir
+from ..core.jobdir import JobDir
+from ..core.protocol import JobSummary
 from .coordinator import Coordinator
 
 HISTORY_VERSION = 1

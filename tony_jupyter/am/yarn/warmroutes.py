@@ -1,4 +1,4 @@
-"""The warm YARN AM's spare routes (sparepool.py has the pool they serve): the kernel's hand-over
+"""The warm YARN AM's spare routes (warmpool.py has the pool they serve): the kernel's hand-over
 (``job``), a spare executor's ``hello`` and ``task``, and ``status``. Each checks its secret
 once the headers are in, before any body is read, and bounds the body; a body that is not JSON
 is a 400 naming the problem."""
@@ -10,12 +10,12 @@ from typing import Any
 
 from tornado import routing, web
 
-from ... import safefiles
-from ...errors import UnsafeFileError
-from ...protocol import NoBody, Ok, SpareJob, SpareSecret, SpareStatus, SpareTask
+from ...core import safefiles
+from ...core.errors import UnsafeFileError
+from ...core.protocol import NoBody, Ok, WarmJob, WarmSecret, WarmStatus, WarmTask
 from ..http import RecordHandler
 from ..task_credentials import matches
-from .sparepool import SparePool
+from .warmpool import WarmPool
 
 POLL_S, WAIT_S = 0.02, 25.0
 # The hand-over: the job's files, base64 (the shipped directory's archive is at most 8 MiB, the
@@ -28,7 +28,7 @@ class _Handler(RecordHandler):
     """A spare route: its secret checked once the headers are in, before any body is read;
     a bounded body, read as its record (400 otherwise)."""
 
-    def initialize(self, pool: SparePool) -> None:
+    def initialize(self, pool: WarmPool) -> None:
         self.pool = pool
 
     def authorized(self, given: str) -> bool:
@@ -52,10 +52,10 @@ class JobHandler(_Handler):
     """The kernel hands the job: its files (base64), once."""
 
     max_body = MAX_JOB_BODY
-    records = {"POST": (SpareJob, Ok)}
+    records = {"POST": (WarmJob, Ok)}
 
     def post(self) -> None:
-        files = self.parsed(SpareJob).files
+        files = self.parsed(WarmJob).files
         job = self.pool.job
         if job is None or job.done():
             raise web.HTTPError(409, "this warm AM has its job already")
@@ -72,7 +72,7 @@ class JobHandler(_Handler):
 class HelloHandler(_Handler):
     """A spare executor's first call: its launch secret for the secret it polls with."""
 
-    records = {"POST": (NoBody, SpareSecret)}
+    records = {"POST": (NoBody, WarmSecret)}
 
     def authorized(self, given: str) -> bool:
         self.session = self.pool.hello(self.container(), given)
@@ -81,14 +81,14 @@ class HelloHandler(_Handler):
     def post(self) -> None:
         self.parsed(NoBody)
         assert self.session is not None  # authorized()
-        self.answer(SpareSecret(self.session))
+        self.answer(WarmSecret(self.session))
 
 
 class TaskHandler(_Handler):
     """A spare executor waits here for its task (a long poll: 204 when none came yet); a task
     goes to its container only, once."""
 
-    records = {"GET": (NoBody, SpareTask)}
+    records = {"GET": (NoBody, WarmTask)}
 
     def authorized(self, given: str) -> bool:
         return self.pool.polls_as(self.container(), given)
@@ -115,12 +115,12 @@ class TaskHandler(_Handler):
 class StatusHandler(_Handler):
     """How many spare executors wait now (ready to be handed a task), and whether a job came."""
 
-    records = {"GET": (NoBody, SpareStatus)}
+    records = {"GET": (NoBody, WarmStatus)}
 
     def get(self) -> None:
         job = self.pool.job
         handed = bool(job and job.done())
-        self.answer(SpareStatus(len(self.pool.waiting), handed))
+        self.answer(WarmStatus(len(self.pool.waiting), handed))
 
 
 class WhileOpen(routing.PathMatches):
@@ -143,7 +143,7 @@ ROUTES: list[tuple[str, type[_Handler]]] = [
 ]
 
 
-def router(pool: SparePool, rest: Any) -> routing.RuleRouter:
+def router(pool: WarmPool, rest: Any) -> routing.RuleRouter:
     """The spare routes while they are open; everything else (and they, once closed) to
     ``rest``: the job's API once it has its job."""
     spare_api = web.Application([(f"/api/v1/{p}", h, {"pool": pool}) for p, h in ROUTES])

@@ -3,7 +3,7 @@
 - This host's job records, ``$TONY_JUPYTER_HOME/jobs/<id>/``: for a local job the directory
   *is* its history entry (the AM adds ``history.json`` and ``metrics.json`` at the end).
 - With a cluster configured (``HADOOP_CONF_DIR``): the history on HDFS, and the RM's
-  applications of type TONY-JUPYTER of this user (``yarn/history.py``), so jobs submitted from
+  applications of type TONY-JUPYTER of this user (``yarn/hdfsjobs.py``), so jobs submitted from
   another host, or another ``TONY_JUPYTER_HOME``, are listed and can be opened (:func:`open_job`
   copies such a job's record here, under ``jobs/``).
 
@@ -20,13 +20,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import jobdir, retention
-from ..aminfo import AmInfo
-from ..errors import JobNotFoundError, TonyError
-from ..numbers import shown
-from ..protocol import JOB_ID, JobSnapshot, JobState, JobSummary
+from ..core import jobdir, retention
+from ..core.aminfo import AmInfo
+from ..core.errors import JobNotFoundError, TonyError
+from ..core.numbers import shown
+from ..core.protocol import JOB_ID, JobSnapshot, JobState, JobSummary
 from .client import JobRecord, find_job, is_job_dir, jobs_dir, list_jobs, pid_alive
-from .clients import open_client
+from .pickclient import open_client
 
 SUMMARY_THREADS = 8
 ENDED = {JobState.SUCCEEDED.value, JobState.FAILED.value, JobState.KILLED.value}
@@ -132,7 +132,7 @@ def all_jobs(root: Path | None = None, remote: bool | None = None) -> Listing:
         out.rows += pool.map(local_summary, live)
     out.where.update((rec.id, "here") for rec in recs)
     if cluster_configured() if remote is None else remote:
-        from .yarn.history import remote_jobs
+        from .yarn.hdfsjobs import remote_jobs
 
         try:
             for where, row in remote_jobs(root, set(out.where)):
@@ -162,7 +162,7 @@ def open_job(job_id: str, root: Path | None = None) -> JobRecord:
         if not cluster_configured():
             raise
     if cluster_configured():
-        from .yarn.history import adopt
+        from .yarn.hdfsjobs import adopt
 
         rec = adopt(job_id, root)
         if rec is not None:

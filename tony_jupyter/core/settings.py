@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .numbers import JAVA_INT_MAX, MAX_SECONDS
 
-# The heartbeat's defaults: JobSpec's and the executor's environment's (protocol/env.py).
+# The heartbeat's defaults: JobSpec's and the executor's environment's (core/protocol/env.py).
 HEARTBEAT_INTERVAL_MS = 1000
 MAX_MISSED_HEARTBEATS = 8
 MAX_MS = int(MAX_SECONDS * 1000)

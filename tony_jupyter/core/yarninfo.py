@@ -31,7 +31,7 @@ class YarnInfo(Sparse):
     submitted: float | None = None  # time.time() at submission
     am_url: str | None = None  # the AM's API once it served (its start, or a warm hand-over)
     am_up: float | None = None
-    warm: bool | None = None  # handed to a warm AM (launcher/yarn/warm.py)
+    warm: bool | None = None  # handed to a warm AM (launcher/yarn/warmkeeper.py)
     adopted: bool | None = None  # made here from the cluster, not submitted from here
     pack_env: dict[str, Any] | None = None  # the packed environment's staging figures
     src: dict[str, Any] | None = None  # the shipped directory's staging figures

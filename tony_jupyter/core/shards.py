@@ -21,7 +21,7 @@ Layout in the job's staging directory (the local job dir, or the YARN HDFS stagi
 Each part's row groups hold at most ``ROW_GROUP_ROWS`` rows, balanced within the part, so a part
 can also be streamed by ``tony_jupyter.data.dataset`` (one file per reader: sharded by file).
 Nothing is pickled: the files are Parquet, the type is rebuilt from their schema metadata
-(see :mod:`tony_jupyter.tables`).
+(see :mod:`tony_jupyter.core.tables`).
 """
 
 from __future__ import annotations

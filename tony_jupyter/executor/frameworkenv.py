@@ -19,8 +19,8 @@ import json
 import os
 import sys
 
-from ..protocol import ExecutorEnv, parse_task_id
-from ..protocol import task_id as make_task_id
+from ..core.protocol import ExecutorEnv, parse_task_id
+from ..core.protocol import task_id as make_task_id
 
 # The order ranks are given in: the chief (if any) is rank 0, as in TensorFlow.
 RANK_ORDER = ("chief", "worker")

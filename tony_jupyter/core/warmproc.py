@@ -1,17 +1,17 @@
-"""Spare processes: an interpreter already started and imported, blocked reading its stdin until
+"""Warm processes: an interpreter already started and imported, blocked reading its stdin until
 it is handed a job as one JSON line (its environment, working directory, log file and arguments).
 
-The kernel keeps one spare AM (launcher/spare.py); a spare AM keeps spare executors for the
-job it will get (am/spare.py). A spare is used only where it behaves as a fresh process would:
-its environment is replaced wholesale, and what only matters when an interpreter starts
+The kernel keeps one warm AM (launcher/localwarm.py); a warm AM keeps warm executors for the
+job it will get (am/warmstart.py). A warm process is used only where it behaves as a fresh one
+would: its environment is replaced wholesale, and what only matters when an interpreter starts
 (``PYTHON*``, ``LD_*``, the locale, ``TZ``, ``MALLOC_*``) must be what it started with, or the
-job starts a fresh process. A spare whose parent goes away reads EOF and exits.
-``TONY_JUPYTER_WARM=0`` turns spares off.
+job starts a fresh process. A warm process whose parent goes away reads EOF and exits.
+``TONY_JUPYTER_WARM=0`` turns them off.
 
-The two words: a *spare* is one process started ahead of a job it does not know yet (a spare
-AM, a spare executor: a ``Spare`` here); *warm* is what a spare makes its job (a warm start),
-and names the switches (``TONY_JUPYTER_WARM*``) and YARN's *warm AM*, a whole application
-started ahead, whose spare executors wait in its containers.
+One word names the idea in modules, classes and switches: *warm* (a ``WarmProcess`` here; the
+``TONY_JUPYTER_WARM*`` switches; YARN's *warm AM*, a whole application started ahead, whose
+warm executors wait in its containers). In comments and local names a warm process is also
+"a spare" (``spares``: the warm processes a job may take), the noun for one such process.
 
 A spare executor may also have imported its job's framework (TensorFlow, PyTorch, JAX: the
 kernel's last job's) before the job came. Then what a framework reads as it is imported must be
@@ -40,8 +40,8 @@ SWITCH = "TONY_JUPYTER_WARM"
 # Spares that import the framework ahead (each holds it in memory: ~0.8 GiB for TensorFlow);
 # ``0`` keeps them warm without it.
 IMPORT_SWITCH = "TONY_JUPYTER_WARM_IMPORT"
-# YARN's warm AM (launcher/yarn/warm.py, am/yarn/spares.py) is opt-in: it holds containers of a
-# shared cluster. Its value is how long an unused warm AM waits before it gives them back.
+# YARN's warm AM (launcher/yarn/warmkeeper.py, am/yarn/warmapp.py) is opt-in: it holds containers
+# of a shared cluster. Its value is how long an unused warm AM waits before it gives them back.
 YARN_IDLE = "TONY_JUPYTER_WARM_YARN"
 YARN_IDLE_DEFAULT_S = 600.0
 # A spare executor in a YARN container: the warm AM it waits on, and its token there.
@@ -72,7 +72,7 @@ def at_start(env: Mapping[str, str]) -> dict[str, str]:
 
 
 @dataclass
-class Spare:
+class WarmProcess:
     proc: supervise.Process
     env: dict[str, str]  # what it started with
     id: str = ""
@@ -80,7 +80,7 @@ class Spare:
     framework: str = ""  # what it imports while it waits ("": none)
 
     @classmethod
-    def start(cls, argv: list[str], env: Mapping[str, str], framework: str = "") -> Spare:
+    def start(cls, argv: list[str], env: Mapping[str, str], framework: str = "") -> WarmProcess:
         spare_id = uuid.uuid4().hex
         start_env = dict(env, **{SPARE_ID: spare_id})
         proc = supervise.start(
@@ -188,7 +188,7 @@ def _parent_death_signal(sig: int) -> None:
 
 def wait_for_job(on_import: Callable[[], object] = lambda: None) -> dict | None:
     """In the spare: block until the job comes; None at EOF (the parent is gone). Told to
-    import before (``Spare.import_now``): ``on_import()``, and wait on."""
+    import before (``WarmProcess.import_now``): ``on_import()``, and wait on."""
     while True:
         line = sys.stdin.buffer.readline()
         job = json.loads(line) if line.strip() else None

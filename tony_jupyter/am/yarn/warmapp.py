@@ -1,5 +1,5 @@
 """A warm AM on YARN: an application the kernel starts ahead of its next job
-(launcher/yarn/warm.py), so that the job skips YARN's slowest steps (the AM container's
+(launcher/yarn/warmkeeper.py), so that the job skips YARN's slowest steps (the AM container's
 allocation and localization, the JVM's and Python's start, the executors' containers and
 interpreters).
 
@@ -34,14 +34,15 @@ from typing import Any
 
 from tornado import httpserver, routing, web
 
-from ... import loadenv, warm
-from ...jobdir import JobDir
-from ...protocol import ExecutorEnv
-from ...spec import JobSpec
+from ...core import loadenv
+from ...core import warmproc as warm
+from ...core.jobdir import JobDir
+from ...core.protocol import ExecutorEnv
+from ...core.spec import JobSpec
 from ..main import AM, BACKLOG, executor_env
 from .provider import YarnProvider
-from .spare_routes import POLL_S, WAIT_S, router
-from .sparepool import SparePool
+from .warmpool import WarmPool
+from .warmroutes import POLL_S, WAIT_S, router
 
 
 class Switch(routing.Router):
@@ -72,7 +73,7 @@ def serve(argv: list[str]) -> int:
     sock.setblocking(False)
     url = f"http://{args.advertise or args.host}:{sock.getsockname()[1]}"
     provider = YarnProvider(job_dir)
-    pool = provider.spares = SparePool(provider, verifier)
+    pool = provider.spares = WarmPool(provider, verifier)
     provider.start(url)
     env = {warm.SPARE_URL: url, "PYTHONUNBUFFERED": "1"}  # each its own secret: launch_env
     for name in ("HADOOP_USER_NAME", ExecutorEnv.var("webhdfs_url")):
@@ -84,7 +85,7 @@ def serve(argv: list[str]) -> int:
     pool.ask(template, env)
     # What the AM imports once it has its job, imported while idle: handed a job, the event
     # loop that answers the spare executors would otherwise stall on them (~0.5 s measured).
-    from .. import api, beats, cells, feed, main  # noqa: F401
+    from .. import api, beats, feed, main  # noqa: F401
 
     idle = float(os.environ.get(warm.YARN_IDLE, "") or warm.YARN_IDLE_DEFAULT_S)
     return asyncio.run(_run(job_dir, provider, pool, sock, url, args, idle))
@@ -112,7 +113,7 @@ async def _run(job_dir, provider, pool, sock, url, args, idle: float) -> int:
     return await am.run()
 
 
-async def _close_task_route(pool: SparePool) -> None:
+async def _close_task_route(pool: WarmPool) -> None:
     """``spare/task`` goes once each handed task was fetched (or a poll's time has passed:
     a spare that died before it fetched its task fails as the task)."""
     deadline = asyncio.get_running_loop().time() + WAIT_S * 2

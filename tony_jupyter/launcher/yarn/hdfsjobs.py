@@ -1,5 +1,5 @@
 """The user's YARN jobs as any host sees them: the history the AMs keep on HDFS
-(``/user/<user>/.tony-jupyter/history/<application id>/``, am/yarn/history.py) and the RM's
+(``/user/<user>/.tony-jupyter/history/<application id>/``, am/yarn/historyhdfs.py) and the RM's
 applications of type TONY-JUPYTER, through :func:`secure.connect` (SPNEGO on a secure cluster).
 
 An entry's ``history.json`` never changes once written, so its summary is cached here
@@ -18,18 +18,18 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ... import jobdir
-from ...errors import BackendError, JobNotFoundError
-from ...jobdir import JobDir
-from ...protocol import JobState, JobSummary
+from ...core import jobdir
+from ...core.errors import BackendError, JobNotFoundError
+from ...core.jobdir import JobDir
+from ...core.protocol import JobState, JobSummary
 from .. import damage
 from ..client import JobRecord, home, jobs_dir
 from ..damage import DamagedRecordError
 from . import secure
-from .client import lost_snapshot
+from .jobclient import lost_snapshot
 from .rm import APP_TYPE
 from .staging import STAGING
-from .warm import WARM_TAG
+from .warmkeeper import WARM_TAG
 
 HISTORY = "history"
 READ_THREADS = 8
@@ -52,7 +52,7 @@ def entries(cluster: secure.Cluster) -> list[str]:
     path = history_root(cluster.conf.user)
     if st._call("listing", st.client.status, path, strict=False) is None:
         return []
-    # a dot-name is an entry still being written (am/yarn/history.py renames it when whole)
+    # a dot-name is an entry still being written (am/yarn/historyhdfs.py renames it when whole)
     return sorted(a for a in st._call("listing", st.client.list, path) if not a.startswith("."))
 
 
@@ -125,7 +125,7 @@ def remote_jobs(root: Path | None, known: set[str]) -> list[tuple[str, dict]]:
         if app.get("id") in seen or app.get("user") != cluster.conf.user:
             continue
         if WARM_TAG in (app.get("applicationTags") or "").split(","):
-            continue  # a warm AM waiting for a job (warm.py), or one handed a job elsewhere
+            continue  # a warm AM waiting for a job (warmproc.py), or one handed a job elsewhere
         snap = lost_snapshot(app["id"], {"name": app.get("name", "")}, app)
         if app.get("state") in RM_STATES:
             snap = type(snap).from_json({**snap.to_json(), "state": "RUNNING", "reason": ""})

@@ -1,18 +1,19 @@
-"""A spare executor: started by a spare AM before its job came (tony_jupyter/warm.py), with
+"""A spare executor: started by a spare AM before its job came (tony_jupyter/core/warmproc.py), with
 every module a task needs imported; handed its task's environment, cwd and log file, it runs
 the task as ``python -m tony_jupyter.executor`` would. Given a framework (the kernel's last job's),
-it imports that too while it waits, once told to (warm.Spare.import_now: the kernel's last job
+it imports that too while it waits, once told to (warm.WarmProcess.import_now: the kernel's last job
 has ended); its AM hands it only a task whose environment that import would have read the same
-(warm.Spare.fits)."""
+(warm.WarmProcess.fits)."""
 
 from __future__ import annotations
 
-from .. import amcall, warm
-from ..protocol import SpareSecret, SpareTask
+from ..core import amcall
+from ..core import warmproc as warm
+from ..core.protocol import WarmSecret, WarmTask
 
 
 def serve(framework: str = "") -> int:
-    warm.end_with_parent(signal_too=True)  # its spare AM, from its main thread: am/spare.py
+    warm.end_with_parent(signal_too=True)  # its spare AM, from its main thread: am/warmstart.py
     import encodings.idna  # noqa: F401 - what a task imports before its user code: here,
     import secrets  # noqa: F401 - while idle, not once the task came
 
@@ -26,7 +27,7 @@ def serve(framework: str = "") -> int:
 
 
 def serve_yarn(framework: str = "") -> int:
-    """In a warm YARN AM's spare container (am/yarn/spares.py): imported (``framework`` too, at
+    """In a warm YARN AM's spare container (am/yarn/warmapp.py): imported (``framework`` too, at
     once: while the job that started the warm AM may still run, on a cluster's nodes which
     that job's containers may share), wait for the task, write the job's files where a fresh
     container would have them localized, take the task's environment, and run it."""
@@ -35,7 +36,7 @@ def serve_yarn(framework: str = "") -> int:
     import secrets  # noqa: F401
     import sys
 
-    from ..errors import UnsafeFileError
+    from ..core.errors import UnsafeFileError
     from . import main, tensorboard  # noqa: F401
 
     warm.preload(framework)
@@ -62,7 +63,7 @@ def write_job_files(cwd: str, files: dict[str, str]) -> None:
     import base64
     import io
 
-    from .. import jobdir, safefiles, srcdir
+    from ..core import jobdir, safefiles, srcdir
 
     for name, b64 in files.items():
         data = base64.b64decode(b64)
@@ -74,7 +75,7 @@ def write_job_files(cwd: str, files: dict[str, str]) -> None:
             safefiles.write_file(cwd, name, data)
 
 
-def _wait_for_task(give_up_s: float = 120.0) -> SpareTask | None:
+def _wait_for_task(give_up_s: float = 120.0) -> WarmTask | None:
     """Long-poll the warm AM until it hands a task (None: released, or the AM is gone)."""
     import json
     import os
@@ -95,7 +96,7 @@ def _wait_for_task(give_up_s: float = 120.0) -> SpareTask | None:
     )
     try:
         with urllib.request.urlopen(hello, timeout=60) as r:
-            secret = SpareSecret.checked(json.loads(r.read())).secret
+            secret = WarmSecret.checked(json.loads(r.read())).secret
     except (OSError, ValueError):
         return None  # refused (taken over), or the warm AM is gone: released as unused
     req = urllib.request.Request(
@@ -107,7 +108,7 @@ def _wait_for_task(give_up_s: float = 120.0) -> SpareTask | None:
             with urllib.request.urlopen(req, timeout=60) as r:
                 failing_since = None
                 if r.status == 200:
-                    return SpareTask.checked(json.loads(r.read()))
+                    return WarmTask.checked(json.loads(r.read()))
         except urllib.error.HTTPError as e:
             if e.code in amcall.GONE:  # 404: the route closed, no task came for it
                 return None

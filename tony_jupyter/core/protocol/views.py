@@ -78,7 +78,7 @@ class FailedAttempt(Record):
 
 @dataclass(frozen=True)
 class TaskStacks(Record):
-    """One task's stacks as its sidecar dumped them (protocol/stacks.py): every thread's
+    """One task's stacks as its sidecar dumped them (core/protocol/stacks.py): every thread's
     Python stack in faulthandler's text, or why there are none (``error``)."""
 
     task: str
@@ -173,7 +173,7 @@ class JobSnapshot(Record):
     chief: str | None = None
     tasks: tuple[TaskView, ...] = ()
     schema_version: int = SCHEMA_VERSION
-    # The job has ended but its AM is still writing its history entry (am/history.py): it is
+    # The job has ended but its AM is still writing its history entry (am/historyrecord.py): it is
     # reported ended only once that entry is complete where the cluster keeps it.
     history_pending: bool = False
     stall: Stall | None = None  # the job is stalled (am/stalls.py)

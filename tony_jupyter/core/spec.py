@@ -22,13 +22,7 @@ from .frameworks import check_tasks, parse_framework
 from .jobdir import JobDir
 from .numbers import parse_memory, shown, whole
 from .protocol.taskid import task_id
-from .settings import (
-    HEARTBEAT_INTERVAL_MS,
-    JOB_KEYS,
-    MAX_MISSED_HEARTBEATS,
-    PER_TYPE,
-    Setting,
-)
+from .settings import HEARTBEAT_INTERVAL_MS, JOB_KEYS, MAX_MISSED_HEARTBEATS, PER_TYPE, Setting
 from .tonyconf import HARMLESS, NOT_APPLICABLE
 
 # Set in the notebook's environment, these reach every task as they are (the chief's MLflow run,
@@ -109,7 +103,7 @@ class JobSpec:
     am_vcores: int = 1
     am_retries: int = 0  # YARN: AM attempts after the first (tony.am.retry-count, as TonY)
     legacy_keras: bool = True
-    # tensorflow | pytorch | jax: the environment each task gets (executor/frameworks.py)
+    # tensorflow | pytorch | jax: the environment each task gets (executor/frameworkenv.py)
     framework: str = "tensorflow"
     procs_per_task: int = 1  # PyTorch: processes per task, torchrun's --nproc-per-node
     # PyTorch: an elastic job (--workers MIN:MAX) when above 0; the workers' instances are MAX

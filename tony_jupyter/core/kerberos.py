@@ -5,7 +5,7 @@ The credentials come from the user's ticket cache (after ``kinit``) or from a ke
 keytab, MIT's GSSAPI library logs in again by itself once the ticket expires. No JVM and no
 Hadoop install: Python's ``gssapi`` bindings over the system's MIT Kerberos library.
 
-Every failure becomes a :class:`~tony_jupyter.errors.BackendError` that names the fix ("run
+Every failure becomes a :class:`~tony_jupyter.core.errors.BackendError` that names the fix ("run
 kinit, or pass --keytab"), raised by :meth:`Login.check` before anything is submitted.
 """
 

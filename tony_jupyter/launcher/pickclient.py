@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from ..jobdir import YARN_INFO
+from ..core.jobdir import YARN_INFO
 from .client import JobClient, JobRecord
 
 
 def open_client(record: JobRecord) -> JobClient:
     """A YARN job's record has ``yarn.json`` (the RM, the application); a local job's has not."""
     if record.read_json(YARN_INFO) is not None:
-        from .yarn.client import YarnJobClient
+        from .yarn.jobclient import YarnJobClient
 
         return YarnJobClient(record)
     from .local import LocalJobClient

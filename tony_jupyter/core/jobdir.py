@@ -16,7 +16,7 @@ from pathlib import Path
 SPEC = "spec.json"  # the JobSpec; written last by a launcher: it makes the directory a job
 ENV = "env.json"  # the values of the spec's variables (600): the AM's only, in no history
 STATUS = "status.json"  # the AM's final JobSnapshot
-HISTORY = "history.json"  # the history record (am/history.py), written at the job's end
+HISTORY = "history.json"  # the history record (am/historyrecord.py), written at the job's end
 EVENTS = "events.jsonl"  # the AM's event log
 METRICS = "metrics.json"  # each task's progress and resource use over time
 RESULT = "result.json"  # the chief's outcome: its value and pulled names

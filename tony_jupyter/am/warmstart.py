@@ -1,5 +1,5 @@
 """A spare AM: ``python -m tony_jupyter.am --spare N [SPEC_JSON]``, started by the kernel before its
-next job (launcher/spare.py; tony_jupyter/warm.py). It starts ``N`` spare executors, imports what
+next job (launcher/localwarm.py; core/warmproc.py). It starts ``N`` spare executors, imports what
 an AM imports, and waits for its job; handed one, it runs it as ``python -m tony_jupyter.am
 JOB_DIR`` would, its tasks in the spare executors where they fit. Told to import (a line
 ``warm.IMPORT_NOW``, from the kernel once its last job has ended), it tells its spare executors.
@@ -17,9 +17,10 @@ import os
 import sys
 from pathlib import Path
 
-from .. import loadenv, warm
-from ..jobdir import JobDir
-from ..spec import JobSpec
+from ..core import loadenv
+from ..core import warmproc as warm
+from ..core.jobdir import JobDir
+from ..core.spec import JobSpec
 
 MAX_SPARE_EXECUTORS = 8
 
@@ -42,7 +43,7 @@ def plan(executors: int, spec_json: str = "") -> list[tuple[str, dict[str, str]]
     return out + [("", {})] * (executors - len(out))
 
 
-def fitting(spares: list[warm.Spare], job_dir: Path) -> list[warm.Spare]:
+def fitting(spares: list[warm.WarmProcess], job_dir: Path) -> list[warm.WarmProcess]:
     """The spares the job may use: none that imported a framework under a variable its cell
     sets, before its own import, to another value (those read EOF and exit)."""
     if not any(s.framework for s in spares):
@@ -64,14 +65,14 @@ def serve(executors: int, spec_json: str = "") -> int:
     argv = [sys.executable, "-m", "tony_jupyter.executor", "--spare"]
     planned = plan(min(executors, MAX_SPARE_EXECUTORS), spec_json)
     spares = [
-        warm.Spare.start(argv + [fw] if fw else argv, dict(env, **extra), framework=fw)
+        warm.WarmProcess.start(argv + [fw] if fw else argv, dict(env, **extra), framework=fw)
         for fw, extra in planned
     ]
     import asyncio  # noqa: F401 - what the AM's start would import, imported while idle
 
     from tornado import httpserver, ioloop  # noqa: F401
 
-    from . import api, beats, cells, cli  # noqa: F401
+    from . import api, beats, cli  # noqa: F401
 
     def import_now() -> None:  # the kernel's last job has ended: the spare executors may import
         for s in spares:

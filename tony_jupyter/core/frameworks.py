@@ -1,6 +1,6 @@
 """The frameworks a job can run: TensorFlow, PyTorch, JAX. What each may ask for is checked here,
 before anything is submitted; the environment each task gets is built by the executor
-(executor/frameworks.py)."""
+(executor/frameworkenv.py)."""
 
 from __future__ import annotations
 

@@ -14,10 +14,10 @@ import os
 import time
 from dataclasses import replace
 
-from ... import jobdir
-from ...errors import BackendError
-from ...protocol import Amount, JobSnapshot, JobState, QueueWait
-from ...yarninfo import YarnInfo
+from ...core import jobdir
+from ...core.errors import BackendError
+from ...core.protocol import Amount, JobSnapshot, JobState, QueueWait
+from ...core.yarninfo import YarnInfo
 from ..client import JobClient, JobRecord
 from . import waiting
 from .rm import TERMINAL_APP_STATES, RMClient, am_placed

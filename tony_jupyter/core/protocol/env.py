@@ -41,7 +41,7 @@ class ExecutorEnv(Record):
     tensorboard_dir: str = ""  # what tony_jupyter.tensorboard_dir() returns
     tensorboard: bool = True  # the chief starts TensorBoard (off: --no-tensorboard)
     session: bool = False  # a %tony session: the executor runs cell after cell
-    framework: str = "tensorflow"  # with these two: the env of executor/frameworks.py
+    framework: str = "tensorflow"  # with these two: the env of executor/frameworkenv.py
     procs_per_task: int = 1  # --procs-per-task
     min_workers: int = 0  # PyTorch: an elastic job (--workers MIN:MAX) when above 0
     max_workers: int = 0  # an elastic job's MAX
