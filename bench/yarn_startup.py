@@ -22,7 +22,7 @@ from tony_jupyter.am import timeline
 from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher import local as backend_local
-from tony_jupyter.launcher.yarn import appmaster
+from tony_jupyter.launcher.yarn import amstart
 from tony_jupyter.launcher.yarn import backend as yarn_backend
 from tony_jupyter.launcher.yarn import staging as yarn_staging
 from tony_jupyter.options import parse_job_args
@@ -96,7 +96,7 @@ def am_timeline(app: dict, t0: float, staged: float) -> dict:
     steps = {"staged": staged, "rm_started": app["startedTime"] / 1000}
     if app.get("launchTime"):
         steps["am_container_launched"] = app["launchTime"] / 1000
-    where = appmaster.am_container(app)
+    where = amstart.am_container(app)
     if where is not None:
         base, cid = where
         got = requests.get(f"{base}/ws/v1/node/containerlogs/{cid}/am.stderr", timeout=10)

@@ -21,6 +21,11 @@ FULL_ONLY: dict[str, str] = {
     "again": "a second certificate set: the other tests of that file, and tests/ha's [tls] "
     "cluster making its own, run in CI",
     # --- the one-host devcluster (tests marked yarn) -------------------------------------------
+    "tests/yarn/test_yarn_backend.py::test_the_submission_steps_called_one_by_one_run_the_job": (
+        "backend.py's four steps called apart (a job of its own): every YARN job in CI runs "
+        "them chained through backend.submit, and test_interrupt_while_waiting_for_the_am_kills_"
+        "the_application undoes a launch"
+    ),
     "tests/tls": "HTTPS only: tests/ha/test_ha_jobs.py's [tls] jobs run on `up --ha --tls` in CI",
     "tests/devcluster/test_devcluster_secure.py": "a second Kerberized cluster: tests/secure's "
     "(KDC, SPNEGO, alice and bob's HDFS and YARN isolation) runs in CI",

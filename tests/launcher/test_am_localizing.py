@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tony_jupyter.core.errors import BackendError
-from tony_jupyter.launcher.yarn import appmaster
+from tony_jupyter.launcher.yarn import amstart
 
 CID = "container_1_0001_01_000001"
 
@@ -73,15 +73,15 @@ class Node:
 
 @pytest.fixture
 def quick(monkeypatch):
-    monkeypatch.setattr(appmaster, "AM_START_TIMEOUT_S", 0.6)
-    monkeypatch.setattr(appmaster, "NM_ASK_EVERY_S", 0.05)
+    monkeypatch.setattr(amstart, "AM_START_TIMEOUT_S", 0.6)
+    monkeypatch.setattr(amstart, "NM_ASK_EVERY_S", 0.05)
 
 
 def test_an_am_localizing_longer_than_the_start_timeout_is_waited_for(quick):
     node = Node(seconds=2.0)
     try:
         t0 = time.monotonic()
-        url = appmaster.wait_for_am(node, "application_1_0001", "t" * 32)
+        url = amstart.wait_for_am(node, "application_1_0001", "t" * 32)
         assert url == f"http://127.0.0.1:{node.port}"
         assert time.monotonic() - t0 >= 2.0
     finally:
@@ -109,12 +109,12 @@ class Queued(Node):
 def test_the_wait_in_the_queue_for_the_am_s_container_does_not_count(quick, monkeypatch):
     # 4 s queued, then 1 s localizing, against a 1.5 s start limit: the limit also absorbs the
     # polls' own time between the phases, which a loaded machine stretches
-    monkeypatch.setattr(appmaster, "AM_START_TIMEOUT_S", 1.5)
+    monkeypatch.setattr(amstart, "AM_START_TIMEOUT_S", 1.5)
     node = Queued(queued=4.0, seconds=5.0)
     seen: list[dict] = []
     try:
         t0 = time.monotonic()
-        url = appmaster.wait_for_am(node, "application_1_0003", "t" * 32, accepted=seen.append)
+        url = amstart.wait_for_am(node, "application_1_0003", "t" * 32, accepted=seen.append)
         assert url == f"http://127.0.0.1:{node.port}"
         assert time.monotonic() - t0 >= 5.0
         assert "waiting for resources to be assigned for AM" in seen[0]["diagnostics"]
@@ -127,7 +127,7 @@ def test_localizing_past_the_localization_timeout_gives_up_and_says_so(quick):
     try:
         t0 = time.monotonic()
         with pytest.raises(BackendError) as e:
-            appmaster.wait_for_am(node, "application_1_0002", "t" * 32, localization_timeout_s=1.0)
+            amstart.wait_for_am(node, "application_1_0002", "t" * 32, localization_timeout_s=1.0)
         took = time.monotonic() - t0
         assert 1.5 <= took < 10, took
         assert "application_1_0002 is ACCEPTED" in str(e.value)
@@ -138,10 +138,10 @@ def test_localizing_past_the_localization_timeout_gives_up_and_says_so(quick):
 
 def test_a_node_that_does_not_answer_counts_as_not_localizing():
     assert (
-        appmaster.am_container_state(
+        amstart.am_container_state(
             {"amContainerLogs": f"http://127.0.0.1:1/node/containerlogs/{CID}/root"},
-            appmaster.transport.session(),
+            amstart.transport.session(),
         )
         is None
     )
-    assert appmaster.am_container_state({}, appmaster.transport.session()) is None
+    assert amstart.am_container_state({}, amstart.transport.session()) is None

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from tony_jupyter.core.errors import BackendError
-from tony_jupyter.launcher.yarn import appmaster
+from tony_jupyter.launcher.yarn import amstart
 
 
 class FakeRM:
@@ -35,10 +35,10 @@ def closed_port() -> int:
 
 
 def test_an_am_refused_from_here_is_named_not_waited_out(monkeypatch):
-    monkeypatch.setattr(appmaster, "UNREACHABLE_AFTER_S", 0.3)
+    monkeypatch.setattr(amstart, "UNREACHABLE_AFTER_S", 0.3)
     port = closed_port()
     with pytest.raises(BackendError) as e:
-        appmaster.wait_for_am(FakeRM(port), "application_1_0001", "t" * 32)
+        amstart.wait_for_am(FakeRM(port), "application_1_0001", "t" * 32)
     msg = str(e.value)
     assert f"the job's AM is up at 127.0.0.1:{port} (application_1_0001 RUNNING" in msg
     assert (
@@ -65,11 +65,11 @@ def test_an_am_refused_from_here_is_named_not_waited_out(monkeypatch):
     ],
 )
 def test_only_no_connection_at_all_counts_as_unreachable(error, counted):
-    assert appmaster.not_connected(error) is counted
+    assert amstart.not_connected(error) is counted
 
 
 def test_an_am_that_never_registers_is_worded_by_how_far_it_got(monkeypatch):
-    monkeypatch.setattr(appmaster, "AM_START_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(amstart, "AM_START_TIMEOUT_S", 0.3)
     waiting = {
         "state": "ACCEPTED",
         "diagnostics": "[Wed Nov 26] Application is added to the "
@@ -81,7 +81,7 @@ def test_an_am_that_never_registers_is_worded_by_how_far_it_got(monkeypatch):
     threading.Timer(1.0, rm.with_report, [{**waiting, "state": "KILLED"}]).start()
     t0 = time.monotonic()
     with pytest.raises(BackendError) as e:
-        appmaster.wait_for_am(rm, "application_1_0002", "t" * 32)
+        amstart.wait_for_am(rm, "application_1_0002", "t" * 32)
     assert time.monotonic() - t0 >= 1.0
     assert "the job's AM ended before it started serving (application_1_0002 KILLED" in str(e.value)
     launched = {
@@ -90,7 +90,7 @@ def test_an_am_that_never_registers_is_worded_by_how_far_it_got(monkeypatch):
         "amHostHttpAddress": "worker1:8042",
     }
     with pytest.raises(BackendError) as e:
-        appmaster.wait_for_am(FakeRM(1).with_report(launched), "application_1_0003", "t" * 32)
+        amstart.wait_for_am(FakeRM(1).with_report(launched), "application_1_0003", "t" * 32)
     msg = str(e.value)
     assert "its container was launched on worker1 but the AM never registered" in msg
     assert "localizing the job's files" in msg and "queue" not in msg
@@ -108,7 +108,7 @@ def test_a_job_that_ends_before_the_wait_gives_up_is_still_named_unreachable(mon
 
     monkeypatch.setattr(rm, "app", app)
     with pytest.raises(BackendError) as e:
-        appmaster.wait_for_am(rm, "application_1_0004", "t" * 32)
+        amstart.wait_for_am(rm, "application_1_0004", "t" * 32)
     msg = str(e.value)
     assert f"the job's AM was up at 127.0.0.1:{port} (application_1_0004, registered" in msg
     assert "it has ended since: FINISHED/SUCCEEDED" in msg

@@ -9,10 +9,13 @@ import pytest
 from helpers.leftovers import live_apps, staged, wait_nothing_left
 from IPython.core.error import UsageError
 
+from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.core.errors import BackendError
+from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher.client import list_jobs
 from tony_jupyter.launcher.pickclient import open_client
 from tony_jupyter.launcher.yarn import backend
+from tony_jupyter.options import parse_job_args
 from tony_jupyter_devcluster.config import NM2_GPUS, NM_VCORES
 
 pytestmark = pytest.mark.yarn
@@ -157,6 +160,44 @@ def test_interrupt_while_waiting_for_the_am_kills_the_application(
     (app,) = cluster.apps(f"interrupted-{RUN}")
     assert app["state"] == "KILLED"
     assert_nothing_left(cluster, f"interrupted-{RUN}")
+
+
+def test_the_submission_steps_called_one_by_one_run_the_job(tony_home, cluster):
+    """backend.submit's pipeline, step by step: nothing on the cluster until launch; the
+    application is RUNNING after wait, its record the one launch wrote; and an Undo after
+    launch leaves nothing (as a failed wait would)."""
+    _, spec = parse_job_args(f"--workers 1 --backend yarn --no-tensorboard --name steps-{RUN}")
+    bundle = make_bundle("6 * 7", {})
+    connected = backend.connect(spec)
+    assert isinstance(connected, backend.Connected) and connected.tokens is None
+    archives = backend.stage_src(connected, backend.stage(connected), bundle)
+    assert archives == backend.Staged() and not archives.ships_python  # no venv, no directory
+    assert cluster.apps(f"steps-{RUN}") == []  # nothing exists before launch
+    undo = backend.Undo(connected.cluster)
+    launched = backend.launch(connected, archives, bundle, None, undo)
+    assert (undo.app_id, undo.submitted, undo.record) == (launched.app_id, True, launched.record)
+    assert [a["id"] for a in cluster.apps(f"steps-{RUN}")] == [launched.app_id]
+    record = backend.wait(connected, launched)
+    assert record is launched.record
+    job = TonyJob(record)
+    try:
+        assert job.wait(120).state == "SUCCEEDED"
+        assert job.result() == 42
+    finally:
+        job.client.release()
+        job.client.wait_am_exit(60)
+    # A second launch, undone at once: the application killed, its staging and record gone.
+    undo = backend.Undo(connected.cluster)
+    backend.launch(connected, archives, bundle, None, undo)
+    assert undo.record is not None and undo.record.dir.exists()
+    undo()
+    ids = {undo.app_id}
+    wait_nothing_left(
+        0,
+        apps=lambda: live_apps(cluster.apps(f"steps-{RUN}"), ids),
+        staging=lambda: staged(cluster.staging(), ids),
+        record=lambda: [d for d in [undo.record.dir] if d.exists()],
+    )
 
 
 def test_kill_ends_the_application_killed_with_no_container_left(

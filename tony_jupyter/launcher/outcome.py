@@ -1,6 +1,6 @@
 """How a job's launch came out, as a typed record, and the one function that words it.
 
-A launcher (local.py, yarn/appmaster.py, the RM's submit in yarn/rm.py) returns or raises one of
+A launcher (local.py, yarn/amstart.py, the RM's submit in yarn/rm.py) returns or raises one of
 these instead of a message: ``Started``, ``AmExited`` (with its log tail), ``TimedOut`` (with
 the application's YARN state), ``QueueRefused``, ``Unreachable`` (the AM is up, this host
 cannot reach it). ``words`` is the only place that turns one into what the user reads, with

@@ -36,15 +36,8 @@ from ...core.spec import JobSpec
 from .. import outcome
 from ..client import JobRecord
 from . import packenv, secure
-from .appmaster import (
-    AM_START_TIMEOUT_S,
-    PRIVATE_FILES,
-    am_context,
-    am_url_from_report,
-    bundle_files,
-    cleanup,
-    wait_for_am,
-)
+from .amstart import AM_START_TIMEOUT_S, am_url_from_report, wait_for_am
+from .appmaster import PRIVATE_FILES, am_context, bundle_files, cleanup
 
 WARM_TAG = "tony-jupyter-warm"
 WHO = "the warm AM"  # in what its launch's outcome says (launcher/outcome.py)
