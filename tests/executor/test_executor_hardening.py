@@ -91,7 +91,7 @@ def test_the_port_is_reserved_on_the_tasks_host_and_the_exposure_documented(monk
     import socket
     from pathlib import Path
 
-    from tony_jupyter.executor.main import reserve_port
+    from tony_jupyter.executor import ports
 
     bound = []
     real_bind = socket.socket.bind
@@ -101,9 +101,32 @@ def test_the_port_is_reserved_on_the_tasks_host_and_the_exposure_documented(monk
         return real_bind(self, address)
 
     monkeypatch.setattr(socket.socket, "bind", bind)
-    assert reserve_port("127.0.0.1") > 0
-    assert bound == [("127.0.0.1", 0)]
+    port = ports.reserve_port("127.0.0.1", start=40000)
+    assert 40000 - ports.SPAN <= port < 40000  # below the ephemeral range
+    assert bound[-2:] == [("", port), ("127.0.0.1", port)]  # every interface, and the task's
     # TensorFlow's server binds every interface anyway: the docs say so, and what to do.
     readme = (Path(__file__).parents[2] / "docs" / "architecture.md").read_text()
     assert "TensorFlow's task servers listen on every interface" in readme
     assert "iptables -A INPUT ! -i lo" in readme
+
+
+def test_a_port_in_use_is_passed_over_and_a_low_ephemeral_range_gets_the_kernels_pick(
+    monkeypatch,
+):
+    import socket
+
+    from tony_jupyter.executor import ports
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        taken = busy.getsockname()[1]
+        free = taken + 1 if taken < 65535 else taken - 1
+        monkeypatch.setattr(ports.random, "sample", lambda _range, _n: [taken, free])
+        assert ports.reserve_port("127.0.0.1", start=65536) == free
+    # a range that starts too low to leave SPAN ports above LOWEST; or none readable
+    monkeypatch.undo()
+    assert ports.reserve_port("127.0.0.1", start=ports.LOWEST + 10) > 0
+    assert ports.reserve_port("127.0.0.1", start=None) > 0
+    assert ports.ephemeral_start(ports.Path("/nonexistent")) is None
+    # a host name that is no address of this host: every interface's check alone
+    assert ports.reserve_port("no-such-host.invalid", start=40000) < 40000

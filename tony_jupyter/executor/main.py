@@ -37,17 +37,7 @@ from .cell import enter_src, exit_code, run_user_code
 from .frameworkenv import install_jax_cluster, task_env, tony_env
 from .heartbeat import Heartbeater
 from .link import AMLink, LinkError, Stale
-
-
-def reserve_port(host: str = "127.0.0.1") -> int:
-    """A free port for TensorFlow's server, picked on the task's own address (TensorFlow then
-    binds it on every interface: see the README, "TensorFlow's task servers")."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((host, 0))
-        except OSError:  # a name that is not an address of this host: any, as before
-            s.bind(("", 0))
-        return s.getsockname()[1]
+from .ports import reserve_port
 
 
 def resolve_tensorboard_dir(env=os.environ) -> None:
