@@ -20,7 +20,7 @@ import random
 import socket
 from pathlib import Path
 
-SPAN = 8192  # ports just below the ephemeral range to pick from
+SPAN = 16384  # ports just below the ephemeral range to pick from (two tasks rarely pick one)
 LOWEST = 10000  # never below: the well-known and registered services' ports
 TRIES = 32
 RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
