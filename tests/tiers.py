@@ -15,11 +15,17 @@ FULL_ONLY: dict[str, str] = {
     "interpreter importing TensorFlow with pandas hidden: the other tests/test_data.py readers "
     "of the same numbers (with pandas present) run in CI",
     "tests/frameworks/test_torch_data.py::test_a_ddp_job_trains_on_its_shards": "a DDP job on "
-    "Parquet shards: the shard dataset's unit tests in that file and tests/frameworks/"
-    "test_pytorch.py's DDP job over gloo run in CI",
+    "Parquet shards: the shard dataset's unit tests in that file and tests/launcher/"
+    "test_warm_frameworks.py's DDP job over gloo run in CI",
     "tests/devcluster/test_devcluster_tls.py::test_a_certificate_made_for_other_names_is_made_"
     "again": "a second certificate set: the other tests of that file, and tests/ha's [tls] "
     "cluster making its own, run in CI",
+    "tests/frameworks/test_pytorch.py::test_ddp_with_gloo_on_two_workers_trains_and_keeps_"
+    "replicas_equal[local]": "DDP over gloo in fresh processes (105 s beside the rest): "
+    "tests/launcher/test_warm_frameworks.py's pytorch case trains the same cell with the same "
+    "checks (the loss falls, replicas equal, ranks) and test_stalled_jobs.py's [pytorch] and "
+    "test_a_pytorch_session_keeps_its_process_group_across_cells run gloo in fresh processes, "
+    "in CI",
     # --- the one-host devcluster (tests marked yarn) -------------------------------------------
     "tests/yarn/test_yarn_backend.py::test_the_submission_steps_called_one_by_one_run_the_job": (
         "backend.py's four steps called apart (a job of its own): every YARN job in CI runs "
@@ -115,7 +121,8 @@ FULL_ONLY: dict[str, str] = {
     "job run in CI",
     "tests/frameworks/test_pytorch.py::*[yarn]": "PyTorch in YARN containers (44 s): "
     "tests/frameworks/test_jax.py's [yarn] jobs (a framework's rendezvous from the containers' "
-    "addresses) and test_pytorch.py's [local] jobs run in CI",
+    "addresses) and test_pytorch.py's [local] session and the warm DDP job (tests/launcher/"
+    "test_warm_frameworks.py) run in CI",
     "tests/test_mlflow.py::*[yarn]": "the MLflow run from YARN containers (17 s): the [local] "
     "run in CI; the tracking variables reach the containers as every forwarded variable does "
     "(tests/test_magics.py's [yarn] jobs)",

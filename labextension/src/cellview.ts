@@ -4,16 +4,19 @@
  * table, the chief's last log lines, links to the job page and the logs), polled with backoff
  * so that it survives the Jupyter server going away and coming back. When the job ends it
  * writes a static text/html and text/plain copy of its final state into the same output, so a
- * saved notebook shows that state where no live service is (nbviewer, GitHub).
+ * saved notebook shows that state where no live service is (nbviewer, GitHub). While the job
+ * runs, the view acts on it as the side panel does: TensorBoard (when the job serves one),
+ * Stacks (every task's, grouped) and Kill, with no kernel needed.
  */
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 import { Poll } from '@lumino/polling';
 import { Widget } from '@lumino/widgets';
 
-import { getJob, getLogs } from './api';
+import { getJob, getLogs, killJob } from './api';
 import { el, setText } from './dom';
 import { isTerminal, progressText } from './protocol';
 import type { JobSnapshot, TaskView } from './protocol.gen';
+import { StacksButton } from './stackview';
 import { taskTable } from './tasks';
 
 export const JOB_MIME = 'application/vnd.tony.job+json';
@@ -24,6 +27,7 @@ const FREQUENCY = { interval: 1000, backoff: true, max: 30000 };
 /** What the view asks of the extension's commands (index.ts): open a tab, collect a result. */
 export interface ICellViewActions {
   openJob(jobId: string): void;
+  openTensorBoard(jobId: string): void;
   openLogs(jobId: string, tasks: string[]): void;
   collectResult(jobId: string, node: HTMLElement): void;
 }
@@ -99,9 +103,21 @@ export class CellJobView extends Widget implements IRenderMime.IRenderer {
     this.collect = el('button', { class: 'jp-mod-styled tony-cell-collect' }, 'Collect result');
     this.collect.onclick = () => this.actions.collectResult(this.jobId, this.node);
     this.collect.hidden = true;
-    bar.append(page, logs, this.collect);
+    this.tensorboard = el(
+      'button',
+      { class: 'jp-mod-styled tony-cell-tensorboard' },
+      'TensorBoard'
+    );
+    this.tensorboard.onclick = () => this.actions.openTensorBoard(this.jobId);
+    this.tensorboard.hidden = true;
+    this.kill = el('button', { class: 'jp-mod-styled tony-cell-kill' }, 'Kill');
+    this.kill.onclick = () => void this.killJob();
+    this.kill.hidden = true;
+    this.stacksSlot = el('span');
+    this.stacksPane = el('div');
+    bar.append(page, logs, this.tensorboard, this.stacksSlot, this.kill, this.collect);
     this.head.append(this.status, this.progress);
-    this.node.append(this.head, bar, this.tasks, this.logs);
+    this.node.append(this.head, bar, this.stacksPane, this.tasks, this.logs);
   }
 
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
@@ -119,6 +135,10 @@ export class CellJobView extends Widget implements IRenderMime.IRenderer {
       return Promise.resolve();
     }
     setText(this.status, `TonY job ${jobId}: connecting...`);
+    this.stacks = new StacksButton(jobId);
+    this.stacks.button.hidden = true;
+    this.stacksSlot.replaceChildren(this.stacks.button);
+    this.stacksPane.replaceChildren(this.stacks.pane);
     this.poll = new Poll({ factory: () => this.tick(), frequency: FREQUENCY, standby: 'never' });
     return Promise.resolve();
   }
@@ -149,10 +169,33 @@ export class CellJobView extends Widget implements IRenderMime.IRenderer {
     this.tasks.replaceChildren(taskTable(snap.tasks));
     setText(this.logs, this.lines.join('\n'));
     this.logs.scrollTop = this.logs.scrollHeight;
+    const live = !isTerminal(snap.state);
+    this.tensorboard.hidden = !live || !('tensorboard' in snap.endpoints);
+    this.kill.hidden = !live;
+    if (this.stacks) {
+      this.stacks.button.hidden = snap.state !== 'RUNNING';
+      if (!live) {
+        this.stacks.ended();
+      }
+    }
     if (ended) {
       this.collect.hidden = snap.state !== 'SUCCEEDED';
       this.keepFinal(snap);
       this.poll?.dispose();
+    }
+  }
+
+  /** Kill the job through the server (as the side panel does); the poll shows the outcome. */
+  private async killJob(): Promise<void> {
+    this.kill.disabled = true;
+    setText(this.kill, 'Killing…');
+    try {
+      await killJob(this.jobId);
+    } catch (e) {
+      setText(this.status, `kill ${this.jobId}: ${String(e)}`);
+    } finally {
+      this.kill.disabled = false;
+      setText(this.kill, 'Kill');
     }
   }
 
@@ -207,6 +250,11 @@ export class CellJobView extends Widget implements IRenderMime.IRenderer {
   private readonly tasks: HTMLDivElement;
   private readonly logs: HTMLPreElement;
   private readonly collect: HTMLButtonElement;
+  private readonly tensorboard: HTMLButtonElement;
+  private readonly kill: HTMLButtonElement;
+  private readonly stacksSlot: HTMLSpanElement;
+  private readonly stacksPane: HTMLDivElement;
+  private stacks: StacksButton | null = null;
 }
 
 /** The renderer factory for JupyterLab's rendermime registry: safe (it runs no script). */

@@ -226,6 +226,7 @@ const cellViews: JupyterFrontEndPlugin<void> = {
     rendermime.addFactory(
       cellViewFactory({
         openJob: jobId => void commands.execute(CommandIDs.openJob, { jobId }),
+        openTensorBoard: jobId => void commands.execute(CommandIDs.openTensorBoard, { jobId }),
         openLogs: (jobId, tasks) => void commands.execute(CommandIDs.openLogs, { jobId, tasks }),
         collectResult: collect
       })

@@ -250,7 +250,8 @@ def save_and_check(page, path: Path, job_id: str, state: str = "SUCCEEDED") -> N
 def test_runs_are_never_lost(browser, lab):
     """The three cases at once, their jobs side by side (one JupyterLab, about 170 s in all):
     (1) a 60 s job's page closed at 15 s and opened at 40 s; (2) a kernel restarted mid-job,
-    its --pull name collected once it ended; (3) the server stopped and started mid-job."""
+    its --pull name collected once it ended; (3) the server stopped and started mid-job. And
+    (4) a job's page closed and opened again: the kernel-free view's Stacks and Kill act."""
     from playwright.sync_api import expect
 
     paths = {
@@ -268,8 +269,9 @@ def test_runs_are_never_lost(browser, lab):
         "server": lab.notebook(
             "server.ipynb", ["%load_ext tony_jupyter", minute_job("server", 150)]
         ),
+        "kill": lab.notebook("kill.ipynb", ["%load_ext tony_jupyter", minute_job("kill", 600)]),
     }
-    cells = {"minute": 2, "restart": 3, "server": 2}
+    cells = {"minute": 2, "restart": 3, "server": 2, "kill": 2}
     pages = {n: open_notebook(browser, lab, f"{n}.ipynb", cells[n], workspace=n) for n in paths}
     for page in pages.values():
         run_first_two(page)
@@ -299,6 +301,23 @@ def test_runs_are_never_lost(browser, lab):
     expect(minute).to_have_attribute("data-tony-state", "SUCCEEDED", timeout=90_000)
     expect(minute.locator(".tony-cell-logs")).to_contain_text("line 059")
     save_and_check(page, paths["minute"], jobs["minute"])
+
+    # (4) without a kernel the view acts on the job as the panel does: Stacks, then Kill
+    pages.pop("kill").close()
+    page = open_notebook(browser, lab, "kill.ipynb", 2, workspace="kill")
+    view = live_view(page, 1, time.monotonic(), "page open -> live view (to kill)")
+    expect(view.locator("button.tony-cell-tensorboard")).to_be_hidden()  # --no-tensorboard
+    view.locator("button.tony-stacks-button").click()
+    stacks = view.locator(".tony-stacks")
+    expect(stacks).to_contain_text("worker:0", timeout=60_000)
+    expect(stacks).to_contain_text('File "<tony-cell>"')  # the cell's own frame, in its loop
+    page.screenshot(path=str(ARTIFACTS / "reconnect-4-stacks.png"))
+    view.locator("button.tony-cell-kill").click()
+    expect(view).to_have_attribute("data-tony-state", "KILLED", timeout=60_000)
+    expect(view.locator("button.tony-cell-kill")).to_be_hidden()
+    expect(view.locator("button.tony-stacks-button")).to_be_hidden()
+    save_and_check(page, paths["kill"], jobs["kill"], state="KILLED")
+    page.close()
 
     # (2) the kernel restarted from the UI: the view comes back by itself
     page = pages["restart"]
