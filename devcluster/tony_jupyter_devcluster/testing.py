@@ -24,6 +24,10 @@ from .config import MAX_PORT_OFFSET, Layout
 from .errors import DevClusterError
 from .security import Security
 
+# A cluster's ports span under 2,500 (8020 to 10170 plus TLS's): xdist processes given one
+# $TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET take it this far apart.
+XDIST_STRIDE = 2500
+
 _started: set[Path] = set()
 
 
@@ -107,11 +111,12 @@ def _free_port_offset(
     root: Path, secure: bool = False, tls_on: bool = False, ha: bool = False, gpus: bool = True
 ) -> int:
     """$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET if set (for the plain cluster: a secure, TLS or
-    GPU-less one runs beside it); else the first offset whose ports are all free, so that a
-    cluster someone else runs on this machine does not fail the session."""
+    GPU-less one runs beside it), plus XDIST_STRIDE for each pytest-xdist process before this
+    one (each starts a cluster of its own); else the first offset whose ports are all free, so
+    that a cluster someone else runs on this machine does not fail the session."""
     plain = gpus and not (secure or tls_on or ha)
     if "TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET" in os.environ and plain:
-        return int(os.environ["TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET"])
+        return int(os.environ["TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET"]) + XDIST_STRIDE * _worker()
     # Below the kernel's ephemeral range first (a port in it may be taken, between the check
     # and the bind, by any client's outgoing connection): the ports span under 10000, so 5000
     # and 15000 fit between the round offsets; each is checked free all the same.
@@ -123,6 +128,12 @@ def _free_port_offset(
         if not any(preflight.port_in_use(port) for port in ports):
             return offset
     return 0  # all taken: `up` names the busy ports
+
+
+def _worker() -> int:
+    """This pytest-xdist process's index (gw0: 0, gw1: 1, ...); 0 outside xdist."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(worker[2:]) if worker[2:].isdigit() else 0
 
 
 def _this_workers_first(offsets: list[int]) -> list[int]:

@@ -521,6 +521,24 @@ def test_pytest_xdist_processes_try_disjoint_offsets_first(monkeypatch):
     assert testing._this_workers_first(offsets) == offsets
 
 
+def test_one_offset_given_to_xdist_processes_is_spread_apart(monkeypatch, tmp_path):
+    """$TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET with two xdist processes: each its own ports."""
+    from tony_jupyter_devcluster import testing
+    from tony_jupyter_devcluster.config import Layout
+
+    monkeypatch.setenv("TONY_JUPYTER_DEVCLUSTER_PORT_OFFSET", "300")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    got = []
+    for worker in ("gw0", "gw1"):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        got.append(testing._free_port_offset(tmp_path))
+    assert got == [300, 300 + testing.XDIST_STRIDE]
+    first, second = (set(Layout(tmp_path, o, False).all_ports()) for o in got)
+    assert not first & second
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    assert testing._free_port_offset(tmp_path) == 300
+
+
 @pytest.mark.parametrize("where", ["after", "before"])
 def test_exec_takes_dir_before_or_after_the_host(tmp_path, capsys, where) -> None:
     """`devcluster exec edge --dir D -- CMD` means what `exec --dir D edge -- CMD` means (as
