@@ -118,8 +118,8 @@ def tony(backend: str, workers: int, conf: dict, flags: str = "", on_job=None) -
 
 def tony_local_cold(workers: int, conf: dict) -> dict:
     """tony-jupyter, local, no spare at all (``TONY_JUPYTER_WARM=0``): fresh interpreters."""
-    from tony_jupyter import warm as switch
-    from tony_jupyter.launcher import spare
+    from tony_jupyter.core import warmproc as switch
+    from tony_jupyter.launcher import localwarm as spare
 
     spare.discard()
     os.environ[switch.SWITCH] = "0"
@@ -134,7 +134,7 @@ def tony_local_first(workers: int, conf: dict) -> dict:
     """tony-jupyter, local, a kernel's first job: the spare AM the extension started as it
     loaded (``on_load``: spare executors that imported no framework), waited for untimed (the
     time a user takes to type the first cell); let go after the job, untimed."""
-    from tony_jupyter.launcher import spare
+    from tony_jupyter.launcher import localwarm as spare
 
     spare.discard()
     timer = spare.on_load()
@@ -151,7 +151,7 @@ def tony_local_warm(workers: int, conf: dict) -> dict:
     """tony-jupyter, local, a kernel's later job: the spare AM its previous job (of this shape)
     left, whose spare executors imported TensorFlow, waited for untimed (think time between two
     cells); let go after the job, untimed, so that no other side shares the CPUs with it."""
-    from tony_jupyter.launcher import spare
+    from tony_jupyter.launcher import localwarm as spare
 
     _, spec = parse_job_args(f"--workers {workers} --backend local --memory 1g")
     spare.discard()
@@ -168,7 +168,7 @@ def wait_spare_idle(timeout: float = 600) -> None:
     reading their stdin, every import done (a CPU-quiet test is fooled by a loaded machine)."""
     import psutil
 
-    from tony_jupyter.launcher import spare
+    from tony_jupyter.launcher import localwarm as spare
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -264,8 +264,9 @@ def tony_warm(cluster, workers: int, conf: dict) -> dict:
     (launcher/yarn/warmkeeper.py). Untimed before t0: the warm AM is started as after a job of this
     shape and waited for until it holds its containers (the user's think time between cells);
     untimed after: it is let go, so that no side after this one finds the cluster held."""
-    from tony_jupyter import warm as switch
-    from tony_jupyter.launcher.yarn import secure, warm
+    from tony_jupyter.core import warmproc as switch
+    from tony_jupyter.launcher.yarn import secure
+    from tony_jupyter.launcher.yarn import warmkeeper as warm
 
     os.environ[switch.YARN_IDLE] = "600"
     try:
@@ -282,7 +283,7 @@ def tony_warm(cluster, workers: int, conf: dict) -> dict:
 def _wait_warm(workers: int, timeout: float = 180) -> None:
     """Until the warm AM's spare executors all wait for a task (what a user's think time
     between two cells gives them)."""
-    from tony_jupyter.launcher.yarn import warm
+    from tony_jupyter.launcher.yarn import warmkeeper as warm
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -17,7 +17,7 @@ import psutil
 from tony_jupyter.core.bundle import make_bundle
 from tony_jupyter.job import TonyJob
 from tony_jupyter.launcher import local as backend_local
-from tony_jupyter.launcher import spare as spare_am
+from tony_jupyter.launcher import localwarm as spare_am
 from tony_jupyter.options import parse_job_args
 
 

@@ -38,7 +38,7 @@ started = time.time()
 import os, socket
 import tensorflow as tf
 import tony_jupyter
-from tony_jupyter import tokens
+from tony_jupyter.core import tokens
 from tony_jupyter.core.protocol.env import ExecutorEnv
 from tony_jupyter.core.tokens import Token
 print("HOST", socket.gethostname(), flush=True)

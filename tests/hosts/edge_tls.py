@@ -31,7 +31,7 @@ USER = {"user.name": "root"}
 # GO in HDFS, which it reads over HTTPS.
 CELL = """
 import socket, time
-from tony_jupyter import tokens
+from tony_jupyter.core import tokens
 from tony_jupyter.data import filesystem
 fs, path = filesystem(GO)
 deadline = time.monotonic() + 600

@@ -127,7 +127,7 @@ def test_a_spare_dies_with_its_kernel(tmp_path):
         [
             sys.executable,
             "-c",
-            "from tony_jupyter.launcher import spare; import time\n"
+            "from tony_jupyter.launcher import localwarm as spare; import time\n"
             "spare.start(2); print(spare._spare.proc.pid, flush=True); time.sleep(600)",
         ],
         stdout=subprocess.PIPE,

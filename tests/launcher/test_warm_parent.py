@@ -16,7 +16,7 @@ import psutil
 
 KERNEL = """
 import os, sys, time
-from tony_jupyter.launcher import spare
+from tony_jupyter.launcher import localwarm as spare
 from tony_jupyter.options import parse_job_args
 spec = None
 if {framework!r}:

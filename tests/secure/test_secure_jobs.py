@@ -46,7 +46,8 @@ def test_mwms_trains_as_alice_with_tokens_only(digits, tony_home, secure):
 
 HDFS_CELL = """
 import os, tony_jupyter
-from tony_jupyter import data, tokens
+from tony_jupyter import data
+from tony_jupyter.core import tokens
 ds = data.dataset(URL, batch_size=50)
 ids = sorted(int(i) for b in ds for i in b["id"].numpy())
 simple_user = "HADOOP_USER_NAME" in os.environ
@@ -123,7 +124,7 @@ def test_worker_fault_resumes_from_the_hdfs_checkpoint(digits, tony_home):
 
 SESSION_CELL = """
 import os
-from tony_jupyter import tokens
+from tony_jupyter.core import tokens
 hdfs = tokens.webhdfs_client(os.environ["TONY_WEBHDFS_URL"], None)
 (len(hdfs.list("/user/alice/.tony-jupyter")) > 0, tokens.hdfs_token())
 """
@@ -164,7 +165,7 @@ def test_parameter_server_training_with_chief_worker_and_ps(digits, tony_home, s
 # over it where its interpreter goes with it).
 PACKED = """
 import os, sys, tony_jupyter
-from tony_jupyter import tokens
+from tony_jupyter.core import tokens
 (os.path.realpath(tony_jupyter.__file__).startswith(
     os.path.realpath(os.path.join(os.getcwd(), "env")) + "/"),
  bool(tokens.hdfs_token()))

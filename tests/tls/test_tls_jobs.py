@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.yarn, pytest.mark.tls, pytest.mark.slow]
 # The executors' own WebHDFS client (checkpoints, history, TensorBoard logs use it) over HTTPS.
 WEBHDFS_FROM_TASK = """
 import os
-from tony_jupyter import tokens
+from tony_jupyter.core import tokens
 webhdfs = os.environ["TONY_WEBHDFS_URL"]
 root_type = tokens.webhdfs_client(webhdfs, os.environ.get("HADOOP_USER_NAME")).status("/")["type"]
 ca_used = tokens.ca_bundle()

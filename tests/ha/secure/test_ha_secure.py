@@ -280,7 +280,7 @@ def _wait_epoch(client, epoch: int, timeout: float = 300.0) -> None:
 # with, through the token it holds at each write (tokens.webhdfs_client reads the current one).
 OUTLIVE_CELL = """
 import os, time
-from tony_jupyter import tokens
+from tony_jupyter.core import tokens
 from tony_jupyter.core.tokens import Token
 hdfs = tokens.webhdfs_client(os.environ["TONY_WEBHDFS_URL"], None)
 first = tokens.hdfs_token()

@@ -152,7 +152,7 @@ def stage(connected: Connected) -> Staged:
 
 
 def stage_src(connected: Connected, staged: Staged, bundle: Bundle) -> Staged:
-    """Step 2, the rest: the directory the job ships (--src), an archive on HDFS."""
+    """Step 2, the rest: the directory the job ships (--src-dir), an archive on HDFS."""
     if bundle.src is None:
         return staged
     src_entry, src_info = connected.cluster.staging.src_archive(bundle.src)
