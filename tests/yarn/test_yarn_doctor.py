@@ -150,9 +150,9 @@ def test_the_probe_runs_the_packed_venv_and_its_interpreter_as_a_job_would(
 
 
 def venv_home(venv: Path) -> str:
-    from tony_jupyter.launcher.yarn import interpreter
+    from tony_jupyter.core import venvdir
 
-    return interpreter.pyvenv_cfg(venv)["home"]
+    return venvdir.pyvenv_cfg(venv)["home"]
 
 
 def passed(out: str, name: str, detail: str) -> bool:

@@ -31,16 +31,26 @@ def venv_root(path: str | None) -> Path:
     return p
 
 
+def pyvenv_cfg(venv: Path) -> dict[str, str]:
+    """The venv's ``pyvenv.cfg`` as its keys and values (``home``, ``version``, ...); empty when
+    there is none to read."""
+    out: dict[str, str] = {}
+    try:
+        lines = (venv / "pyvenv.cfg").read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
 def venv_version(root: Path) -> str | None:
     """The venv's minor Python version (``3.11``), from its ``pyvenv.cfg``; None if unsaid."""
-    try:
-        lines = (root / "pyvenv.cfg").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        key, _, value = line.partition("=")
-        if key.strip() in ("version", "version_info"):
-            parts = value.strip().split(".")
-            if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
-                return f"{parts[0]}.{parts[1]}"
+    cfg = pyvenv_cfg(root)
+    for key in ("version", "version_info"):
+        parts = cfg.get(key, "").split(".")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+            return f"{parts[0]}.{parts[1]}"
     return None

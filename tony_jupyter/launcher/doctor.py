@@ -192,7 +192,7 @@ class Doctor:
         choice = shipchoice.decide(self.ship_python, venv, key)
         want = venvdir.venv_version(venv) or ours
         env_entry, env_info = cluster.staging.env_archive(venv)
-        home = interpreter.pyvenv_cfg(venv).get("home", "")
+        home = venvdir.pyvenv_cfg(venv).get("home", "")
         base_python = f"{home}/python{want}" if home else ""
         cached = "" if env_info.get("bytes_uploaded") else ", already on HDFS"
         what = f"the packed venv {venv} ({_mb(env_entry['size'])}{cached})"

@@ -28,6 +28,7 @@ import tarfile
 from pathlib import Path
 
 from ...core import nodepython
+from ...core.venvdir import pyvenv_cfg
 
 NAME = nodepython.SHIPPED  # the ARCHIVE's link name in the container
 PYTHON = nodepython.SHIPPED_PYTHON
@@ -35,19 +36,6 @@ SYSTEM = frozenset({"/", "/usr", "/usr/local", "/opt", "/bin"})
 # What the lib/ of a prefix of one CPython holds beside it (python-build-standalone: Tcl/Tk).
 LIB = re.compile(r"^(python3\.\d+|libpython3.*|pkgconfig|tcl.*|tk.*|itcl.*|thread.*|.*\.a)$")
 BIN = re.compile(r"^python[0-9.]*$")  # the bin/ entries shipped: the interpreter and its links
-
-
-def pyvenv_cfg(venv: Path) -> dict[str, str]:
-    out: dict[str, str] = {}
-    try:
-        lines = (venv / "pyvenv.cfg").read_text().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        key, sep, value = line.partition("=")
-        if sep:
-            out[key.strip()] = value.strip()
-    return out
 
 
 def base_prefix(venv: Path) -> Path | None:
