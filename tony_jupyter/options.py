@@ -38,14 +38,21 @@ class _Parser(argparse.ArgumentParser):
         raise SpecError(message or f"%%tony: exit {status}")
 
 
-def _count(flag: str):
-    def parse(value: str) -> int:
+def _argtype(read, flag: str):
+    """An argparse ``type`` for ``flag`` from one of numbers.py's readers: its message without
+    the flag's name (argparse names the flag itself)."""
+
+    def parse(value: str):
         try:
-            return numbers.whole(value, flag)
-        except SpecError as e:  # argparse names the flag itself
+            return read(value, flag)
+        except SpecError as e:
             raise argparse.ArgumentTypeError(str(e).removeprefix(f"{flag}: ")) from None
 
     return parse
+
+
+def _count(flag: str):
+    return _argtype(numbers.whole, flag)
 
 
 def _procs(value: str) -> int:
@@ -59,13 +66,7 @@ def _procs(value: str) -> int:
 
 
 def _seconds(flag: str):
-    def parse(value: str) -> float:
-        try:
-            return numbers.seconds(value, flag)
-        except SpecError as e:  # argparse names the flag itself
-            raise argparse.ArgumentTypeError(str(e).removeprefix(f"{flag}: ")) from None
-
-    return parse
+    return _argtype(numbers.seconds, flag)
 
 
 def _workers(value: str) -> int | tuple[int, int]:
