@@ -81,15 +81,17 @@ def wait_for(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def strike_when(record, strike, min_epoch=3, timeout=300):
-    """Once attempt 1 has trained ``min_epoch`` epochs, ``strike(snapshot)``; (time, epoch)."""
+def strike_when(record, strike, min_epoch=3, timeout=300, ready=None):
+    """Once attempt 1 has trained ``min_epoch`` epochs (and ``ready()``, when given, is true),
+    ``strike(snapshot)``; (time, epoch)."""
     client = open_client(record)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         snap = client.snapshot()
         worker0, worker1 = snap.task("worker:0"), snap.task("worker:1")
         done = ((worker0.progress if worker0 else None) or {}).get("epoch_done", 0)
-        if snap.attempt == 1 and done >= min_epoch and worker1 is not None and worker1.pid:
+        armed = snap.attempt == 1 and done >= min_epoch and worker1 is not None and worker1.pid
+        if armed and (ready is None or ready()):
             strike(snap)
             return time.time(), done
         time.sleep(0.05)

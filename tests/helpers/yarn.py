@@ -69,14 +69,31 @@ class Cluster:
         return out
 
     def staging(self) -> list[str]:
+        return [name for name, _ in self.listing(f"/user/{self.user}/.tony-jupyter")]
+
+    def listing(self, path: str) -> list[tuple[str, str]]:
+        """(name, FILE or DIRECTORY) of what is in the HDFS directory ``path``; [] if none."""
         r = self.http.get(
-            f"{self.webhdfs}/webhdfs/v1/user/{self.user}/.tony-jupyter",
+            f"{self.webhdfs}/webhdfs/v1{path}",
             params={"op": "LISTSTATUS", "user.name": self.user},
             timeout=10,
         )
         if r.status_code == 404:
             return []
-        return [s["pathSuffix"] for s in r.json()["FileStatuses"]["FileStatus"]]
+        return [(s["pathSuffix"], s["type"]) for s in r.json()["FileStatuses"]["FileStatus"]]
+
+    def has_file(self, path: str, name: str, depth: int = 3) -> bool:
+        """Whether a file ``name`` is under the HDFS directory ``path`` (``depth`` levels)."""
+        for entry, kind in self.listing(path):
+            if kind == "FILE" and entry == name:
+                return True
+            if (
+                kind == "DIRECTORY"
+                and depth > 1
+                and self.has_file(f"{path}/{entry}", name, depth - 1)
+            ):
+                return True
+        return False
 
     def wait_nothing_left(self, app_ids: set[str], timeout: float = 30) -> None:
         """Every app in ``app_ids`` ended, holds no container, and left no staging dir."""

@@ -165,9 +165,17 @@ def test_fault_on_yarn_resumes_from_checkpoint(
     def striker():
         while not list_jobs():
             time.sleep(0.05)
+        record = list_jobs()[0]
+        # Not before a whole checkpoint (its TensorFlow index) is on HDFS: under load the
+        # mirror's first upload can still be in flight at epoch 4, and attempt 2 then rightly
+        # starts from scratch, which is not what this test is about.
+        mirrored = f"/user/{cluster.user}/.tony-jupyter/{record.id}/checkpoints"
         try:
             struck["at"], struck["epoch"] = strike_when(
-                list_jobs()[0], lambda snap: strike(snap, cluster, yarn_cluster), min_epoch=4
+                record,
+                lambda snap: strike(snap, cluster, yarn_cluster),
+                min_epoch=4,
+                ready=lambda: cluster.has_file(mirrored, "checkpoint"),
             )
         except Exception as e:  # noqa: BLE001 - failed below, with the reason
             struck["error"] = repr(e)
