@@ -62,6 +62,16 @@ class Staged:
     def ships_python(self) -> bool:
         return self.python_entry is not None
 
+    def every_container(self) -> dict[str, dict]:
+        """The entries the AM's container and every executor's localize alike: the packed venv
+        and, where it goes too, its interpreter."""
+        entries = {}
+        if self.env_entry is not None:
+            entries[packenv.ENV_NAME] = self.env_entry
+        if self.python_entry is not None:
+            entries[interpreter.NAME] = self.python_entry
+        return entries
+
 
 @dataclass(frozen=True)
 class Launched:
@@ -201,10 +211,7 @@ def launch(
         for k, v in resources.items()
         if not k.startswith(shards.SHARDS_DIR) and k != jobdir.TOKEN
     }
-    if staged.env_entry is not None:
-        am_resources[packenv.ENV_NAME] = staged.env_entry
-    if staged.python_entry is not None:
-        am_resources[interpreter.NAME] = staged.python_entry
+    am_resources.update(staged.every_container())
     record = undo.record = JobRecord.create(app_id, token, token_in_dir=True)
     # pack_env's bytes_uploaded: 0 when the hash was cached
     info = cluster.job_info(
@@ -222,10 +229,7 @@ def _executor_resources(uploaded: dict, staged: Staged) -> dict:
     """What every executor's container localizes: the bundle's files for executors, the packed
     venv and its interpreter, the shipped directory (not the AM's: it runs no user code)."""
     resources = {k: v for k, v in uploaded.items() if executor_file(k)}
-    if staged.env_entry is not None:
-        resources[packenv.ENV_NAME] = staged.env_entry
-    if staged.python_entry is not None:
-        resources[interpreter.NAME] = staged.python_entry
+    resources.update(staged.every_container())
     if staged.src_entry is not None:
         resources[jobdir.SRC] = staged.src_entry  # executor/cell.py unpacks it
     return resources
